@@ -1,0 +1,152 @@
+/*
+ * stacksnap.h — the whole public API of stacksnap.
+ *
+ * stacksnap captures call stacks in-process (the calling thread or any other
+ * thread of the process), tells app code from system code, and — in later
+ * releases of this header — names frames and watches the main thread for lag.
+ *
+ * Conventions (see shared/api.md, the contract this header implements):
+ *  - Integers returned are a count (>= 0) or a negative SNAP_E* code.
+ *  - Nothing here aborts the host app or prints unless asked to.
+ *  - Every function may be called from any thread. Functions tagged
+ *    [async-signal-safe] may also be called from a signal handler: they take
+ *    no lock and allocate nothing.
+ */
+#ifndef STACKSNAP_H
+#define STACKSNAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SNAP_EXPORT __attribute__((visibility("default")))
+#else
+#define SNAP_EXPORT
+#endif
+
+/* ---- Errors ------------------------------------------------------------ */
+
+/* One table makes both the enum and snap_strerror(): X(name, value, text). */
+#define SNAP_ERRNO_MAP(X)                                                      \
+  X(OK, 0, "success")                                                          \
+  X(EINVAL, -1, "invalid argument")                                            \
+  X(ENOTHREAD, -2, "no such thread, or it exited")                             \
+  X(ETIMEDOUT, -3, "the target thread did not stop in time")                   \
+  X(ENOMEM, -4, "out of memory")                                               \
+  X(EUNSUPPORTED, -5, "not supported on this platform, architecture or build") \
+  X(EIO, -6, "a file could not be read or written")                            \
+  X(EBUSY, -7, "already started or in use")
+
+enum {
+#define SNAP__ERRNO_ENUM(name, value, text) SNAP_##name = value,
+  SNAP_ERRNO_MAP(SNAP__ERRNO_ENUM)
+#undef SNAP__ERRNO_ENUM
+};
+
+/* A static string for any int; never NULL ("unknown error" for non-codes).
+   [async-signal-safe] */
+SNAP_EXPORT const char *snap_strerror(int code);
+
+/* ---- Threads ----------------------------------------------------------- */
+
+typedef uint64_t
+    snap_thread_t; /* Linux: kernel TID. Apple: mach thread port. */
+
+/* [async-signal-safe] */
+SNAP_EXPORT snap_thread_t snap_thread_self(void);
+/* The process's main thread, recorded when the library loads.
+   [async-signal-safe] */
+SNAP_EXPORT snap_thread_t snap_thread_main(void);
+/* Fills up to max thread ids; returns the total number of threads (which may
+   exceed max), or a negative error. */
+SNAP_EXPORT int snap_thread_list(snap_thread_t *out, int max);
+
+/* Extension: 1 if the thread is running or runnable right now, 0 if it
+   sleeps or waits (blocked in a lock, in poll(), ...), or a negative error.
+   A lag monitor uses it to sample busy threads first and skip idle ones. */
+SNAP_EXPORT int snap_thread_is_running(snap_thread_t thread);
+
+/* ---- Capture ----------------------------------------------------------- */
+
+/* At a Swift async frame, follow the async context chain instead of the OS
+   stack (as Apple's thread_stack_async_pcs does). */
+#define SNAP_CAPTURE_ASYNC 0x1u
+/* Keep only pcs inside app images (see snap_set_app_image_prefixes). */
+#define SNAP_CAPTURE_APP_ONLY 0x2u
+/* Extension: walk frame records only; never consult call-frame information
+   (.eh_frame). Faster through code without unwind tables, but loses the
+   frames of code built without frame pointers (Debian's libc). Linux only;
+   frame records are the whole story on Apple platforms anyway. */
+#define SNAP_CAPTURE_FP_ONLY 0x4u
+#define SNAP_CAPTURE_ALL_FLAGS 0x7u
+
+/* The deepest stack a single capture walks. */
+#define SNAP_MAX_FRAMES 512
+
+/* The calling thread. Frame 0 is the return address into the caller of
+   snap_capture_self (as with backtrace()); `skip` drops that many more.
+   Returns the number of pcs written (<= max), or SNAP_EINVAL.
+   [async-signal-safe] Allocates nothing, takes no lock. */
+SNAP_EXPORT int snap_capture_self(uintptr_t *pcs, int max, int skip,
+                                  unsigned flags);
+
+/* Another thread (or the caller: then it behaves as snap_capture_self with
+   skip 0). Frame 0 is the pc where the thread was stopped, the rest are
+   return addresses. Returns the number written, or SNAP_EINVAL,
+   SNAP_ENOTHREAD (no such thread / it exited), SNAP_ETIMEDOUT (it did not
+   answer in time; the caller never waits longer than the sample timeout).
+   Linux: a real-time signal makes the target walk its own stack inside the
+   signal handler; see snap_set_sample_signal. Not async-signal-safe. */
+SNAP_EXPORT int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs,
+                                    int max, unsigned flags);
+
+/* Extension: how long snap_capture_thread waits for the target to answer.
+   Default 100 ms; 1..10000 ms accepted. Returns SNAP_OK or SNAP_EINVAL. */
+SNAP_EXPORT int snap_set_sample_timeout_ms(unsigned ms);
+
+/* Extension (Linux): the real-time signal used for cross-thread samples.
+   Default SIGRTMIN+5. Must be called before the first snap_capture_thread;
+   returns SNAP_EBUSY after that, SNAP_EINVAL for a non-real-time signal,
+   SNAP_EUNSUPPORTED where samples do not use signals (Apple). A handler the
+   app had installed for that signal keeps receiving every signal that is not
+   a stacksnap sample request. */
+SNAP_EXPORT int snap_set_sample_signal(int signo);
+
+/* ---- Images ------------------------------------------------------------ */
+
+/* True if pc lies in the executable range of an app image. [async-signal-safe]
+   Reads the last image table; images loaded since then are picked up by the
+   next call of a function that is not async-signal-safe. */
+SNAP_EXPORT bool snap_is_app_address(uintptr_t pc);
+
+/* Which images count as "the app": those whose path starts with one of the
+   prefixes (copied). NULL/0 restores the default: the main executable and
+   every image in its directory tree (on Apple: the app bundle). Returns
+   SNAP_OK, SNAP_EINVAL (n < 0, n > 64, a NULL or empty prefix) or
+   SNAP_ENOMEM. */
+SNAP_EXPORT int snap_set_app_image_prefixes(const char *const *prefixes, int n);
+
+/* Extension: what image holds pc. Useful before symbols exist: prints as
+   "image + offset". */
+typedef struct snap_image_info {
+  uintptr_t base;  /* load address (what addr2line's offsets count from) */
+  uintptr_t start; /* executable range containing pc: [start, end) */
+  uintptr_t end;
+  const char *path; /* full path; valid for the life of the process */
+  const char *name; /* base name of path */
+  bool in_app;
+} snap_image_info_t;
+
+/* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, or pc in no
+   executable image). Refreshes the image table first. */
+SNAP_EXPORT int snap_image_lookup(uintptr_t pc, snap_image_info_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STACKSNAP_H */

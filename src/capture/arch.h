@@ -1,0 +1,93 @@
+/*
+ * arch.h — what the walker needs to know about the CPU, one block per
+ * architecture: DWARF register numbers, frame-record alignment, how to strip
+ * pointer-authentication bits, and how to read the current pc/sp/fp.
+ *
+ * Must not: name an operating system. Architecture is not platform: the
+ * arm64 block serves Linux and Apple alike.
+ */
+#ifndef SNAP_CAPTURE_ARCH_H
+#define SNAP_CAPTURE_ARCH_H
+
+#include <stdint.h>
+
+#include "platform/platform.h"
+
+#if defined(__x86_64__)
+
+#define SNAP__ARCH_NAME "x86_64"
+#define SNAP__DW_FP 6  /* rbp */
+#define SNAP__DW_SP 7  /* rsp */
+#define SNAP__DW_RA 16 /* return address column */
+/* A frame record is [saved rbp, return address] at rbp. Frames are 16-byte
+   aligned by the ABI, but hand-written code keeps only 8: accept 8. */
+#define SNAP__FP_ALIGN 8u
+
+static inline uintptr_t snap__strip_pac(uintptr_t p) { return p; }
+
+/* The registers at this point of the calling function. Always inline: the pc
+   and sp must be read in the same function whose frame they describe. */
+#define SNAP__REGS_HERE(r)                                                     \
+  do {                                                                         \
+    uintptr_t pc_, sp_;                                                        \
+    __asm__ volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1"                     \
+                     : "=r"(pc_), "=r"(sp_));                                  \
+    (r)->pc = pc_;                                                             \
+    (r)->sp = sp_;                                                             \
+    (r)->fp = (uintptr_t)__builtin_frame_address(0);                           \
+    (r)->lr = 0;                                                               \
+    (r)->lr_valid = false;                                                     \
+  } while (0)
+
+#elif defined(__aarch64__)
+
+#define SNAP__ARCH_NAME "arm64"
+#define SNAP__DW_FP 29 /* x29 */
+#define SNAP__DW_SP 31 /* sp */
+#define SNAP__DW_RA 30 /* x30, the link register */
+#define SNAP__FP_ALIGN 8u
+
+/* Pointer authentication signs return addresses in their top bits. The
+   number of bits depends on the configured virtual address size, so a fixed
+   mask would be wrong: let the CPU strip them. XPACLRI lives in the HINT
+   space, so CPUs without pointer authentication execute it as a NOP (and then
+   there is nothing to strip). On Apple the compiler's ptrauth_strip is the
+   same instruction family. */
+static inline uintptr_t snap__strip_pac(uintptr_t p) {
+  register uintptr_t x30 __asm__("x30") = p;
+  __asm__("hint #7" /* xpaclri */ : "+r"(x30));
+  return x30;
+}
+
+#define SNAP__REGS_HERE(r)                                                     \
+  do {                                                                         \
+    uintptr_t pc_, sp_;                                                        \
+    __asm__ volatile("adr %0, .\n\tmov %1, sp" : "=r"(pc_), "=r"(sp_));        \
+    (r)->pc = pc_;                                                             \
+    (r)->sp = sp_;                                                             \
+    (r)->fp = (uintptr_t)__builtin_frame_address(0);                           \
+    (r)->lr = 0;                                                               \
+    (r)->lr_valid = false;                                                     \
+  } while (0)
+
+#else
+#error "stacksnap: unsupported architecture (x86_64 and arm64 are supported)"
+#endif
+
+/* Swift marks a frame record that has an async context below it by setting
+   bits 63:60 of the saved frame pointer to 0b0001. */
+#define SNAP__ASYNC_TAG_SHIFT 60
+#define SNAP__ASYNC_TAG 0x1u
+
+static inline int snap__is_async_tagged(uintptr_t saved_fp) {
+  return (saved_fp >> SNAP__ASYNC_TAG_SHIFT) == SNAP__ASYNC_TAG;
+}
+
+/* A saved frame pointer as an address: without the async tag. */
+static inline uintptr_t snap__untag_fp(uintptr_t saved_fp) {
+  if (snap__is_async_tagged(saved_fp))
+    return saved_fp & ~((uintptr_t)0xF << SNAP__ASYNC_TAG_SHIFT);
+  return saved_fp;
+}
+
+#endif /* SNAP_CAPTURE_ARCH_H */

@@ -1,0 +1,48 @@
+/*
+ * async_frames.c — the Swift async reader (the async half of Apple Libc's
+ * thread_stack_async_pcs).
+ *
+ * A Swift async function's frame record is "extended": the saved fp has bits
+ * 63:60 = 0b0001 and the word just below the record holds the task's async
+ * context. Contexts form the logical call chain: word 0 is the parent
+ * context, word 1 the pc where the parent resumes. With SNAP_CAPTURE_ASYNC
+ * the walk follows that chain instead of the OS stack (which beyond this
+ * point is only the executor's machinery).
+ *
+ * Resume pcs are the first instruction of a continuation funclet; symbolizers
+ * look up return addresses at pc - 1, so each is stored + 1 (as Apple does).
+ *
+ * Contexts live on the heap, not the stack: every context read goes through
+ * snap__plat_read. The chain is bounded by the output buffer and a hop
+ * budget, and a context pointer must be aligned.
+ *
+ * Must not: follow an unaligned or unreadable context.
+ */
+#include "capture/arch.h"
+#include "capture/walk.h"
+
+bool snap__async_frame(const snap__cursor_t *c, uintptr_t *ctx) {
+  uintptr_t fp = c->regs.fp, saved_fp;
+  if (fp % SNAP__FP_ALIGN || fp < c->regs.sp + sizeof(uintptr_t) ||
+      !snap__cursor_read(c, fp, &saved_fp) || !snap__is_async_tagged(saved_fp))
+    return false;
+  if (!snap__plat_async_task_active())
+    return false; /* a stray tag outside any task: walk the OS stack */
+  uintptr_t context;
+  if (!snap__cursor_read(c, fp - sizeof(uintptr_t), &context) || !context)
+    return false;
+  *ctx = context;
+  return true;
+}
+
+void snap__async_chain(snap__emitter_t *e, uintptr_t ctx) {
+  for (int hops = 0; hops < 2 * SNAP_MAX_FRAMES && ctx; hops++) {
+    uintptr_t words[2]; /* parent, resume pc */
+    if (ctx % sizeof(uintptr_t) || !snap__plat_read(ctx, words, sizeof words))
+      return;
+    uintptr_t resume = snap__strip_pac(words[1]);
+    if (!resume || !snap__emit(e, resume + 1, false))
+      return;
+    ctx = snap__strip_pac(words[0]);
+  }
+}

@@ -1,0 +1,54 @@
+/*
+ * cfi.h — the call-frame-information reader: what the compiler's unwind
+ * tables (.eh_frame) say about one pc, reduced to the rule the walker needs
+ * to go one frame up.
+ */
+#ifndef SNAP_CAPTURE_CFI_H
+#define SNAP_CAPTURE_CFI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "images/images.h"
+
+enum snap__cfa_kind {
+  SNAP__CFA_NONE = 0,  /* no usable rule here: use frame records */
+  SNAP__CFA_SP = 1,    /* CFA = sp + cfa_off */
+  SNAP__CFA_FP = 2,    /* CFA = fp + cfa_off */
+  SNAP__CFA_SIGNAL = 3 /* a signal-return trampoline: the kernel's frame */
+};
+
+enum snap__ra_kind {
+  SNAP__RA_UNDEFINED = 0, /* outermost frame: the walk is complete */
+  SNAP__RA_AT_CFA = 1,    /* return address at CFA + ra_off */
+  SNAP__RA_IN_LR = 2      /* still in the link register (arm64 leaf) */
+};
+
+enum snap__fp_kind {
+  SNAP__FP_SAME = 0,  /* the caller's fp is the current fp */
+  SNAP__FP_AT_CFA = 1 /* saved at CFA + fp_off */
+};
+
+typedef struct snap__rule {
+  uint8_t cfa; /* enum snap__cfa_kind */
+  uint8_t ra;  /* enum snap__ra_kind */
+  uint8_t fp;  /* enum snap__fp_kind */
+  int32_t cfa_off;
+  int32_t ra_off;
+  int32_t fp_off;
+} snap__rule_t;
+
+/* The rule at lookup_pc (the exact pc for an interrupted frame, the return
+   address minus one for a caller) in img's .eh_frame. Always fills *out;
+   SNAP__CFA_NONE when the tables are missing, malformed or use a feature
+   this reader does not evaluate (DWARF expressions). Every read stays inside
+   [img->unwind_lo, img->unwind_hi). [signal-safe] */
+void snap__cfi_find_rule(const snap__image_t *img, uintptr_t lookup_pc,
+                         snap__rule_t *out);
+
+/* The same through a lock-free cache keyed by (lookup_pc, table
+   generation), so a repeated pc costs a hash probe. [signal-safe] */
+void snap__cfi_rule_cached(const snap__image_t *img, uint64_t generation,
+                           uintptr_t lookup_pc, snap__rule_t *out);
+
+#endif /* SNAP_CAPTURE_CFI_H */

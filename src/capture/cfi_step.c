@@ -1,0 +1,82 @@
+/*
+ * cfi_step.c — the call-frame-information reader of the cursor: one frame
+ * up by the rule the compiler wrote for this pc.
+ *
+ * This is what sees through code built without frame pointers (Debian's
+ * libc): inside pthread_cond_wait rbp is 0 and only the unwind tables know
+ * where the return address is. Rules come from rule_cache.c.
+ *
+ * Must not: follow a rule off the stack bounds, or let the stack pointer go
+ * down (a signal frame, which may switch to another stack, is the one
+ * exception, and only a few times per walk).
+ */
+#include "capture/arch.h"
+#include "capture/cfi.h"
+#include "capture/walk.h"
+
+#define MAX_SIGNAL_FRAMES 4
+
+static int signal_step(snap__cursor_t *c) {
+  snap__regs_t next;
+  if (c->signal_frames >= MAX_SIGNAL_FRAMES ||
+      !snap__plat_sigframe_regs(c->regs.sp, &next) || next.pc == 0)
+    return SNAP__STEP_END;
+  c->signal_frames++;
+  /* The interrupted code may run on another stack (sigaltstack). */
+  if (!snap__plat_stack_bounds(next.sp, &c->lo, &c->hi))
+    c->hi = 0;
+  c->regs = next;
+  c->regs.pc = snap__strip_pac(next.pc);
+  c->regs.fp = snap__untag_fp(next.fp);
+  if (c->regs.lr_valid)
+    c->regs.lr = snap__strip_pac(next.lr);
+  c->exact = true;
+  return SNAP__STEP_OK;
+}
+
+int snap__cfi_step(snap__cursor_t *c) {
+  uintptr_t pc = snap__cursor_lookup_pc(c);
+  const snap__image_t *img = snap__images_find(c->images, pc);
+  if (!img || !img->unwind_hdr)
+    return SNAP__STEP_DECLINE;
+  snap__rule_t rule;
+  snap__cfi_rule_cached(img, c->generation, pc, &rule);
+  if (rule.cfa == SNAP__CFA_NONE)
+    return SNAP__STEP_DECLINE;
+  if (rule.cfa == SNAP__CFA_SIGNAL)
+    return signal_step(c);
+
+  uintptr_t base = rule.cfa == SNAP__CFA_SP ? c->regs.sp : c->regs.fp;
+  uintptr_t cfa = base + (intptr_t)rule.cfa_off;
+  uintptr_t ra, fp = c->regs.fp;
+  switch (rule.ra) {
+  case SNAP__RA_UNDEFINED:
+    return SNAP__STEP_END; /* the outermost frame (_start, thread start) */
+  case SNAP__RA_IN_LR:
+    /* Only a stopped thread's own frame can still hold it in lr. */
+    if (!c->regs.lr_valid)
+      return SNAP__STEP_END;
+    ra = c->regs.lr;
+    break;
+  default:
+    if (!snap__cursor_read(c, cfa + (intptr_t)rule.ra_off, &ra))
+      return SNAP__STEP_END;
+    break;
+  }
+  if (cfa < c->regs.sp || (cfa == c->regs.sp && rule.ra != SNAP__RA_IN_LR))
+    return SNAP__STEP_END; /* the stack must move up */
+  if (rule.fp == SNAP__FP_AT_CFA &&
+      !snap__cursor_read(c, cfa + (intptr_t)rule.fp_off, &fp))
+    return SNAP__STEP_END;
+  ra = snap__strip_pac(ra);
+  if (ra == 0)
+    return SNAP__STEP_END;
+  c->regs.pc = ra;
+  c->regs.sp = cfa;
+  c->regs.fp = snap__untag_fp(fp);
+  c->regs.lr_valid = false;
+  c->exact = false;
+  if (cfa > c->lo)
+    c->lo = cfa;
+  return SNAP__STEP_OK;
+}

@@ -1,0 +1,84 @@
+/*
+ * walk.h — the frame cursor: a thread's registers moving up its stack, one
+ * frame per step, through an ordered list of frame readers:
+ *
+ *   1. Swift async contexts (async_frames.c), with SNAP_CAPTURE_ASYNC, at an
+ *      extended frame record: the rest of the walk follows the context chain;
+ *   2. call-frame information (cfi_step.c, over cfi.c), where the image has
+ *      unwind tables and the pc has a rule;
+ *   3. frame records (frame_records.c): [saved fp, return address] at fp.
+ *
+ * Rules every reader keeps (design.md rule 2): a stack read is aligned and
+ * inside [lo, hi); when hi is 0 (bounds unknown) it goes through
+ * snap__plat_read instead. The stack pointer only moves up. Everything here
+ * is [signal-safe].
+ */
+#ifndef SNAP_CAPTURE_WALK_H
+#define SNAP_CAPTURE_WALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "images/images.h"
+#include "platform/platform.h"
+
+typedef struct snap__cursor {
+  snap__regs_t regs; /* the current frame; regs.pc has been emitted */
+  bool exact;        /* regs.pc is where the thread stopped, not a return
+                        address (frame 0, or right after a signal frame) */
+  uintptr_t lo, hi;  /* direct stack reads only inside [lo, hi) */
+  unsigned flags;    /* SNAP_CAPTURE_* */
+  int signal_frames; /* kernel signal frames crossed so far */
+  const snap__images_t *images;
+  uint64_t generation;
+} snap__cursor_t;
+
+enum snap__step {
+  SNAP__STEP_END = 0,    /* outermost frame reached, or nothing trustworthy */
+  SNAP__STEP_OK = 1,     /* regs now describe the caller */
+  SNAP__STEP_DECLINE = 2 /* this reader has nothing to say: try the next */
+};
+
+/* Sets up a cursor at regs (already stopped there). The caller holds a
+   reference on images for the cursor's lifetime. */
+void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
+                       unsigned flags, const snap__images_t *images);
+
+/* One stack word: aligned, inside the bounds, or through the checked read
+   when the bounds are unknown. */
+bool snap__cursor_read(const snap__cursor_t *c, uintptr_t addr, uintptr_t *out);
+
+/* The pc to look rules and images up with: a return address minus one lands
+   in the call instruction, which matters when a call is the last
+   instruction of a function (noreturn callees). */
+static inline uintptr_t snap__cursor_lookup_pc(const snap__cursor_t *c) {
+  return c->exact ? c->regs.pc : c->regs.pc - 1;
+}
+
+int snap__cfi_step(snap__cursor_t *c);
+int snap__frame_records_step(snap__cursor_t *c);
+
+/* If the current frame is a Swift extended frame and the async chain should
+   be followed, returns true with the first async context in *ctx. */
+bool snap__async_frame(const snap__cursor_t *c, uintptr_t *ctx);
+
+/* Where walks put their pcs: applies skip, SNAP_CAPTURE_APP_ONLY and max. */
+typedef struct snap__emitter {
+  uintptr_t *pcs;
+  int max, n, skip;
+  bool app_only;
+  const snap__images_t *images;
+} snap__emitter_t;
+
+/* Returns false once the buffer is full. */
+bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact);
+
+/* Emits the async context chain starting at ctx (resume pc + 1 for each). */
+void snap__async_chain(snap__emitter_t *e, uintptr_t ctx);
+
+/* The whole walk: emits regs.pc as frame 0, then every caller. Returns the
+   number of pcs written. */
+int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
+               uintptr_t *pcs, int max, int skip);
+
+#endif /* SNAP_CAPTURE_WALK_H */

@@ -1,0 +1,311 @@
+/*
+ * images.c — builds, publishes and searches the image table.
+ *
+ * Algorithm: the platform reports every executable range of every loaded
+ * image; we copy them (paths interned), sort by start address
+ * and publish the result in one of a few static slots. Lookups binary-search
+ * the published slot.
+ *
+ * Why static slots: a reader in a signal handler increments the slot's reader
+ * count before it knows whether the slot is still current. If slots were
+ * heap blocks, that increment could land in freed memory. Slots never go
+ * away; only their payload (the sorted ranges) is freed, and
+ * only when the slot is not current and nobody reads it.
+ *
+ * Must not: call the platform from a reader path, allocate or lock on one.
+ */
+#include "images/images.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/platform.h"
+
+#define SLOTS 8
+#define MAX_PREFIXES 64
+
+struct snap__images {
+  atomic_int readers;
+  uint64_t generation;
+  int count;
+  snap__image_t *ranges; /* sorted by start; the slot's payload */
+};
+
+static struct snap__images g_slots[SLOTS];
+static struct snap__images g_empty; /* before the first build, or on ENOMEM */
+static _Atomic(struct snap__images *) g_current;
+
+/* Paths are interned for the life of the process: a name handed to a user
+   (snap_image_info_t, later a symbolicated frame) must outlive table
+   rebuilds. Distinct paths are few, and a library loaded again reuses its
+   entry, so the set stays small. Guarded by g_writer; read freely. */
+typedef struct interned {
+  struct interned *next;
+  char str[];
+} interned_t;
+#define INTERN_BUCKETS 256
+static interned_t *g_interned[INTERN_BUCKETS];
+
+/* Writer state: guarded by g_writer. */
+static pthread_mutex_t g_writer = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_stamp;
+static uint64_t g_generation;
+static bool g_built;
+static char *g_prefixes[MAX_PREFIXES];
+static int g_prefix_count; /* 0: the default rule */
+
+const snap__images_t *snap__images_acquire(void) {
+  for (int tries = 0; tries < 64; tries++) {
+    struct snap__images *t =
+        atomic_load_explicit(&g_current, memory_order_acquire);
+    if (!t)
+      return &g_empty;
+    atomic_fetch_add_explicit(&t->readers, 1, memory_order_acq_rel);
+    if (atomic_load_explicit(&g_current, memory_order_acquire) == t)
+      return t;
+    atomic_fetch_sub_explicit(&t->readers, 1, memory_order_acq_rel);
+  }
+  /* A writer republished 64 times while we looked: give an empty view
+     rather than spin in a signal handler. */
+  return &g_empty;
+}
+
+void snap__images_release(const snap__images_t *t) {
+  if (t && t != &g_empty)
+    atomic_fetch_sub_explicit(&((struct snap__images *)t)->readers, 1,
+                              memory_order_acq_rel);
+}
+
+const snap__image_t *snap__images_find(const snap__images_t *t, uintptr_t pc) {
+  int lo = 0, hi = t->count - 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2;
+    const snap__image_t *r = &t->ranges[mid];
+    if (pc < r->start)
+      hi = mid - 1;
+    else if (pc >= r->end)
+      lo = mid + 1;
+    else
+      return r;
+  }
+  return NULL;
+}
+
+uint64_t snap__images_generation(const snap__images_t *t) {
+  return t->generation;
+}
+
+int snap__images_count(const snap__images_t *t) { return t->count; }
+
+/* ---- Building (writer side) --------------------------------------------- */
+
+static const char *intern(const char *path) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *p = path; *p; p++)
+    h = (h ^ (unsigned char)*p) * 16777619u;
+  interned_t **bucket = &g_interned[h % INTERN_BUCKETS];
+  for (interned_t *e = *bucket; e; e = e->next)
+    if (strcmp(e->str, path) == 0)
+      return e->str;
+  size_t len = strlen(path) + 1;
+  interned_t *e = malloc(sizeof *e + len);
+  if (!e)
+    return NULL;
+  memcpy(e->str, path, len);
+  e->next = *bucket;
+  *bucket = e;
+  return e->str;
+}
+
+typedef struct collect {
+  snap__image_t *v;
+  int n, cap;
+  bool oom;
+} collect_t;
+
+/* Runs under g_writer (called from build_locked). */
+static void collect_cb(const snap__plat_range_t *r, void *ctx) {
+  collect_t *c = ctx;
+  if (c->oom)
+    return;
+  if (c->n == c->cap) {
+    int cap = c->cap ? c->cap * 2 : 64;
+    snap__image_t *v = realloc(c->v, (size_t)cap * sizeof *v);
+    if (!v) {
+      c->oom = true;
+      return;
+    }
+    c->v = v;
+    c->cap = cap;
+  }
+  const char *path = intern(r->path ? r->path : "");
+  if (!path) {
+    c->oom = true;
+    return;
+  }
+  snap__image_t *img = &c->v[c->n++];
+  memset(img, 0, sizeof *img);
+  img->start = r->start;
+  img->end = r->end;
+  img->base = r->base;
+  img->unwind_hdr = r->unwind_hdr;
+  img->unwind_lo = r->unwind_lo;
+  img->unwind_hi = r->unwind_hi;
+  img->path = path;
+  const char *slash = strrchr(path, '/');
+  img->name = slash ? slash + 1 : path;
+}
+
+static int by_start(const void *a, const void *b) {
+  const snap__image_t *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool has_prefix(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The default app rule: the main executable's directory tree. Computed per
+   build because the executable's path is only known to the platform. */
+static bool is_app_path(const char *path, const char *exe_dir) {
+  if (!path[0])
+    return false;
+  if (g_prefix_count == 0)
+    return exe_dir[0] && has_prefix(path, exe_dir);
+  for (int i = 0; i < g_prefix_count; i++)
+    if (has_prefix(path, g_prefixes[i]))
+      return true;
+  return false;
+}
+
+static void free_payload(struct snap__images *s) {
+  free(s->ranges);
+  s->ranges = NULL;
+  s->count = 0;
+}
+
+/* A slot that is neither current nor read. Caller holds g_writer. */
+static struct snap__images *free_slot(struct snap__images *current) {
+  for (int i = 0; i < SLOTS; i++) {
+    struct snap__images *s = &g_slots[i];
+    if (s == current)
+      continue;
+    if (atomic_load_explicit(&s->readers, memory_order_acquire) == 0) {
+      free_payload(s);
+      return s;
+    }
+  }
+  return NULL;
+}
+
+static int build_locked(void) {
+  collect_t c = {0};
+  uint64_t stamp = snap__plat_images_stamp();
+  int rc = snap__plat_images_enumerate(collect_cb, &c);
+  if (rc == SNAP_OK && c.oom)
+    rc = SNAP_ENOMEM;
+  if (rc != SNAP_OK) {
+    free(c.v);
+    return rc;
+  }
+
+  char exe_dir[4096] = "";
+  if (snap__plat_main_executable(exe_dir, sizeof exe_dir)) {
+    char *slash = strrchr(exe_dir, '/');
+    if (slash)
+      slash[1] = '\0';
+    else
+      exe_dir[0] = '\0';
+  }
+  for (int i = 0; i < c.n; i++)
+    c.v[i].in_app = is_app_path(c.v[i].path, exe_dir);
+  qsort(c.v, (size_t)c.n, sizeof *c.v, by_start);
+
+  struct snap__images *cur =
+      atomic_load_explicit(&g_current, memory_order_acquire);
+  struct snap__images *slot = free_slot(cur);
+  if (!slot) { /* every other slot still read (a stopped reader): retry later */
+    free(c.v);
+    return SNAP_EBUSY;
+  }
+  slot->ranges = c.v;
+  slot->count = c.n;
+  slot->generation = ++g_generation;
+  atomic_store_explicit(&g_current, slot, memory_order_release);
+  g_stamp = stamp;
+  g_built = true;
+  return SNAP_OK;
+}
+
+int snap__images_refresh(bool force) {
+  pthread_mutex_lock(&g_writer);
+  int rc = SNAP_OK;
+  if (force || !g_built || snap__plat_images_stamp() != g_stamp)
+    rc = build_locked();
+  pthread_mutex_unlock(&g_writer);
+  return rc;
+}
+
+__attribute__((constructor)) static void images_init(void) {
+  (void)snap__images_refresh(true);
+}
+
+/* ---- Public API -----------------------------------------------------------
+ */
+
+bool snap_is_app_address(uintptr_t pc) {
+  const snap__images_t *t = snap__images_acquire();
+  const snap__image_t *img = snap__images_find(t, pc);
+  bool app = img && img->in_app;
+  snap__images_release(t);
+  return app;
+}
+
+int snap_set_app_image_prefixes(const char *const *prefixes, int n) {
+  if (n < 0 || n > MAX_PREFIXES || (n > 0 && !prefixes))
+    return SNAP_EINVAL;
+  char *copy[MAX_PREFIXES];
+  for (int i = 0; i < n; i++) {
+    if (!prefixes[i] || !prefixes[i][0]) {
+      while (i--)
+        free(copy[i]);
+      return SNAP_EINVAL;
+    }
+    if (!(copy[i] = strdup(prefixes[i]))) {
+      while (i--)
+        free(copy[i]);
+      return SNAP_ENOMEM;
+    }
+  }
+  pthread_mutex_lock(&g_writer);
+  for (int i = 0; i < g_prefix_count; i++)
+    free(g_prefixes[i]);
+  for (int i = 0; i < n; i++)
+    g_prefixes[i] = copy[i];
+  g_prefix_count = n;
+  int rc = build_locked();
+  pthread_mutex_unlock(&g_writer);
+  return rc;
+}
+
+int snap_image_lookup(uintptr_t pc, snap_image_info_t *out) {
+  if (!out)
+    return SNAP_EINVAL;
+  (void)snap__images_refresh(false);
+  const snap__images_t *t = snap__images_acquire();
+  const snap__image_t *img = snap__images_find(t, pc);
+  int rc = SNAP_EINVAL;
+  if (img) {
+    out->base = img->base;
+    out->start = img->start;
+    out->end = img->end;
+    out->path = img->path;
+    out->name = img->name;
+    out->in_app = img->in_app;
+    rc = SNAP_OK;
+  }
+  snap__images_release(t);
+  return rc;
+}

@@ -1,0 +1,47 @@
+/*
+ * images.h — the table of loaded images: executable ranges, names,
+ * app-or-system, unwind tables, and a generation that changes on every
+ * load or unload.
+ *
+ * Concurrency contract (PLCrashReporter style, stated where the data lives):
+ * a table is immutable once published. Readers — any thread, including the
+ * stopped window — take a reference with snap__images_acquire (two atomic
+ * operations, no lock) and drop it with snap__images_release. One writer at a
+ * time (a mutex, setup side only) builds a new table and publishes it with
+ * an atomic pointer swap; a replaced table is freed only once its reader
+ * count has drained, so a reader never sees freed memory.
+ */
+#ifndef SNAP_IMAGES_H
+#define SNAP_IMAGES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct snap__image {
+  uintptr_t start, end; /* executable range [start, end) */
+  uintptr_t base;       /* image load address */
+  uintptr_t unwind_hdr; /* .eh_frame_hdr, 0 if none */
+  uintptr_t unwind_lo;  /* every CFI read stays in [unwind_lo, unwind_hi) */
+  uintptr_t unwind_hi;
+  const char *path; /* points into the table's string pool */
+  const char *name; /* base name of path */
+  bool in_app;
+} snap__image_t;
+
+typedef struct snap__images snap__images_t;
+
+/* [signal-safe] Never NULL once the library has loaded. */
+const snap__images_t *snap__images_acquire(void);
+void snap__images_release(const snap__images_t *t);
+
+/* The range holding pc, or NULL. O(log n). [signal-safe] */
+const snap__image_t *snap__images_find(const snap__images_t *t, uintptr_t pc);
+/* Changes whenever the table is rebuilt. [signal-safe] */
+uint64_t snap__images_generation(const snap__images_t *t);
+int snap__images_count(const snap__images_t *t);
+
+/* Rebuilds the table if an image was loaded or unloaded since the last build
+   (or always, with force). Returns SNAP_OK or SNAP_ENOMEM. [setup] */
+int snap__images_refresh(bool force);
+
+#endif /* SNAP_IMAGES_H */

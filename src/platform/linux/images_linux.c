@@ -1,0 +1,100 @@
+/*
+ * images_linux.c — loaded images through dl_iterate_phdr.
+ *
+ * Every PT_LOAD with PF_X becomes one executable range. PT_GNU_EH_FRAME
+ * gives the .eh_frame_hdr search table the CFI reader binary-searches; the
+ * read-only PT_LOAD around it bounds every read the reader makes (the
+ * .eh_frame section it points into sits in the same segment with every
+ * linker we know; if not, the reader fails its bounds check and falls back
+ * to frame records).
+ *
+ * The stamp is dlpi_adds + dlpi_subs: glibc bumps them on every dlopen and
+ * dlclose, so one callback (we stop after the first image) tells whether
+ * the table is stale.
+ *
+ * Must not: run in the stopped window. dl_iterate_phdr takes the loader
+ * lock, which a stopped thread may hold.
+ */
+#include <elf.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "platform/linux/linux.h"
+
+typedef struct enum_ctx {
+  snap__plat_range_cb cb;
+  void *ctx;
+  const char *exe_path;
+} enum_ctx_t;
+
+static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  enum_ctx_t *e = arg;
+  const ElfW(Phdr) *eh = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+      eh = &info->dlpi_phdr[i];
+
+  snap__plat_range_t r = {0};
+  r.base = info->dlpi_addr;
+  /* The main program has an empty name; name it by its file. */
+  r.path =
+      (info->dlpi_name && info->dlpi_name[0]) ? info->dlpi_name : e->exe_path;
+  if (eh) {
+    uintptr_t hdr_vaddr = eh->p_vaddr;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+      const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+      if (ph->p_type == PT_LOAD && hdr_vaddr >= ph->p_vaddr &&
+          hdr_vaddr < ph->p_vaddr + ph->p_memsz) {
+        r.unwind_hdr = info->dlpi_addr + hdr_vaddr;
+        r.unwind_lo = info->dlpi_addr + ph->p_vaddr;
+        r.unwind_hi = r.unwind_lo + ph->p_memsz;
+      }
+    }
+  }
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || ph->p_memsz == 0)
+      continue;
+    r.start = info->dlpi_addr + ph->p_vaddr;
+    r.end = r.start + ph->p_memsz;
+    e->cb(&r, e->ctx);
+  }
+  return 0;
+}
+
+int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx) {
+  char exe[4096];
+  enum_ctx_t e = {cb, ctx, ""};
+  if (snap__plat_main_executable(exe, sizeof exe))
+    e.exe_path = exe;
+  dl_iterate_phdr(each_image, &e);
+  return SNAP_OK;
+}
+
+static int first_stamp(struct dl_phdr_info *info, size_t size, void *arg) {
+  uint64_t *stamp = arg;
+  /* dlpi_adds/dlpi_subs exist when size says so (glibc >= 2.4). */
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+    *stamp = (uint64_t)info->dlpi_adds * 0x9E3779B97F4A7C15ull +
+             (uint64_t)info->dlpi_subs;
+  return 1; /* the counters are global: one image is enough */
+}
+
+uint64_t snap__plat_images_stamp(void) {
+  uint64_t stamp = 0;
+  dl_iterate_phdr(first_stamp, &stamp);
+  return stamp;
+}
+
+bool snap__plat_main_executable(char *buf, size_t size) {
+  if (size < 2)
+    return false;
+  ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+  if (n <= 0 || (size_t)n >= size - 1)
+    return false;
+  buf[n] = '\0';
+  return true;
+}

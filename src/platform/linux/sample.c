@@ -1,0 +1,260 @@
+/*
+ * sample.c — stopping another thread on Linux: a real-time signal.
+ *
+ * Linux cannot suspend one thread of a process from another without ptrace,
+ * so the target stops itself: we queue a real-time signal at it with
+ * rt_tgsigqueueinfo, its handler takes the registers from the ucontext and
+ * runs the walk there, then posts a semaphore the sampler waits on.
+ *
+ * Protocol, per request slot (a static array: the handler must not allocate,
+ * and a slot must outlive a sampler that gave up):
+ *   FREE -> CLAIMED (sampler, CAS)  -> ARMED (sampler, after filling it)
+ *   ARMED -> RUNNING (handler, CAS) -> DONE (handler, CAS; then sem_post)
+ *   ARMED -> FREE (sampler on timeout, CAS: the handler never started)
+ *   RUNNING -> ABANDONED (sampler on timeout) -> FREE (handler, when done)
+ * Each state word carries a sequence number that changes on every claim, and
+ * the signal carries (magic, slot, sequence), so a late signal for an old
+ * request finds a mismatch and does nothing.
+ *
+ * The handler saves and restores errno, passes every signal that is not one
+ * of our requests to the handler the app had, and is installed with
+ * SA_RESTART so the target's interrupted system calls resume.
+ *
+ * Must not: let the handler allocate, lock, print, or wait. Its whole work is
+ * the snap__sample_fn, which is [signal-safe] by contract.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/linux/linux.h"
+
+#define SLOTS 16
+#define MAGIC 0x534e4150u /* "SNAP" */
+
+enum { FREE, CLAIMED, ARMED, RUNNING, DONE, ABANDONED };
+#define PHASE(s) ((s)&7u)
+#define SEQ(s) ((s) >> 3)
+#define STATE(seq, phase) (((seq) << 3) | (phase))
+
+typedef struct slot {
+  atomic_uint state;
+  int tid; /* the thread that must run it */
+  snap__sample_fn fn;
+  int result;
+  size_t arg_size;
+  sem_t done;
+  _Alignas(16) unsigned char arg[SNAP__SAMPLE_ARG_MAX];
+} slot_t;
+
+static slot_t g_slots[SLOTS];
+static pthread_mutex_t g_install_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool g_installed;
+static int g_signo; /* 0 until chosen */
+static atomic_uint g_timeout_ms = 100;
+static struct sigaction g_previous; /* the app's handler, chained to */
+static _Thread_local __attribute__((tls_model("initial-exec"))) int t_in_window;
+
+bool snap__plat_in_stopped_window(void) { return t_in_window != 0; }
+
+int snap__plat_set_sample_timeout_ms(unsigned ms) {
+  if (ms == 0 || ms > 10000)
+    return SNAP_EINVAL;
+  atomic_store(&g_timeout_ms, ms);
+  return SNAP_OK;
+}
+
+int snap__plat_set_sample_signal(int signo) {
+  if (signo < SIGRTMIN || signo > SIGRTMAX)
+    return SNAP_EINVAL;
+  pthread_mutex_lock(&g_install_lock);
+  int rc = SNAP_OK;
+  if (atomic_load(&g_installed))
+    rc = SNAP_EBUSY;
+  else
+    g_signo = signo;
+  pthread_mutex_unlock(&g_install_lock);
+  return rc;
+}
+
+static void chain(int signo, siginfo_t *si, void *uc) {
+  const struct sigaction *p = &g_previous;
+  if (p->sa_flags & SA_SIGINFO) {
+    if (p->sa_sigaction)
+      p->sa_sigaction(signo, si, uc);
+  } else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN &&
+             p->sa_handler) {
+    p->sa_handler(signo);
+  }
+  /* SIG_DFL for a real-time signal would kill the process; a signal we took
+     over is better dropped than fatal to the host app. */
+}
+
+static void on_signal(int signo, siginfo_t *si, void *uc) {
+  int saved_errno = errno;
+  uintptr_t token = (uintptr_t)si->si_value.sival_ptr;
+  bool ours = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
+              (uint32_t)(token >> 32) == MAGIC;
+  if (!ours) {
+    chain(signo, si, uc);
+    errno = saved_errno;
+    return;
+  }
+  unsigned idx = (unsigned)(token & 0xff);
+  unsigned seq = (unsigned)((token >> 8) & 0xffffff);
+  if (idx < SLOTS) {
+    slot_t *s = &g_slots[idx];
+    unsigned armed = STATE(seq, ARMED);
+    if (s->tid == snap__linux_gettid() &&
+        atomic_compare_exchange_strong(&s->state, &armed,
+                                       STATE(seq, RUNNING))) {
+      snap__regs_t regs;
+      snap__linux_regs_from_ucontext(uc, &regs);
+      t_in_window = 1;
+      s->result = s->fn(&regs, s->arg);
+      t_in_window = 0;
+      unsigned running = STATE(seq, RUNNING);
+      if (atomic_compare_exchange_strong(&s->state, &running, STATE(seq, DONE)))
+        sem_post(&s->done); /* async-signal-safe by POSIX */
+      else
+        atomic_store(&s->state, STATE(seq, FREE)); /* sampler gave up */
+    }
+  }
+  errno = saved_errno;
+}
+
+static int install(void) {
+  if (atomic_load_explicit(&g_installed, memory_order_acquire))
+    return SNAP_OK;
+  pthread_mutex_lock(&g_install_lock);
+  int rc = SNAP_OK;
+  if (!atomic_load(&g_installed)) {
+    if (!g_signo)
+      g_signo = SIGRTMIN + 5;
+    for (int i = 0; i < SLOTS; i++)
+      sem_init(&g_slots[i].done, 0, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(g_signo, &sa, &g_previous) != 0)
+      rc = SNAP_EUNSUPPORTED;
+    else
+      atomic_store_explicit(&g_installed, true, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_install_lock);
+  return rc;
+}
+
+static slot_t *claim(unsigned *seq_out) {
+  for (int i = 0; i < SLOTS; i++) {
+    slot_t *s = &g_slots[i];
+    unsigned cur = atomic_load(&s->state);
+    if (PHASE(cur) != FREE)
+      continue;
+    unsigned seq = (SEQ(cur) + 1) & 0xffffff;
+    if (atomic_compare_exchange_strong(&s->state, &cur, STATE(seq, CLAIMED))) {
+      /* A post from a request that completed after its sampler timed out
+         may still be counted: drain it. */
+      while (sem_trywait(&s->done) == 0)
+        ;
+      *seq_out = seq;
+      return s;
+    }
+  }
+  return NULL;
+}
+
+static void deadline_after(struct timespec *ts, unsigned ms) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  ts->tv_sec += ms / 1000;
+  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
+static bool thread_exists(int tid) {
+  return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+}
+
+int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
+                      size_t arg_size) {
+  if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
+    return SNAP_EINVAL;
+  if (thread == 0 || thread > 0x7fffffff)
+    return SNAP_ENOTHREAD;
+  int tid = (int)thread;
+  if (tid == snap__linux_gettid())
+    return SNAP_EINVAL; /* a thread cannot wait for its own handler */
+  int rc = install();
+  if (rc != SNAP_OK)
+    return rc;
+
+  unsigned seq;
+  slot_t *s = claim(&seq);
+  if (!s)
+    return SNAP_EBUSY;
+  s->tid = tid;
+  s->fn = fn;
+  s->result = SNAP_ETIMEDOUT;
+  s->arg_size = arg_size;
+  memcpy(s->arg, arg, arg_size);
+  atomic_store(&s->state, STATE(seq, ARMED));
+
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = g_signo;
+  si.si_code = SI_QUEUE;
+  si.si_pid = getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_ptr =
+      (void *)(((uintptr_t)MAGIC << 32) | ((uintptr_t)seq << 8) |
+               (uintptr_t)(s - g_slots));
+  if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, g_signo, &si) != 0) {
+    int err = errno;
+    atomic_store(&s->state, STATE(seq, FREE));
+    return err == ESRCH    ? SNAP_ENOTHREAD
+           : err == EAGAIN ? SNAP_EBUSY
+                           : SNAP_EINVAL;
+  }
+
+  struct timespec deadline;
+  deadline_after(&deadline, atomic_load(&g_timeout_ms));
+  int w;
+  do
+    w = sem_clockwait(&s->done, CLOCK_MONOTONIC, &deadline);
+  while (w != 0 && errno == EINTR);
+
+  unsigned expect = STATE(seq, ARMED);
+  if (w != 0 &&
+      atomic_compare_exchange_strong(&s->state, &expect, STATE(seq, FREE))) {
+    /* The handler never started; a late signal finds FREE and leaves. */
+    return thread_exists(tid) ? SNAP_ETIMEDOUT : SNAP_ENOTHREAD;
+  }
+  if (w != 0 && PHASE(expect) == RUNNING) {
+    /* It is walking right now: a walk is bounded, give it a moment more. */
+    struct timespec extra;
+    deadline_after(&extra, 20);
+    while (sem_clockwait(&s->done, CLOCK_MONOTONIC, &extra) != 0 &&
+           errno == EINTR)
+      ;
+    expect = STATE(seq, RUNNING);
+    if (atomic_compare_exchange_strong(&s->state, &expect,
+                                       STATE(seq, ABANDONED)))
+      return SNAP_ETIMEDOUT; /* the handler frees the slot when it ends */
+  }
+  /* DONE: the semaphore was (or will be) posted; the slot is ours. */
+  rc = s->result;
+  memcpy(arg, s->arg, arg_size);
+  atomic_store(&s->state, STATE(seq, FREE));
+  return rc;
+}
