@@ -12,7 +12,8 @@
 #include "capture/arch.h"
 
 void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
-                       unsigned flags, const snap__images_t *images) {
+                       unsigned flags, uintptr_t hi,
+                       const snap__images_t *images) {
   c->regs = *regs;
   c->regs.pc = snap__strip_pac(regs->pc);
   c->regs.fp = snap__untag_fp(regs->fp);
@@ -23,8 +24,8 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->signal_frames = 0;
   c->images = images;
   c->generation = snap__images_generation(images);
-  if (!snap__plat_stack_bounds(regs->sp, &c->lo, &c->hi))
-    c->hi = 0;
+  c->lo = regs->sp;
+  c->hi = hi > regs->sp ? hi : 0;
 }
 
 bool snap__cursor_read(const snap__cursor_t *c, uintptr_t addr,
@@ -65,11 +66,11 @@ static int step(snap__cursor_t *c) {
   return snap__frame_records_step(c);
 }
 
-int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
-               uintptr_t *pcs, int max, int skip) {
+int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
+                       uintptr_t hi, uintptr_t *pcs, int max, int skip) {
   const snap__images_t *images = snap__images_acquire();
   snap__cursor_t c;
-  snap__cursor_init(&c, regs, exact, flags, images);
+  snap__cursor_init(&c, regs, exact, flags, hi, images);
   snap__emitter_t e = {
       pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0, images};
 
@@ -86,4 +87,12 @@ int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
   }
   snap__images_release(images);
   return e.n;
+}
+
+int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
+               uintptr_t *pcs, int max, int skip) {
+  uintptr_t lo, hi;
+  if (!snap__plat_stack_bounds(regs->sp, &lo, &hi))
+    hi = 0;
+  return snap__walk_bounded(regs, exact, flags, hi, pcs, max, skip);
 }

@@ -39,10 +39,12 @@ enum snap__step {
   SNAP__STEP_DECLINE = 2 /* this reader has nothing to say: try the next */
 };
 
-/* Sets up a cursor at regs (already stopped there). The caller holds a
-   reference on images for the cursor's lifetime. */
+/* Sets up a cursor at regs (already stopped there) with stack bounds
+   [regs->sp, hi); hi == 0 means unknown. The caller holds a reference on
+   images for the cursor's lifetime. */
 void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
-                       unsigned flags, const snap__images_t *images);
+                       unsigned flags, uintptr_t hi,
+                       const snap__images_t *images);
 
 /* One stack word: aligned, inside the bounds, or through the checked read
    when the bounds are unknown. */
@@ -77,8 +79,13 @@ bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact);
 void snap__async_chain(snap__emitter_t *e, uintptr_t ctx);
 
 /* The whole walk: emits regs.pc as frame 0, then every caller. Returns the
-   number of pcs written. */
+   number of pcs written. The stack's bounds come from the platform. */
 int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
                uintptr_t *pcs, int max, int skip);
+
+/* The same over a stack whose top is given: every direct read stays inside
+   [regs->sp, hi). Tests feed it hostile stacks built in a buffer. */
+int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
+                       uintptr_t hi, uintptr_t *pcs, int max, int skip);
 
 #endif /* SNAP_CAPTURE_WALK_H */

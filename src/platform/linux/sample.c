@@ -45,7 +45,6 @@ enum { FREE, CLAIMED, ARMED, RUNNING, DONE, ABANDONED };
 
 typedef struct slot {
   atomic_uint state;
-  int tid; /* the thread that must run it */
   snap__sample_fn fn;
   int result;
   size_t arg_size;
@@ -111,8 +110,9 @@ static void on_signal(int signo, siginfo_t *si, void *uc) {
   if (idx < SLOTS) {
     slot_t *s = &g_slots[idx];
     unsigned armed = STATE(seq, ARMED);
-    if (s->tid == snap__linux_gettid() &&
-        atomic_compare_exchange_strong(&s->state, &armed,
+    /* The kernel delivers the signal to the thread it was queued for, so
+       the token alone identifies the request. */
+    if (atomic_compare_exchange_strong(&s->state, &armed,
                                        STATE(seq, RUNNING))) {
       snap__regs_t regs;
       snap__linux_regs_from_ucontext(uc, &regs);
@@ -203,7 +203,6 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
   slot_t *s = claim(&seq);
   if (!s)
     return SNAP_EBUSY;
-  s->tid = tid;
   s->fn = fn;
   s->result = SNAP_ETIMEDOUT;
   s->arg_size = arg_size;
@@ -230,9 +229,19 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
   struct timespec deadline;
   deadline_after(&deadline, atomic_load(&g_timeout_ms));
   int w;
-  do
+  for (;;) {
     w = sem_clockwait(&s->done, CLOCK_MONOTONIC, &deadline);
-  while (w != 0 && errno == EINTR);
+    if (w == 0) {
+      /* Confirm through the state word (acquire: pairs with the handler's
+         DONE) rather than trust the post alone. */
+      if (atomic_load_explicit(&s->state, memory_order_acquire) ==
+          STATE(seq, DONE))
+        break;
+      continue; /* a stale post from an earlier request */
+    }
+    if (errno != EINTR)
+      break;
+  }
 
   unsigned expect = STATE(seq, ARMED);
   if (w != 0 &&
@@ -252,7 +261,9 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                                        STATE(seq, ABANDONED)))
       return SNAP_ETIMEDOUT; /* the handler frees the slot when it ends */
   }
-  /* DONE: the semaphore was (or will be) posted; the slot is ours. */
+  /* DONE: the semaphore was (or will be) posted; the slot is ours. The
+     acquire load pairs with the handler's release of DONE. */
+  (void)atomic_load_explicit(&s->state, memory_order_acquire);
   rc = s->result;
   memcpy(arg, s->arg, arg_size);
   atomic_store(&s->state, STATE(seq, FREE));
