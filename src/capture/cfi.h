@@ -46,9 +46,4 @@ typedef struct snap__rule {
 void snap__cfi_find_rule(const snap__image_t *img, uintptr_t lookup_pc,
                          snap__rule_t *out);
 
-/* The same through a lock-free cache keyed by (lookup_pc, table
-   generation), so a repeated pc costs a hash probe. [signal-safe] */
-void snap__cfi_rule_cached(const snap__image_t *img, uint64_t generation,
-                           uintptr_t lookup_pc, snap__rule_t *out);
-
 #endif /* SNAP_CAPTURE_CFI_H */

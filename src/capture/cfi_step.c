@@ -4,7 +4,8 @@
  *
  * This is what sees through code built without frame pointers (Debian's
  * libc): inside pthread_cond_wait rbp is 0 and only the unwind tables know
- * where the return address is. Rules come from rule_cache.c.
+ * where the return address is. Rules come from the rule cache, or from
+ * cfi.c on a miss.
  *
  * Must not: follow a rule off the stack bounds, or let the stack pointer go
  * down (a signal frame, which may switch to another stack, is the one
@@ -12,6 +13,7 @@
  */
 #include "capture/arch.h"
 #include "capture/cfi.h"
+#include "capture/rule_cache.h"
 #include "capture/walk.h"
 
 #define MAX_SIGNAL_FRAMES 4
@@ -36,11 +38,12 @@ static int signal_step(snap__cursor_t *c) {
 
 int snap__cfi_step(snap__cursor_t *c) {
   uintptr_t pc = snap__cursor_lookup_pc(c);
-  const snap__image_t *img = snap__images_find(c->images, pc);
-  if (!img || !img->unwind_hdr)
-    return SNAP__STEP_DECLINE;
   snap__rule_t rule;
-  snap__cfi_rule_cached(img, c->generation, pc, &rule);
+  if (!snap__rule_cache_get(pc, c->salt, &rule)) {
+    const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
+    snap__cfi_find_rule(img, pc, &rule); /* NONE without image or tables */
+    snap__rule_cache_put(pc, c->salt, &rule);
+  }
   if (rule.cfa == SNAP__CFA_NONE)
     return SNAP__STEP_DECLINE;
   if (rule.cfa == SNAP__CFA_SIGNAL)

@@ -5,15 +5,18 @@
  * (2 * SNAP_MAX_FRAMES, so a skip or an app-only filter cannot make it
  * endless), and the readers' own rule that the stack pointer moves up.
  *
+ * Most frames go through fast_step, an inline copy of the two common cases
+ * of the readers; the readers themselves handle the rest.
+ *
  * Must not: allocate, lock, or read memory outside the cursor's rules.
  */
 #include "capture/walk.h"
 
 #include "capture/arch.h"
+#include "capture/rule_cache.h"
 
 void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
-                       unsigned flags, uintptr_t hi,
-                       const snap__images_t *images) {
+                       unsigned flags, uintptr_t hi) {
   c->regs = *regs;
   c->regs.pc = snap__strip_pac(regs->pc);
   c->regs.fp = snap__untag_fp(regs->fp);
@@ -22,22 +25,26 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->exact = exact;
   c->flags = flags;
   c->signal_frames = 0;
-  c->images = images;
-  c->generation = snap__images_generation(images);
+  c->images = NULL;
+  c->salt = snap__rule_cache_salt(snap__images_current_generation());
   c->lo = regs->sp;
   c->hi = hi > regs->sp ? hi : 0;
 }
 
-bool snap__cursor_read(const snap__cursor_t *c, uintptr_t addr,
-                       uintptr_t *out) {
-  if (addr % sizeof(uintptr_t) || addr < c->lo)
-    return false;
-  if (c->hi == 0)
-    return snap__plat_read(addr, out, sizeof *out);
-  if (addr >= c->hi || c->hi - addr < sizeof(uintptr_t))
-    return false;
-  *out = *(const uintptr_t *)addr;
-  return true;
+const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
+  if (!c->images) {
+    c->images = snap__images_acquire();
+    /* Rules found from now on come from this table: file them under its
+       generation (it can only be newer than the one read at init). */
+    c->salt = snap__rule_cache_salt(snap__images_generation(c->images));
+  }
+  return c->images;
+}
+
+void snap__cursor_done(snap__cursor_t *c) {
+  if (c->images)
+    snap__images_release(c->images);
+  c->images = NULL;
 }
 
 bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact) {
@@ -49,7 +56,7 @@ bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact) {
   }
   if (e->app_only) {
     const snap__image_t *img =
-        snap__images_find(e->images, exact ? pc : pc - 1);
+        snap__images_find(snap__cursor_images(e->cursor), exact ? pc : pc - 1);
     if (!img || !img->in_app)
       return true;
   }
@@ -66,16 +73,75 @@ static int step(snap__cursor_t *c) {
   return snap__frame_records_step(c);
 }
 
+/* One step for the frames that make up almost every stack, kept to locals
+   and inline code because it is most of a capture's time: the rule is in
+   the cache and ordinary (CFA from sp or fp, return address and fp saved at
+   offsets from it), or, with SNAP_CAPTURE_FP_ONLY, a frame record. The
+   checks are the general readers' checks. Anything else — a cache miss, a
+   signal frame, a link register, unknown bounds — declines, and the
+   general step runs. */
+static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
+                            uintptr_t *sp, uintptr_t *fp, bool exact) {
+  uintptr_t cfa, ra, next_fp = *fp;
+  if (c->flags & SNAP_CAPTURE_FP_ONLY) {
+    cfa = *fp + 2 * sizeof(uintptr_t);
+    if (*fp % SNAP__FP_ALIGN || *fp < *sp || cfa > c->hi || cfa <= *fp)
+      return SNAP__STEP_DECLINE;
+    next_fp = ((const uintptr_t *)*fp)[0];
+    ra = ((const uintptr_t *)*fp)[1];
+  } else {
+    snap__rule_t rule;
+    if (!snap__rule_cache_get(exact ? *pc : *pc - 1, c->salt, &rule) ||
+        rule.ra != SNAP__RA_AT_CFA ||
+        (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP))
+      return SNAP__STEP_DECLINE;
+    cfa = (rule.cfa == SNAP__CFA_SP ? *sp : *fp) + (intptr_t)rule.cfa_off;
+    if (cfa <= *sp || !snap__cursor_read(c, cfa + (intptr_t)rule.ra_off, &ra))
+      return SNAP__STEP_DECLINE;
+    if (rule.fp == SNAP__FP_AT_CFA &&
+        !snap__cursor_read(c, cfa + (intptr_t)rule.fp_off, &next_fp))
+      return SNAP__STEP_DECLINE;
+  }
+  ra = snap__strip_pac(ra);
+  if (ra == 0)
+    return SNAP__STEP_DECLINE; /* let the general step decide the end */
+  *pc = ra;
+  *sp = cfa;
+  *fp = snap__untag_fp(next_fp);
+  return SNAP__STEP_OK;
+}
+
 int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
                        uintptr_t hi, uintptr_t *pcs, int max, int skip) {
-  const snap__images_t *images = snap__images_acquire();
   snap__cursor_t c;
-  snap__cursor_init(&c, regs, exact, flags, hi, images);
-  snap__emitter_t e = {
-      pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0, images};
+  snap__cursor_init(&c, regs, exact, flags, hi);
+  snap__emitter_t e = {pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0,
+                       &c};
+  /* The fast step needs direct reads, a plain emitter, no async chain and
+     no pending link register. */
+  bool fast_ok = c.hi && !e.app_only && !(flags & SNAP_CAPTURE_ASYNC);
 
   bool more = snap__emit(&e, c.regs.pc, c.exact);
   for (int steps = 0; more && steps < 2 * SNAP_MAX_FRAMES; steps++) {
+    if (fast_ok && !c.regs.lr_valid) {
+      uintptr_t pc = c.regs.pc, sp = c.regs.sp, fp = c.regs.fp;
+      bool ex = c.exact;
+      int n = e.n;
+      while (steps < 2 * SNAP_MAX_FRAMES &&
+             fast_step(&c, &pc, &sp, &fp, ex) == SNAP__STEP_OK) {
+        steps++;
+        ex = false;
+        c.lo = sp;
+        if (e.skip > 0)
+          e.skip--;
+        else if ((pcs[n++] = pc), n == max)
+          break;
+      }
+      c.regs.pc = pc, c.regs.sp = sp, c.regs.fp = fp, c.exact = ex;
+      e.n = n;
+      if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
+        break;
+    }
     uintptr_t ctx;
     if ((flags & SNAP_CAPTURE_ASYNC) && snap__async_frame(&c, &ctx)) {
       snap__async_chain(&e, ctx);
@@ -85,7 +151,7 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
       break;
     more = snap__emit(&e, c.regs.pc, c.exact);
   }
-  snap__images_release(images);
+  snap__cursor_done(&c);
   return e.n;
 }
 

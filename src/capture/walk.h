@@ -4,14 +4,17 @@
  *
  *   1. Swift async contexts (async_frames.c), with SNAP_CAPTURE_ASYNC, at an
  *      extended frame record: the rest of the walk follows the context chain;
- *   2. call-frame information (cfi_step.c, over cfi.c), where the image has
- *      unwind tables and the pc has a rule;
+ *   2. call-frame information (cfi_step.c, over cfi.c and rule_cache.h),
+ *      where the image has unwind tables and the pc has a rule;
  *   3. frame records (frame_records.c): [saved fp, return address] at fp.
  *
  * Rules every reader keeps (design.md rule 2): a stack read is aligned and
  * inside [lo, hi); when hi is 0 (bounds unknown) it goes through
  * snap__plat_read instead. The stack pointer only moves up. Everything here
  * is [signal-safe].
+ *
+ * The image table is taken lazily: a walk whose every rule is in the rule
+ * cache (the common case for a repeated call site) never touches it.
  */
 #ifndef SNAP_CAPTURE_WALK_H
 #define SNAP_CAPTURE_WALK_H
@@ -29,8 +32,8 @@ typedef struct snap__cursor {
   uintptr_t lo, hi;  /* direct stack reads only inside [lo, hi) */
   unsigned flags;    /* SNAP_CAPTURE_* */
   int signal_frames; /* kernel signal frames crossed so far */
-  const snap__images_t *images;
-  uint64_t generation;
+  uint64_t salt;     /* rule-cache salt of the image generation in use */
+  const snap__images_t *images; /* NULL until first needed */
 } snap__cursor_t;
 
 enum snap__step {
@@ -40,15 +43,27 @@ enum snap__step {
 };
 
 /* Sets up a cursor at regs (already stopped there) with stack bounds
-   [regs->sp, hi); hi == 0 means unknown. The caller holds a reference on
-   images for the cursor's lifetime. */
+   [regs->sp, hi); hi == 0 means unknown. */
 void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
-                       unsigned flags, uintptr_t hi,
-                       const snap__images_t *images);
+                       unsigned flags, uintptr_t hi);
+/* Drops the image-table reference, if one was taken. */
+void snap__cursor_done(snap__cursor_t *c);
+/* The image table, taken on first use. */
+const snap__images_t *snap__cursor_images(snap__cursor_t *c);
 
 /* One stack word: aligned, inside the bounds, or through the checked read
    when the bounds are unknown. */
-bool snap__cursor_read(const snap__cursor_t *c, uintptr_t addr, uintptr_t *out);
+static inline bool snap__cursor_read(const snap__cursor_t *c, uintptr_t addr,
+                                     uintptr_t *out) {
+  if (addr % sizeof(uintptr_t) || addr < c->lo)
+    return false;
+  if (c->hi == 0)
+    return snap__plat_read(addr, out, sizeof *out);
+  if (addr >= c->hi || c->hi - addr < sizeof(uintptr_t))
+    return false;
+  *out = *(const uintptr_t *)addr;
+  return true;
+}
 
 /* The pc to look rules and images up with: a return address minus one lands
    in the call instruction, which matters when a call is the last
@@ -69,7 +84,7 @@ typedef struct snap__emitter {
   uintptr_t *pcs;
   int max, n, skip;
   bool app_only;
-  const snap__images_t *images;
+  snap__cursor_t *cursor; /* for the image table, when app_only */
 } snap__emitter_t;
 
 /* Returns false once the buffer is full. */

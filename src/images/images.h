@@ -38,6 +38,10 @@ void snap__images_release(const snap__images_t *t);
 const snap__image_t *snap__images_find(const snap__images_t *t, uintptr_t pc);
 /* Changes whenever the table is rebuilt. [signal-safe] */
 uint64_t snap__images_generation(const snap__images_t *t);
+/* The generation of the table published now, without taking a reference:
+   lets a walk whose unwind rules all come from cache skip the table.
+   [signal-safe] */
+uint64_t snap__images_current_generation(void);
 int snap__images_count(const snap__images_t *t);
 
 /* Rebuilds the table if an image was loaded or unloaded since the last build

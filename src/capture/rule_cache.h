@@ -1,0 +1,79 @@
+/*
+ * rule_cache.h — remembers the unwind rule of each pc, without a lock.
+ *
+ * Decoding .eh_frame for one pc costs a binary search plus a CIE/FDE parse
+ * (~100 ns); a call stack repeats its pcs, so the walker asks this cache
+ * first and pays the parse once per pc. The lookup is inline: it runs once
+ * per frame of every walk.
+ *
+ * Shape: a direct-mapped table of entries {key, value, check}, each word an
+ * atomic, all three in one cache line. Writers (any thread, signal handlers
+ * included) store the three words without coordination; a reader accepts an
+ * entry only if check == key ^ (value * K) ^ salt. Two racing writers can
+ * interleave their words, but a mixed entry fails the check (it would need
+ * k1 ^ k2 == (v1 * K) ^ (v2 * K), a 64-bit coincidence), so a reader sees a
+ * whole entry or a miss. The salt is a bijective mix of the image-table
+ * generation: when an image is loaded or unloaded every entry stops
+ * matching at once, so a pc reused by a new library never gets the old
+ * library's rule. "No rule here" is cached too.
+ *
+ * Must not: block, allocate, or return a rule it has not verified.
+ */
+#ifndef SNAP_CAPTURE_RULE_CACHE_H
+#define SNAP_CAPTURE_RULE_CACHE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capture/cfi.h"
+
+#define SNAP__RULE_CACHE_BITS 12 /* 4096 entries, 128 KiB */
+
+typedef struct snap__rule_entry {
+  _Alignas(32) atomic_uint_least64_t key;
+  atomic_uint_least64_t value, check;
+} snap__rule_entry_t;
+
+extern snap__rule_entry_t snap__rule_cache[1u << SNAP__RULE_CACHE_BITS];
+
+#define SNAP__RULE_MUL 0x9e3779b97f4a7c15ull
+#define SNAP__RULE_PRESENT ((uint64_t)1 << 6)
+
+/* The salt for a table generation. [signal-safe] */
+uint64_t snap__rule_cache_salt(uint64_t generation);
+
+static inline snap__rule_entry_t *snap__rule_slot(uintptr_t pc) {
+  return &snap__rule_cache[((uint64_t)pc * SNAP__RULE_MUL) >>
+                           (64 - SNAP__RULE_CACHE_BITS)];
+}
+
+static inline void snap__rule_unpack(uint64_t v, snap__rule_t *r) {
+  r->cfa = v & 3;
+  r->ra = (v >> 2) & 3;
+  r->fp = (v >> 4) & 3;
+  r->ra_off = (int8_t)(uint8_t)(v >> 8) * 8;
+  r->fp_off = (int8_t)(uint8_t)(v >> 16) * 8;
+  r->cfa_off = (int32_t)(uint32_t)(v >> 32);
+}
+
+/* [signal-safe] */
+static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
+                                        snap__rule_t *out) {
+  snap__rule_entry_t *e = snap__rule_slot(pc);
+  uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+  if (k != (uint64_t)pc)
+    return false;
+  uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed);
+  uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
+  if (c != (k ^ (v * SNAP__RULE_MUL) ^ salt) || !(v & SNAP__RULE_PRESENT))
+    return false;
+  snap__rule_unpack(v, out);
+  return true;
+}
+
+/* Stores the rule if it packs (offsets compilers emit always do).
+   [signal-safe] */
+void snap__rule_cache_put(uintptr_t pc, uint64_t salt, const snap__rule_t *r);
+
+#endif /* SNAP_CAPTURE_RULE_CACHE_H */
