@@ -81,8 +81,15 @@ static int64_t rd_sleb(rd_t *r) {
     shift += 7;
   } while ((b & 0x80) && !r->bad);
   if (shift < 64 && (b & 0x40))
-    v |= -((int64_t)1 << shift);
+    v = (int64_t)((uint64_t)v | (~(uint64_t)0 << shift)); /* sign-extend */
   return v;
+}
+
+/* Factored offsets times alignment factors. Hostile tables can make the
+   product overflow; wrap (as the hardware would) instead of invoking
+   undefined behaviour, and let the range checks reject the result. */
+static int64_t scaled(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a * (uint64_t)b);
 }
 
 /* DW_EH_PE_* pointer encodings. */
@@ -188,7 +195,8 @@ static bool run(rd_t *r, uintptr_t end, const cie_t *cie, uintptr_t loc,
       advance = true;
       break;
     case 2: /* DW_CFA_offset */
-      set_reg(row, op & 0x3f, R_OFFSET, (int64_t)rd_uleb(r) * cie->data_align);
+      set_reg(row, op & 0x3f, R_OFFSET,
+              scaled((int64_t)rd_uleb(r), cie->data_align));
       break;
     case 3: /* DW_CFA_restore */
       if (init)
@@ -218,7 +226,8 @@ static bool run(rd_t *r, uintptr_t end, const cie_t *cie, uintptr_t loc,
         break;
       case 0x05: /* offset_extended */
         col = rd_uleb(r);
-        set_reg(row, col, R_OFFSET, (int64_t)rd_uleb(r) * cie->data_align);
+        set_reg(row, col, R_OFFSET,
+                scaled((int64_t)rd_uleb(r), cie->data_align));
         break;
       case 0x06: /* restore_extended */
         col = rd_uleb(r);
@@ -266,13 +275,13 @@ static bool run(rd_t *r, uintptr_t end, const cie_t *cie, uintptr_t loc,
       }
       case 0x11: /* offset_extended_sf */
         col = rd_uleb(r);
-        set_reg(row, col, R_OFFSET, rd_sleb(r) * cie->data_align);
+        set_reg(row, col, R_OFFSET, scaled(rd_sleb(r), cie->data_align));
         break;
       case 0x12: /* def_cfa_sf */
         set_cfa_reg(row, rd_uleb(r));
-        row->cfa_off = rd_sleb(r) * cie->data_align;
+        row->cfa_off = scaled(rd_sleb(r), cie->data_align);
         break;
-      case 0x13: row->cfa_off = rd_sleb(r) * cie->data_align; break;
+      case 0x13: row->cfa_off = scaled(rd_sleb(r), cie->data_align); break;
       case 0x14: /* val_offset */
       case 0x15: /* val_offset_sf */
         col = rd_uleb(r);
@@ -283,7 +292,8 @@ static bool run(rd_t *r, uintptr_t end, const cie_t *cie, uintptr_t loc,
       case 0x2e: (void)rd_uleb(r); break; /* GNU_args_size */
       case 0x2f:                          /* GNU_negative_offset_extended */
         col = rd_uleb(r);
-        set_reg(row, col, R_OFFSET, -(int64_t)rd_uleb(r) * cie->data_align);
+        set_reg(row, col, R_OFFSET,
+                scaled((int64_t)(0 - rd_uleb(r)), cie->data_align));
         break;
       default: return false; /* unknown opcode: operands unknown too */
       }

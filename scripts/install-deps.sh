@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what stacksnap's build, tests, demo and benchmarks need on Debian 12
+# (bookworm), x86_64 or aarch64 host. Idempotent: only missing packages are
+# installed. Runs apt through sudo when not root.
+#
+#   scripts/install-deps.sh          everything (tests need all of it)
+#   scripts/install-deps.sh --demo   just enough to build and run the demo
+set -euo pipefail
+
+demo_pkgs=(build-essential cmake pkg-config)
+test_pkgs=(
+  build-essential cmake pkg-config
+  clang libclang-rt-14-dev          # async-frame test, sanitizers, libFuzzer
+  libunwind-dev                     # benchmarks: unw_backtrace
+  qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 suite
+)
+
+pkgs=("${test_pkgs[@]}")
+[[ "${1:-}" == "--demo" ]] && pkgs=("${demo_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: everything is installed"
+  exit 0
+fi
+
+as_root=()
+[[ $(id -u) -ne 0 ]] && as_root=(sudo)
+echo "install-deps: installing ${missing[*]}"
+"${as_root[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
+  --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and runs the whole test suite in every
+# configuration the project promises:
+#
+#   gcc        RelWithDebInfo, -Werror
+#   clang      RelWithDebInfo, -Werror
+#   asan       clang, AddressSanitizer + UndefinedBehaviorSanitizer, plus a
+#              time-boxed libFuzzer run of the walker and the CFI reader
+#   tsan       clang, ThreadSanitizer
+#   arm64      gcc-aarch64-linux-gnu, tests under qemu-aarch64
+#   arm64-pac  the same with -mbranch-protection=standard (signed return
+#              addresses), under qemu -cpu max
+#
+# Build trees go to build/<config>. Ends with one line "N passed, M failed"
+# counting configurations; exits non-zero if any failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh" || exit 1
+jobs=$(nproc)
+
+passed=0
+failed=0
+failed_names=()
+
+run_config() {
+  local name=$1
+  shift
+  local dir="$root/build/$name"
+  echo "=== $name"
+  local t0=$SECONDS
+  if cmake -S "$root" -B "$dir" -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=ON "$@" >"$dir.configure.log" 2>&1 &&
+    cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1 &&
+    ctest --test-dir "$dir" --output-on-failure -j"$jobs"; then
+    passed=$((passed + 1))
+    echo "=== $name: passed ($((SECONDS - t0)) s)"
+  else
+    failed=$((failed + 1))
+    failed_names+=("$name")
+    echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+    tail -n 40 "$dir.configure.log" "$dir.build.log" 2>/dev/null
+  fi
+}
+
+mkdir -p "$root/build"
+run_config gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=gcc
+run_config clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang
+run_config asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+  -DSNAP_SANITIZE=address,undefined -DSNAP_FUZZ_SECONDS=60
+run_config tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+  -DSNAP_SANITIZE=thread
+run_config arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \
+  -DSNAP_QEMU_CPU=cortex-a72
+run_config arm64-pac -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \
+  -DSNAP_QEMU_CPU=max -DCMAKE_C_FLAGS=-mbranch-protection=standard
+
+((failed)) && echo "failed configurations: ${failed_names[*]}"
+echo "$passed passed, $failed failed"
+((failed == 0))
