@@ -6,14 +6,10 @@
 
 snap__rule_entry_t snap__rule_cache[1u << SNAP__RULE_CACHE_BITS];
 
-uint64_t snap__rule_cache_salt(uint64_t x) { /* splitmix64: a bijection */
-  x += 0x9e3779b97f4a7c15ull;
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
+/* Any bijection of the generation will do: the salt only has to differ
+   between generations. One multiply, because every walk computes it. */
+uint64_t snap__rule_cache_salt(uint64_t generation) {
+  return (generation + 1) * 0xd6e8feb86659fd93ull;
 }
 
 /* A rule packs into 64 bits when its ra/fp offsets are multiples of 8

@@ -111,6 +111,61 @@ static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
   return SNAP__STEP_OK;
 }
 
+/* Frame records in bulk: the common case of a stack of frame-pointer code.
+   Phase 1 follows the records as a bare frame-pointer loop would (aligned,
+   inside the bounds, strictly upward); phase 2 confirms, for each frame,
+   that its function really keeps its record at fp (its cached rule is a
+   record rule) and learns its CFA. Phase 2's lookups do not depend on each
+   other, so the processor overlaps them, where one-frame-at-a-time CFI
+   waits for each. The frames accepted are exactly those the CFI reader
+   would produce; the first unconfirmed one is left to the other readers.
+   With SNAP_CAPTURE_FP_ONLY there is no phase 2. Returns the number of
+   frames advanced; their pcs go to out. */
+#define RECORD_BATCH 32
+static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
+                             uintptr_t *sp, uintptr_t *fp, bool *exact,
+                             uintptr_t out[RECORD_BATCH]) {
+  uintptr_t fps[RECORD_BATCH + 1];
+  uintptr_t f = *fp, floor = *sp;
+  int k = 0;
+  fps[0] = f;
+  while (k < RECORD_BATCH) { /* phase 1 */
+    if (f % SNAP__FP_ALIGN || f < floor || f > c->hi - 16 || f + 16 <= f)
+      break;
+    uintptr_t ra = snap__strip_pac(((const uintptr_t *)f)[1]);
+    if (!ra)
+      break;
+    out[k++] = ra;
+    floor = f + 16;
+    f = fps[k] = snap__untag_fp(((const uintptr_t *)f)[0]);
+  }
+  int good = k;
+  uintptr_t next_sp = *sp;
+  if (!(c->flags & SNAP_CAPTURE_FP_ONLY)) { /* phase 2 */
+    good = 0;
+    uintptr_t frame_sp = *sp;
+    for (int i = 0; i < k; i++) {
+      uintptr_t lookup = i == 0 ? (*exact ? *pc : *pc - 1) : out[i - 1] - 1;
+      intptr_t cfa_off = snap__rule_cache_record_cfa(lookup, c->salt);
+      uintptr_t cfa = fps[i] + (uintptr_t)cfa_off;
+      if (!cfa_off || cfa <= frame_sp || cfa > c->hi)
+        break;
+      frame_sp = cfa;
+      good++;
+    }
+    next_sp = frame_sp;
+  } else if (k > 0) {
+    next_sp = fps[k - 1] + 16;
+  }
+  if (good == 0)
+    return 0;
+  *pc = out[good - 1];
+  *sp = next_sp;
+  *fp = fps[good];
+  *exact = false;
+  return good;
+}
+
 int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
                        uintptr_t hi, uintptr_t *pcs, int max, int skip) {
   snap__cursor_t c;
@@ -127,16 +182,31 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
       uintptr_t pc = c.regs.pc, sp = c.regs.sp, fp = c.regs.fp;
       bool ex = c.exact;
       int n = e.n;
-      while (steps < 2 * SNAP_MAX_FRAMES &&
-             fast_step(&c, &pc, &sp, &fp, ex) == SNAP__STEP_OK) {
+      for (;;) {
+        uintptr_t batch[RECORD_BATCH];
+        int got = record_run(&c, &pc, &sp, &fp, &ex, batch);
+        for (int i = 0; i < got && n < max; i++)
+          if (e.skip > 0)
+            e.skip--;
+          else
+            pcs[n++] = batch[i];
+        steps += got;
+        if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
+          break;
+        if (got == RECORD_BATCH)
+          continue;
+        if (fast_step(&c, &pc, &sp, &fp, ex) != SNAP__STEP_OK)
+          break;
         steps++;
         ex = false;
-        c.lo = sp;
         if (e.skip > 0)
           e.skip--;
-        else if ((pcs[n++] = pc), n == max)
+        else
+          pcs[n++] = pc;
+        if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
           break;
       }
+      c.lo = sp;
       c.regs.pc = pc, c.regs.sp = sp, c.regs.fp = fp, c.exact = ex;
       e.n = n;
       if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
