@@ -19,6 +19,7 @@
 #define SNAP__DW_FP 6  /* rbp */
 #define SNAP__DW_SP 7  /* rsp */
 #define SNAP__DW_RA 16 /* return address column */
+#define SNAP__DW_PC 16 /* rip: the same number */
 /* A frame record is [saved rbp, return address] at rbp. Frames are 16-byte
    aligned by the ABI, but hand-written code keeps only 8: accept 8. */
 #define SNAP__FP_ALIGN 8u
@@ -45,6 +46,7 @@ static inline uintptr_t snap__strip_pac(uintptr_t p) { return p; }
 #define SNAP__DW_FP 29 /* x29 */
 #define SNAP__DW_SP 31 /* sp */
 #define SNAP__DW_RA 30 /* x30, the link register */
+#define SNAP__DW_PC 32 /* pc, in DWARF expressions */
 #define SNAP__FP_ALIGN 8u
 
 /* Pointer authentication signs return addresses in their top bits. The

@@ -19,9 +19,10 @@
  * Safety: every byte read is checked against [unwind_lo, unwind_hi), the
  * read-only segment holding the tables; malformed tables end in
  * SNAP__CFA_NONE, never a wild read. No allocation, no lock, no libc call.
- * DWARF expressions (PLT stubs, hand-written signal trampolines) are not
- * evaluated: the walker falls back to frame records there, except that a
- * CIE marked 'S' is reported as a signal frame, which the platform decodes.
+ * DWARF expressions: a CFA expression that reduces to sp + constant at the
+ * pc (the PLT stub's) is evaluated; register rules given as expressions are
+ * not, and the walker falls back to frame records there. A CIE marked 'S'
+ * is reported as a signal frame, which the platform decodes.
  */
 #include "capture/cfi.h"
 
@@ -177,6 +178,103 @@ static void set_cfa_reg(row_t *row, uint64_t reg) {
                                        : REG_CFA_OTHER;
 }
 
+/* A CFA given as a DWARF expression. Compilers and linkers write them for
+   code whose frame size depends on where in it the pc is — the x86_64 PLT
+   stub says CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0). With the pc known,
+   such an expression is sp plus a constant, which is what this evaluates:
+   values are tracked as constants or as "sp + constant", the pc register
+   reads as pc, and any other register or an operation on sp other than
+   adding or subtracting a constant fails (the walker then falls back). */
+#define EXPR_STACK 8
+static bool eval_cfa_expr(rd_t *r, uintptr_t end, uintptr_t pc,
+                          int64_t *sp_off) {
+  struct {
+    bool sp;
+    uint64_t v;
+  } st[EXPR_STACK];
+  int n = 0;
+  for (int budget = 0; r->p < end && budget < 64; budget++) {
+    uint8_t op = rd_u8(r);
+    uint64_t k;
+    if (op >= 0x30 && op <= 0x4f) { /* lit0..lit31 */
+      k = op - 0x30;
+      goto push_const;
+    }
+    if ((op >= 0x70 && op <= 0x8f) || op == 0x92) { /* breg0..31, bregx */
+      uint64_t reg = op == 0x92 ? rd_uleb(r) : (uint64_t)(op - 0x70);
+      int64_t off = rd_sleb(r);
+      if (n == EXPR_STACK)
+        return false;
+      if (reg == SNAP__DW_SP)
+        st[n].sp = true, st[n++].v = (uint64_t)off;
+      else if (reg == SNAP__DW_PC)
+        st[n].sp = false, st[n++].v = pc + (uint64_t)off;
+      else
+        return false;
+      continue;
+    }
+    switch (op) {
+    case 0x08: k = rd_u8(r); goto push_const; /* const1u */
+    case 0x09: k = (uint64_t)(int8_t)rd_u8(r); goto push_const;
+    case 0x0a: k = rd_u(r, 2); goto push_const;
+    case 0x0b: k = (uint64_t)(int16_t)rd_u(r, 2); goto push_const;
+    case 0x0c: k = rd_u(r, 4); goto push_const;
+    case 0x0d: k = (uint64_t)(int32_t)rd_u(r, 4); goto push_const;
+    case 0x10: k = rd_uleb(r); goto push_const;           /* constu */
+    case 0x11: k = (uint64_t)rd_sleb(r); goto push_const; /* consts */
+    case 0x23:                                            /* plus_uconst */
+      if (n < 1)
+        return false;
+      st[n - 1].v += rd_uleb(r);
+      continue;
+    default: break;
+    }
+    /* Binary operators. */
+    if (n < 2)
+      return false;
+    uint64_t a = st[n - 2].v, b = st[n - 1].v, v;
+    bool asp = st[n - 2].sp, bsp = st[n - 1].sp, sp = false;
+    if (op == 0x22) { /* plus */
+      if (asp && bsp)
+        return false;
+      v = a + b, sp = asp || bsp;
+    } else if (op == 0x1c) { /* minus */
+      if (bsp)
+        return false;
+      v = a - b, sp = asp;
+    } else {
+      if (asp || bsp)
+        return false;
+      switch (op) {
+      case 0x1a: v = a & b; break;
+      case 0x1e: v = a * b; break;
+      case 0x21: v = a | b; break;
+      case 0x24: v = b < 64 ? a << b : 0; break;
+      case 0x25: v = b < 64 ? a >> b : 0; break;
+      case 0x27: v = a ^ b; break;
+      case 0x29: v = a == b; break;
+      case 0x2a: v = (int64_t)a >= (int64_t)b; break;
+      case 0x2b: v = (int64_t)a > (int64_t)b; break;
+      case 0x2c: v = (int64_t)a <= (int64_t)b; break;
+      case 0x2d: v = (int64_t)a < (int64_t)b; break;
+      case 0x2e: v = a != b; break;
+      default: return false;
+      }
+    }
+    n--;
+    st[n - 1].sp = sp, st[n - 1].v = v;
+    continue;
+  push_const:
+    if (n == EXPR_STACK)
+      return false;
+    st[n].sp = false, st[n++].v = k;
+  }
+  if (r->bad || r->p != end || n < 1 || !st[n - 1].sp)
+    return false;
+  *sp_off = (int64_t)st[n - 1].v;
+  return true;
+}
+
 /* Runs instructions [r->p, end) from location `loc`, stopping before the row
    that starts past `target`. init is the CIE's row (for DW_CFA_restore);
    NULL while running the CIE's own instructions. Returns false on garbage. */
@@ -261,8 +359,15 @@ static bool run(rd_t *r, uintptr_t end, const cie_t *cie, uintptr_t loc,
       case 0x0e: row->cfa_off = (int64_t)rd_uleb(r); break;
       case 0x0f: { /* def_cfa_expression */
         uint64_t len = rd_uleb(r);
-        row->cfa_kind = REG_CFA_EXPR;
-        r->p += len;
+        uintptr_t expr_end = r->p + len;
+        int64_t off;
+        if (expr_end >= r->p && eval_cfa_expr(r, expr_end, target, &off)) {
+          row->cfa_kind = REG_CFA_SP;
+          row->cfa_off = off;
+        } else {
+          row->cfa_kind = REG_CFA_EXPR;
+        }
+        r->p = expr_end;
         break;
       }
       case 0x10:   /* expression */

@@ -8,33 +8,12 @@
  * cfi.c on a miss.
  *
  * Must not: follow a rule off the stack bounds, or let the stack pointer go
- * down (a signal frame, which may switch to another stack, is the one
- * exception, and only a few times per walk).
+ * down. (Signal frames, marked 'S', are signal_frames.c's.)
  */
 #include "capture/arch.h"
 #include "capture/cfi.h"
 #include "capture/rule_cache.h"
 #include "capture/walk.h"
-
-#define MAX_SIGNAL_FRAMES 4
-
-static int signal_step(snap__cursor_t *c) {
-  snap__regs_t next;
-  if (c->signal_frames >= MAX_SIGNAL_FRAMES ||
-      !snap__plat_sigframe_regs(c->regs.sp, &next) || next.pc == 0)
-    return SNAP__STEP_END;
-  c->signal_frames++;
-  /* The interrupted code may run on another stack (sigaltstack). */
-  if (!snap__plat_stack_bounds(next.sp, &c->lo, &c->hi))
-    c->hi = 0;
-  c->regs = next;
-  c->regs.pc = snap__strip_pac(next.pc);
-  c->regs.fp = snap__untag_fp(next.fp);
-  if (c->regs.lr_valid)
-    c->regs.lr = snap__strip_pac(next.lr);
-  c->exact = true;
-  return SNAP__STEP_OK;
-}
 
 int snap__cfi_step(snap__cursor_t *c) {
   uintptr_t pc = snap__cursor_lookup_pc(c);
@@ -47,7 +26,7 @@ int snap__cfi_step(snap__cursor_t *c) {
   if (rule.cfa == SNAP__CFA_NONE)
     return SNAP__STEP_DECLINE;
   if (rule.cfa == SNAP__CFA_SIGNAL)
-    return signal_step(c);
+    return snap__signal_step(c);
 
   uintptr_t base = rule.cfa == SNAP__CFA_SP ? c->regs.sp : c->regs.fp;
   uintptr_t cfa = base + (intptr_t)rule.cfa_off;

@@ -69,6 +69,9 @@ static int step(snap__cursor_t *c) {
     int r = snap__cfi_step(c);
     if (r != SNAP__STEP_DECLINE)
       return r;
+    /* Only where unwind tables had nothing: checking code costs a read. */
+    if (snap__at_signal_trampoline(c))
+      return snap__signal_step(c);
   }
   return snap__frame_records_step(c);
 }
@@ -130,7 +133,7 @@ static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
   int k = 0;
   fps[0] = f;
   while (k < RECORD_BATCH) { /* phase 1 */
-    if (f % SNAP__FP_ALIGN || f < floor || f > c->hi - 16 || f + 16 <= f)
+    if (f % SNAP__FP_ALIGN || f < floor || f >= c->hi || c->hi - f < 16)
       break;
     uintptr_t ra = snap__strip_pac(((const uintptr_t *)f)[1]);
     if (!ra)
@@ -172,13 +175,14 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
   snap__cursor_init(&c, regs, exact, flags, hi);
   snap__emitter_t e = {pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0,
                        &c};
-  /* The fast step needs direct reads, a plain emitter, no async chain and
-     no pending link register. */
-  bool fast_ok = c.hi && !e.app_only && !(flags & SNAP_CAPTURE_ASYNC);
+  /* The fast step needs a plain emitter and no async chain; and, checked
+     at each entry because a signal frame can change them, known bounds
+     (direct reads) and no pending link register. */
+  bool fast_ok = !e.app_only && !(flags & SNAP_CAPTURE_ASYNC);
 
   bool more = snap__emit(&e, c.regs.pc, c.exact);
   for (int steps = 0; more && steps < 2 * SNAP_MAX_FRAMES; steps++) {
-    if (fast_ok && !c.regs.lr_valid) {
+    if (fast_ok && c.hi && !c.regs.lr_valid) {
       uintptr_t pc = c.regs.pc, sp = c.regs.sp, fp = c.regs.fp;
       bool ex = c.exact;
       int n = e.n;

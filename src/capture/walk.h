@@ -6,7 +6,8 @@
  *      extended frame record: the rest of the walk follows the context chain;
  *   2. call-frame information (cfi_step.c, over cfi.c and rule_cache.h),
  *      where the image has unwind tables and the pc has a rule;
- *   3. frame records (frame_records.c): [saved fp, return address] at fp.
+ *   3. signal frames (signal_frames.c), at a signal-return trampoline;
+ *   4. frame records (frame_records.c): [saved fp, return address] at fp.
  *
  * Rules every reader keeps (design.md rule 2): a stack read is aligned and
  * inside [lo, hi); when hi is 0 (bounds unknown) it goes through
@@ -74,6 +75,11 @@ static inline uintptr_t snap__cursor_lookup_pc(const snap__cursor_t *c) {
 
 int snap__cfi_step(snap__cursor_t *c);
 int snap__frame_records_step(snap__cursor_t *c);
+/* Crosses the kernel's signal frame at the current pc (a trampoline). */
+int snap__signal_step(snap__cursor_t *c);
+/* True if the current pc is a signal-return trampoline that no unwind
+   entry describes (recognised by its code). */
+bool snap__at_signal_trampoline(const snap__cursor_t *c);
 
 /* If the current frame is a Swift extended frame and the async chain should
    be followed, returns true with the first async context in *ctx. */

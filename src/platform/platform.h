@@ -99,6 +99,10 @@ bool snap__plat_main_executable(char *buf, size_t size);
    snap__plat_read. [signal-safe] */
 bool snap__plat_sigframe_regs(uintptr_t sp, snap__regs_t *out);
 
+/* Whether pc is the first instruction of a signal-return trampoline, judged
+   by its code (for trampolines without unwind info). [signal-safe] */
+bool snap__plat_is_sigreturn(uintptr_t pc);
+
 /* Whether the current thread runs a Swift async task, so an extended frame
    record really leads to an async context chain. [signal-safe] */
 bool snap__plat_async_task_active(void);

@@ -1,6 +1,7 @@
 /*
  * ucontext.c — registers out of the ucontext_t the kernel gives a signal
- * handler, and out of the signal frame a signal-return trampoline unwinds.
+ * handler, out of the signal frame a signal-return trampoline unwinds, and
+ * how to recognise such a trampoline by its code.
  *
  * One block per architecture; the layouts are the kernel's (rt_sigframe).
  * Must not: read the signal frame directly — it may sit on another stack
@@ -42,11 +43,56 @@ void snap__linux_regs_from_ucontext(const void *ucv, snap__regs_t *regs) {
 #endif
 
 bool snap__plat_sigframe_regs(uintptr_t sp, snap__regs_t *out) {
-  ucontext_t uc;
-  /* Only the machine context is needed; read up to its end. */
-  size_t want = offsetof(ucontext_t, uc_mcontext) + sizeof uc.uc_mcontext;
-  if (!snap__plat_read(sp + UC_OFFSET, &uc, want))
+  /* Only the general registers: all of mcontext_t is over 4 KiB on arm64
+     (its reserved extension area). */
+  uintptr_t uc = sp + UC_OFFSET;
+#if defined(__x86_64__)
+  greg_t gregs[NGREG];
+  if (!snap__plat_read(uc + offsetof(ucontext_t, uc_mcontext.gregs), gregs,
+                       sizeof gregs))
     return false;
-  snap__linux_regs_from_ucontext(&uc, out);
+  out->pc = (uintptr_t)gregs[REG_RIP];
+  out->sp = (uintptr_t)gregs[REG_RSP];
+  out->fp = (uintptr_t)gregs[REG_RBP];
+  out->lr = 0;
+  out->lr_valid = false;
+#elif defined(__aarch64__)
+  struct {
+    unsigned long long regs[31], sp, pc;
+  } g;
+  _Static_assert(offsetof(mcontext_t, sp) ==
+                         offsetof(mcontext_t, regs) + 31 * 8 &&
+                     offsetof(mcontext_t, pc) == offsetof(mcontext_t, sp) + 8,
+                 "arm64 sigcontext layout");
+  if (!snap__plat_read(uc + offsetof(ucontext_t, uc_mcontext.regs), &g,
+                       sizeof g))
+    return false;
+  out->pc = (uintptr_t)g.pc;
+  out->sp = (uintptr_t)g.sp;
+  out->fp = (uintptr_t)g.regs[29];
+  out->lr = (uintptr_t)g.regs[30];
+  out->lr_valid = true;
+#endif
+  return true;
+}
+
+/* The Linux signal-return trampolines: rt_sigreturn is system call 15 on
+   x86_64 and 139 on arm64.
+   x86_64: mov $15, %rax; syscall   = 48 c7 c0 0f 00 00 00 0f 05
+   arm64:  mov x8, #139; svc #0     = 0xd2801168 0xd4000001 */
+bool snap__plat_is_sigreturn(uintptr_t pc) {
+#if defined(__x86_64__)
+  static const unsigned char code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
+                                        0x00, 0x00, 0x0f, 0x05};
+#elif defined(__aarch64__)
+  static const unsigned char code[8] = {0x68, 0x11, 0x80, 0xd2,
+                                        0x01, 0x00, 0x00, 0xd4};
+#endif
+  unsigned char got[sizeof code];
+  if (!snap__plat_read(pc, got, sizeof got))
+    return false;
+  for (size_t i = 0; i < sizeof code; i++)
+    if (got[i] != code[i])
+      return false;
   return true;
 }

@@ -1,0 +1,42 @@
+/*
+ * signal_frames.c — the signal-frame reader: crossing the frame the kernel
+ * pushed to run a signal handler, back into the code the signal interrupted.
+ *
+ * A handler returns into a signal-return trampoline, whose stack holds the
+ * interrupted registers (a ucontext). We recognise the trampoline by its
+ * unwind entry (the 'S' augmentation, cfi.c) or, where it has none (qemu-user
+ * puts it on a page of its own), by its instructions, as libgcc does; the
+ * platform reads the registers out of the frame. After the crossing the pc
+ * is exact: it is where the signal landed, not a return address.
+ *
+ * Must not: cross more than a few signal frames in one walk: this is the one
+ * place a walk may move to another stack (sigaltstack), so the usual "the
+ * stack only moves up" bound does not hold here.
+ */
+#include "capture/arch.h"
+#include "capture/walk.h"
+
+#define MAX_SIGNAL_FRAMES 4
+
+int snap__signal_step(snap__cursor_t *c) {
+  snap__regs_t next;
+  if (c->signal_frames >= MAX_SIGNAL_FRAMES ||
+      !snap__plat_sigframe_regs(c->regs.sp, &next) || next.pc == 0)
+    return SNAP__STEP_END;
+  c->signal_frames++;
+  /* The interrupted code may run on another stack (sigaltstack). */
+  if (!snap__plat_stack_bounds(next.sp, &c->lo, &c->hi))
+    c->hi = 0;
+  c->regs = next;
+  c->regs.pc = snap__strip_pac(next.pc);
+  c->regs.fp = snap__untag_fp(next.fp);
+  if (c->regs.lr_valid)
+    c->regs.lr = snap__strip_pac(next.lr);
+  c->exact = true;
+  return SNAP__STEP_OK;
+}
+
+bool snap__at_signal_trampoline(const snap__cursor_t *c) {
+  return c->signal_frames < MAX_SIGNAL_FRAMES && !c->exact &&
+         snap__plat_is_sigreturn(c->regs.pc);
+}
