@@ -5,8 +5,10 @@
  * (2 * SNAP_MAX_FRAMES, so a skip or an app-only filter cannot make it
  * endless), and the readers' own rule that the stack pointer moves up.
  *
- * Most frames go through fast_step, an inline copy of the two common cases
- * of the readers; the readers themselves handle the rest.
+ * Most frames go through record_run (frame records, confirmed in bulk
+ * against the cached unwind rules) and fast_step (one cached ordinary
+ * rule): inline copies of the readers' common cases. The readers
+ * themselves, through step(), handle everything else.
  *
  * Must not: allocate, lock, or read memory outside the cursor's rules.
  */
