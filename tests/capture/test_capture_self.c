@@ -5,8 +5,10 @@
  * skip and max; and the bad-input cases.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "check.h"
 #include "oracle.h"
@@ -83,6 +85,32 @@ __attribute__((noinline)) static void sort_something(void) {
   __asm__ volatile("" ::: "memory");
 }
 
+/* A signal handler running on an alternate stack: the walk starts on the
+   alternate stack and must cross the signal frame back to the thread's
+   own stack, as backtrace() does. */
+static result_t g_alt_result;
+static void on_alt_signal(int sig) {
+  (void)sig;
+  level1(&g_alt_result, 0);
+}
+
+static void *altstack_thread(void *arg) {
+  (void)arg;
+  stack_t ss = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16, .ss_flags = 0};
+  sigaltstack(&ss, NULL);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alt_signal;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGUSR2, &sa, NULL);
+  raise(SIGUSR2);
+  ss.ss_flags = SS_DISABLE;
+  void *mem = ss.ss_sp;
+  sigaltstack(&ss, NULL);
+  free(mem);
+  return NULL;
+}
+
 __attribute__((noinline)) static int recurse(int depth, uintptr_t *pcs, int max,
                                              int skip) {
   if (depth > 0) {
@@ -117,6 +145,25 @@ int main(void) {
 
   sort_something();
   compare("qsort callback", &g_cmp_result);
+
+  /* A thread on a stack the app allocated itself. */
+  size_t stack_size = 1 << 18;
+  void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stack, stack_size);
+  result_t ur;
+  pthread_create(&t, &attr, thread_main, &ur);
+  pthread_join(t, NULL);
+  pthread_attr_destroy(&attr);
+  compare("app-supplied thread stack", &ur);
+  munmap(stack, stack_size);
+
+  /* A signal handler on an alternate stack. */
+  pthread_create(&t, NULL, altstack_thread, NULL);
+  pthread_join(t, NULL);
+  compare("handler on sigaltstack", &g_alt_result);
 
   /* skip and max. */
   uintptr_t a[DEPTH], b[DEPTH];

@@ -6,18 +6,22 @@
  * read with getdents64 into a stack buffer (no opendir: it allocates).
  *
  * Stack bounds: a walk only moves up the stack from the sp it starts at, so
- * the low bound is that sp and only the top matters.
+ * the low bound is that sp and only the top matters. The top must be exact:
+ * every byte in [sp, top) must be readable, or a corrupt frame pointer could
+ * lead a direct read into a hole.
  *  - Main thread: pthread_getattr_np at load time (it reads /proc/self/maps,
- *    ~50 us, so never again), or the [stack] line of /proc/self/maps when the
- *    library is loaded from another thread.
- *  - Other threads: glibc puts the thread descriptor (what pthread_self()
- *    returns) at the top of the block that holds the thread's stack, on
- *    x86_64 and arm64 alike, for stacks it allocates and for stacks the app
- *    supplies. So [sp, pthread_self()) is mapped and is that thread's stack.
- *    pthread_self() reads the thread pointer register: async-signal-safe,
- *    unlike pthread_getattr_np, which allocates its cpuset.
- * Anything else (an alternate signal stack, a coroutine stack) gets "unknown"
- * and the walker falls back to checked reads.
+ *    ~50 us, so never again): [top - RLIMIT_STACK, top).
+ *  - Any other stack (a thread's, an alternate signal stack, a coroutine's):
+ *    the memory mapping that holds sp, found in /proc/self/maps with open and
+ *    read (both async-signal-safe) and a parser of our own. A thread's own
+ *    stack is then kept in initial-exec TLS (no allocation, no lock): a
+ *    thread pays the parse once (tens of microseconds), then nothing. Other
+ *    stacks (an alternate signal stack, a coroutine's) are looked up each
+ *    time: their memory may be freed and reused. Every byte of a mapping is
+ *    readable, and a thread's stack mapping holds its whole stack (glibc's
+ *    guard page is a mapping of its own).
+ * When /proc is unavailable the bounds are unknown and the walker falls back
+ * to checked reads.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,15 +36,13 @@
 
 #include "platform/linux/linux.h"
 
-/* Largest distance between sp and the thread descriptor we believe. glibc's
-   default stack is 8 MiB; apps ask for up to a few hundred. */
-#define MAX_THREAD_STACK ((uintptr_t)1 << 30)
-/* Room below the main stack's mapping start recorded at load: the mapping
-   grows down as the program recurses (up to RLIMIT_STACK). */
-#define MAIN_STACK_GROWTH ((uintptr_t)1 << 30)
-
 static pid_t g_main_tid;
 static uintptr_t g_main_lo, g_main_hi;
+
+/* The per-thread cache: this thread's own stack mapping, once found. */
+static _Thread_local __attribute__((tls_model("initial-exec")))
+uintptr_t t_stack_lo,
+    t_stack_hi;
 
 int snap__linux_gettid(void) { return (int)syscall(SYS_gettid); }
 
@@ -50,34 +52,69 @@ snap_thread_t snap__plat_thread_self(void) {
 
 snap_thread_t snap__plat_thread_main(void) { return (snap_thread_t)g_main_tid; }
 
-/* Reads /proc/self/maps line by line without stdio, looking for [stack]. */
-static bool main_stack_from_maps(uintptr_t *lo, uintptr_t *hi) {
+/* Parses "start-end perms ..." (hex addresses). */
+static bool parse_map_line(const char *line, uintptr_t *start, uintptr_t *end,
+                           bool *readable) {
+  uintptr_t v[2] = {0, 0};
+  const char *p = line;
+  for (int k = 0; k < 2; k++) {
+    int digits = 0;
+    for (;; p++, digits++) {
+      char c = *p;
+      unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                   : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                                          : 16;
+      if (d == 16)
+        break;
+      v[k] = v[k] << 4 | d;
+    }
+    if (!digits || *p != (k == 0 ? '-' : ' '))
+      return false;
+    p++;
+  }
+  *start = v[0];
+  *end = v[1];
+  *readable = *p == 'r';
+  return true;
+}
+
+/* The readable mapping holding addr, or the [stack] mapping if want_stack,
+   from /proc/self/maps read without stdio. [signal-safe] */
+static bool find_mapping(uintptr_t addr, bool want_stack, uintptr_t *lo,
+                         uintptr_t *hi) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
-  char buf[8192], line[512];
+  char buf[4096], line[256];
   size_t len = 0;
-  bool found = false;
-  ssize_t n;
-  while (!found && (n = read(fd, buf, sizeof buf)) != 0) {
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
+  bool found = false, done = false;
+  while (!done) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
       break;
-    }
-    for (ssize_t i = 0; i < n && !found; i++) {
+    for (ssize_t i = 0; i < n && !done; i++) {
       if (buf[i] != '\n') {
-        if (len < sizeof line - 1)
+        if (len < sizeof line - 1) /* long paths: only the start matters */
           line[len++] = buf[i];
         continue;
       }
       line[len] = '\0';
       len = 0;
-      unsigned long a, b;
-      if (strstr(line, "[stack]") && sscanf(line, "%lx-%lx", &a, &b) == 2) {
-        *lo = a;
-        *hi = b;
-        found = true;
+      uintptr_t start, end;
+      bool readable;
+      if (!parse_map_line(line, &start, &end, &readable))
+        continue;
+      bool match = want_stack ? strstr(line, "[stack]") != NULL
+                              : addr >= start && addr < end;
+      if (match) {
+        found = readable;
+        *lo = start;
+        *hi = end;
+        done = true;
+      } else if (!want_stack && start > addr) {
+        done = true; /* the file is sorted: addr is in no mapping */
       }
     }
   }
@@ -89,6 +126,8 @@ static void record_main(void) {
   g_main_tid = getpid();
   uintptr_t lo = 0, hi = 0;
   pthread_attr_t attr;
+  /* On the main thread, glibc reports [top - RLIMIT_STACK, top): all the
+     room the stack may grow into. */
   if (snap__linux_gettid() == g_main_tid &&
       pthread_getattr_np(pthread_self(), &attr) == 0) {
     void *addr;
@@ -99,8 +138,10 @@ static void record_main(void) {
     }
     pthread_attr_destroy(&attr);
   }
+  /* Loaded from another thread: the mapping as it is now (the cache below
+     picks up the rest if it grows). */
   if (!hi)
-    (void)main_stack_from_maps(&lo, &hi);
+    (void)find_mapping(0, true, &lo, &hi);
   g_main_lo = lo;
   g_main_hi = hi;
 }
@@ -115,19 +156,30 @@ __attribute__((constructor)) static void threads_init(void) {
 
 bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
   *lo = sp;
-  uintptr_t main_floor =
-      g_main_lo > MAIN_STACK_GROWTH ? g_main_lo - MAIN_STACK_GROWTH : 0;
-  if (g_main_hi && sp >= main_floor && sp < g_main_hi) {
+  if (g_main_hi && sp >= g_main_lo && sp < g_main_hi) {
     *hi = g_main_hi;
     return true;
   }
-  uintptr_t self = (uintptr_t)pthread_self();
-  if (self > sp && self - sp < MAX_THREAD_STACK) {
-    *hi = self;
+  if (sp >= t_stack_lo && sp < t_stack_hi) {
+    *hi = t_stack_hi;
     return true;
   }
-  *hi = 0;
-  return false;
+  uintptr_t mlo, mhi;
+  if (!find_mapping(sp, false, &mlo, &mhi)) {
+    *hi = 0;
+    return false;
+  }
+  /* Remember it only if it is this thread's own stack — glibc keeps the
+     thread descriptor at its top, in the same mapping — because that one
+     lives exactly as long as the thread. An alternate signal stack or a
+     coroutine's may be freed and its memory reused: looked up each time. */
+  uintptr_t self = (uintptr_t)pthread_self();
+  if (self >= mlo && self < mhi) {
+    t_stack_lo = mlo;
+    t_stack_hi = mhi;
+  }
+  *hi = mhi;
+  return true;
 }
 
 struct linux_dirent64 {
