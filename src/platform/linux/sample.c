@@ -129,6 +129,15 @@ static void on_signal(int signo, siginfo_t *si, void *uc) {
   errno = saved_errno;
 }
 
+/* A forked child has one thread: requests that were in flight in the
+   parent can never finish there, so their slots start over. */
+static void reset_slots_in_child(void) {
+  for (int i = 0; i < SLOTS; i++) {
+    unsigned cur = atomic_load(&g_slots[i].state);
+    atomic_store(&g_slots[i].state, STATE(SEQ(cur), FREE));
+  }
+}
+
 static int install(void) {
   if (atomic_load_explicit(&g_installed, memory_order_acquire))
     return SNAP_OK;
@@ -144,10 +153,12 @@ static int install(void) {
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(g_signo, &sa, &g_previous) != 0)
+    if (sigaction(g_signo, &sa, &g_previous) != 0) {
       rc = SNAP_EUNSUPPORTED;
-    else
+    } else {
+      pthread_atfork(NULL, NULL, reset_slots_in_child);
       atomic_store_explicit(&g_installed, true, memory_order_release);
+    }
   }
   pthread_mutex_unlock(&g_install_lock);
   return rc;
