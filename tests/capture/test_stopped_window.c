@@ -38,15 +38,10 @@ static void note(void) {
     atomic_fetch_add(&g_violations, 1);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
+__attribute__((unused)) static void alloc_watch_note(void) { note(); }
+#include "alloc_watch.h"
 
-#ifdef SANITIZED
+#if ALLOC_WATCH_SANITIZED
 #include <sanitizer/allocator_interface.h>
 static void on_malloc(const volatile void *p, size_t n) {
   (void)p, (void)n;
@@ -60,38 +55,6 @@ static void install_watch(void) {
   __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
 }
 #else
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-
-void *malloc(size_t n) {
-  note();
-  return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b) {
-  note();
-  return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n) {
-  note();
-  return __libc_realloc(p, n);
-}
-void free(void *p) {
-  if (p)
-    note();
-  __libc_free(p);
-}
-int posix_memalign(void **out, size_t align, size_t n) {
-  note();
-  *out = __libc_memalign(align, n);
-  return *out ? 0 : ENOMEM;
-}
-void *aligned_alloc(size_t align, size_t n) {
-  note();
-  return __libc_memalign(align, n);
-}
 
 /* Locks: forwarded through dlsym(RTLD_NEXT), resolved on first use (the
    library's constructors lock before main runs). */
