@@ -84,11 +84,14 @@ SNAP_EXPORT int snap_thread_is_running(snap_thread_t thread);
 #define SNAP_CAPTURE_FP_ONLY 0x4u
 #define SNAP_CAPTURE_ALL_FLAGS 0x7u
 
-/* The deepest stack a single capture walks. */
+/* snap_capture_thread returns at most this many pcs, and no walk takes more
+   than twice this many steps (a bound on skip and on app-only filtering). */
 #define SNAP_MAX_FRAMES 512
 
 /* The calling thread. Frame 0 is the return address into the caller of
    snap_capture_self (as with backtrace()); `skip` drops that many more.
+   Called in a signal handler, the walk crosses the signal frame: the frame
+   after it is the exact pc where the signal landed, not a return address.
    Returns the number of pcs written (<= max), or SNAP_EINVAL.
    [async-signal-safe] Allocates nothing, takes no lock. */
 SNAP_EXPORT int snap_capture_self(uintptr_t *pcs, int max, int skip,
@@ -96,7 +99,8 @@ SNAP_EXPORT int snap_capture_self(uintptr_t *pcs, int max, int skip,
 
 /* Another thread (or the caller: then it behaves as snap_capture_self with
    skip 0). Frame 0 is the pc where the thread was stopped, the rest are
-   return addresses. Returns the number written, or SNAP_EINVAL,
+   return addresses (but for the pc after a crossed signal frame, which is
+   exact too). Returns the number written, or SNAP_EINVAL,
    SNAP_ENOTHREAD (no such thread / it exited), SNAP_ETIMEDOUT (it did not
    answer in time; the caller never waits longer than the sample timeout).
    Linux: a real-time signal makes the target walk its own stack inside the
@@ -119,15 +123,18 @@ SNAP_EXPORT int snap_set_sample_signal(int signo);
 /* ---- Images ------------------------------------------------------------ */
 
 /* True if pc lies in the executable range of an app image. [async-signal-safe]
-   Reads the last image table; images loaded since then are picked up by the
-   next call of a function that is not async-signal-safe. */
+   Reads the last image table: images loaded or unloaded since are picked up
+   by the next snap_capture_thread, snap_image_lookup or
+   snap_set_app_image_prefixes. */
 SNAP_EXPORT bool snap_is_app_address(uintptr_t pc);
 
 /* Which images count as "the app": those whose path starts with one of the
    prefixes (copied). NULL/0 restores the default: the main executable and
    every image in its directory tree (on Apple: the app bundle). Returns
-   SNAP_OK, SNAP_EINVAL (n < 0, n > 64, a NULL or empty prefix) or
-   SNAP_ENOMEM. */
+   SNAP_OK, SNAP_EINVAL (n < 0, n > 64, a NULL or empty prefix),
+   SNAP_ENOMEM, or SNAP_EBUSY (the new table could not be published yet
+   because older ones are still being read; the prefixes are kept and
+   apply from the next refresh). */
 SNAP_EXPORT int snap_set_app_image_prefixes(const char *const *prefixes, int n);
 
 /* Extension: what image holds pc. Useful before symbols exist: prints as

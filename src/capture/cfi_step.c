@@ -31,6 +31,10 @@ int snap__cfi_step(snap__cursor_t *c) {
   uintptr_t base = rule.cfa == SNAP__CFA_SP ? c->regs.sp : c->regs.fp;
   uintptr_t cfa = base + (intptr_t)rule.cfa_off;
   uintptr_t ra, fp = c->regs.fp;
+  /* The stack must move up; a leaf still holding its return address in lr
+     may share its caller's CFA. */
+  if (cfa < c->regs.sp || (cfa == c->regs.sp && rule.ra != SNAP__RA_IN_LR))
+    return SNAP__STEP_END;
   switch (rule.ra) {
   case SNAP__RA_UNDEFINED:
     return SNAP__STEP_END; /* the outermost frame (_start, thread start) */
@@ -45,8 +49,6 @@ int snap__cfi_step(snap__cursor_t *c) {
       return SNAP__STEP_END;
     break;
   }
-  if (cfa < c->regs.sp || (cfa == c->regs.sp && rule.ra != SNAP__RA_IN_LR))
-    return SNAP__STEP_END; /* the stack must move up */
   if (rule.fp == SNAP__FP_AT_CFA &&
       !snap__cursor_read(c, cfa + (intptr_t)rule.fp_off, &fp))
     return SNAP__STEP_END;

@@ -53,6 +53,7 @@ static pthread_mutex_t g_writer = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_stamp;
 static uint64_t g_generation;
 static bool g_built;
+static bool g_dirty; /* prefixes changed since the last published build */
 static char *g_prefixes[MAX_PREFIXES];
 static int g_prefix_count; /* 0: the default rule */
 
@@ -242,13 +243,14 @@ static int build_locked(void) {
   atomic_store_explicit(&g_current, slot, memory_order_release);
   g_stamp = stamp;
   g_built = true;
+  g_dirty = false;
   return SNAP_OK;
 }
 
 int snap__images_refresh(bool force) {
   pthread_mutex_lock(&g_writer);
   int rc = SNAP_OK;
-  if (force || !g_built || snap__plat_images_stamp() != g_stamp)
+  if (force || !g_built || g_dirty || snap__plat_images_stamp() != g_stamp)
     rc = build_locked();
   pthread_mutex_unlock(&g_writer);
   return rc;
@@ -291,6 +293,7 @@ int snap_set_app_image_prefixes(const char *const *prefixes, int n) {
   for (int i = 0; i < n; i++)
     g_prefixes[i] = copy[i];
   g_prefix_count = n;
+  g_dirty = true;
   int rc = build_locked();
   pthread_mutex_unlock(&g_writer);
   return rc;
