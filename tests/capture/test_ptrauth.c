@@ -3,13 +3,14 @@
  * pointer-authentication bits.
  *
  * In a build with -mbranch-protection=standard run on a CPU with pointer
- * authentication (qemu -cpu max), the return address saved in a frame
- * record is signed: its top bits hold a code. The test reads that raw word,
- * checks it is signed (so the build really exercises PAC), and checks that
- * the walker's frame 1 (that same return address) equals the same address with
- * the code stripped — and that every pc of the walk lies inside an executable
- * image, which no signed pointer does. Elsewhere (x86_64, arm64 without PAC)
- * the raw word is the address itself and the same checks hold trivially.
+ * authentication (qemu -cpu max), the return addresses saved in frame
+ * records are signed: their top bits hold a code. The test reads those raw
+ * words from eight frames, checks they are signed (so the build really
+ * exercises PAC), and checks that the walker returns each of them with the
+ * code stripped — and that every pc of the walk lies inside an executable
+ * image, which no signed pointer does. Elsewhere (x86_64, arm64 without
+ * PAC) the raw words are the addresses themselves and the same checks hold
+ * trivially.
  */
 #include "check.h"
 #include "stacksnap.h"
@@ -33,40 +34,57 @@ static int cpu_has_pac(void) {
 #endif
 }
 
-__attribute__((noinline)) static void probe(uintptr_t *raw, uintptr_t *pcs,
-                                            int *n) {
-  *raw = ((uintptr_t *)__builtin_frame_address(0))[1];
+#define LEVELS 8
+
+/* Reads the raw return addresses saved in the frame records of its LEVELS
+   callers (rec(0) .. rec(LEVELS-1)), and captures. */
+__attribute__((noinline)) static void probe(uintptr_t raw[LEVELS],
+                                            uintptr_t *pcs, int *n) {
+  uintptr_t *record = __builtin_frame_address(0);
+  for (int i = 0; i < LEVELS; i++) {
+    raw[i] = record[1];
+    record = (uintptr_t *)record[0];
+  }
   *n = snap_capture_self(pcs, 64, 0, 0);
   __asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) static void caller(uintptr_t *raw, uintptr_t *pcs,
-                                             int *n) {
-  probe(raw, pcs, n);
+__attribute__((noinline)) static void rec(int depth, uintptr_t raw[LEVELS],
+                                          uintptr_t *pcs, int *n) {
+  if (depth == 0)
+    probe(raw, pcs, n);
+  else
+    rec(depth - 1, raw, pcs, n);
   __asm__ volatile("" ::: "memory");
 }
 
 int main(void) {
-  uintptr_t raw, pcs[64];
+  uintptr_t raw[LEVELS], pcs[64];
   int n;
-  caller(&raw, pcs, &n);
-  CHECK(n > 2, "%d frames", n);
-  int signed_ra = (raw >> 48) != 0;
-  printf("PAC build: %d, CPU signs: %d, saved return address 0x%016lx\n",
-         PAC_BUILD, cpu_has_pac(), (unsigned long)raw);
+  rec(LEVELS, raw, pcs, &n);
+  CHECK(n > LEVELS + 1, "%d frames", n);
+  /* A signature can be all zeros by chance (it has only a few bits with a
+     48-bit address space): over 8 different return addresses it cannot. */
+  int signed_count = 0;
+  for (int i = 0; i < LEVELS; i++)
+    signed_count += (raw[i] >> 48) != 0;
+  printf("PAC build: %d, CPU signs: %d, saved return addresses signed: %d "
+         "of %d (e.g. 0x%016lx)\n",
+         PAC_BUILD, cpu_has_pac(), signed_count, LEVELS, (unsigned long)raw[0]);
   if (PAC_BUILD && cpu_has_pac())
-    CHECK(signed_ra, "a PAC build on a PAC CPU saved an unsigned address");
-  /* Frame 1 is probe's return address into caller: the raw word, stripped.
-   */
-  CHECK(pcs[1] >> 48 == 0, "frame 1 still carries PAC bits: 0x%lx",
-        (unsigned long)pcs[1]);
-  /* Signing only fills bits above the address: raw and frame 1 may differ
-     only above frame 1's highest set bit. */
-  uintptr_t diff = raw ^ pcs[1];
-  CHECK(pcs[1] != 0 &&
-            (diff == 0 || __builtin_ctzll(diff) > 63 - __builtin_clzll(pcs[1])),
-        "frame 1 0x%lx is not the saved address 0x%lx, stripped",
-        (unsigned long)pcs[1], (unsigned long)raw);
+    CHECK(signed_count > 0, "a PAC build on a PAC CPU signed nothing");
+  /* Frame i + 1 is the return address raw[i], stripped: signing only fills
+     bits above the address, so the two may differ only above the pc's
+     highest set bit. */
+  for (int i = 0; i < LEVELS && i + 1 < n; i++) {
+    uintptr_t pc = pcs[i + 1], diff = raw[i] ^ pc;
+    CHECK(pc >> 48 == 0, "frame %d still carries PAC bits: 0x%lx", i + 1,
+          (unsigned long)pc);
+    CHECK(pc != 0 &&
+              (diff == 0 || __builtin_ctzll(diff) > 63 - __builtin_clzll(pc)),
+          "frame %d 0x%lx is not the saved 0x%lx, stripped", i + 1,
+          (unsigned long)pc, (unsigned long)raw[i]);
+  }
   for (int i = 0; i < n; i++) {
     snap_image_info_t info;
     CHECK(snap_image_lookup(pcs[i] - 1, &info) == SNAP_OK,

@@ -17,9 +17,10 @@
  *    stack is then kept in initial-exec TLS (no allocation, no lock): a
  *    thread pays the parse once (tens of microseconds), then nothing. Other
  *    stacks (an alternate signal stack, a coroutine's) are looked up each
- *    time: their memory may be freed and reused. Every byte of a mapping is
- *    readable, and a thread's stack mapping holds its whole stack (glibc's
- *    guard page is a mapping of its own).
+ *    time: their memory may be freed and reused. Only anonymous read-write
+ *    mappings count (every byte of one reads without a fault); a thread's
+ *    stack mapping holds its whole stack (glibc's guard page is a mapping of
+ *    its own).
  * When /proc is unavailable the bounds are unknown and the walker falls back
  * to checked reads.
  */
@@ -52,9 +53,12 @@ snap_thread_t snap__plat_thread_self(void) {
 
 snap_thread_t snap__plat_thread_main(void) { return (snap_thread_t)g_main_tid; }
 
-/* Parses "start-end perms ..." (hex addresses). */
+/* Parses "start-end perms offset dev inode [path]" (hex addresses). A
+   stack is anonymous read-write memory (inode 0): anything else — a file
+   mapping, which raises SIGBUS past the file's end, or [vvar], parts of
+   which fault when read — is never taken as stack bounds. */
 static bool parse_map_line(const char *line, uintptr_t *start, uintptr_t *end,
-                           bool *readable) {
+                           bool *stack_like) {
   uintptr_t v[2] = {0, 0};
   const char *p = line;
   for (int k = 0; k < 2; k++) {
@@ -74,12 +78,21 @@ static bool parse_map_line(const char *line, uintptr_t *start, uintptr_t *end,
   }
   *start = v[0];
   *end = v[1];
-  *readable = *p == 'r';
+  bool rw = p[0] == 'r' && p[1] == 'w';
+  /* Skip perms, offset and dev; then the inode. */
+  for (int field = 0; field < 3; field++) {
+    while (*p && *p != ' ')
+      p++;
+    while (*p == ' ')
+      p++;
+  }
+  *stack_like = rw && p[0] == '0' && (p[1] == ' ' || p[1] == '\0');
   return true;
 }
 
-/* The readable mapping holding addr, or the [stack] mapping if want_stack,
-   from /proc/self/maps read without stdio. [signal-safe] */
+/* The mapping holding addr, or the [stack] mapping if want_stack, from
+   /proc/self/maps read without stdio; only if it is stack-like (above).
+   [signal-safe] */
 static bool find_mapping(uintptr_t addr, bool want_stack, uintptr_t *lo,
                          uintptr_t *hi) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -103,13 +116,13 @@ static bool find_mapping(uintptr_t addr, bool want_stack, uintptr_t *lo,
       line[len] = '\0';
       len = 0;
       uintptr_t start, end;
-      bool readable;
-      if (!parse_map_line(line, &start, &end, &readable))
+      bool stack_like;
+      if (!parse_map_line(line, &start, &end, &stack_like))
         continue;
       bool match = want_stack ? strstr(line, "[stack]") != NULL
                               : addr >= start && addr < end;
       if (match) {
-        found = readable;
+        found = stack_like;
         *lo = start;
         *hi = end;
         done = true;
