@@ -182,14 +182,22 @@ bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
     *hi = 0;
     return false;
   }
-  /* Remember it only if it is this thread's own stack — glibc keeps the
-     thread descriptor at its top, in the same mapping — because that one
-     lives exactly as long as the thread. An alternate signal stack or a
-     coroutine's may be freed and its memory reused: looked up each time. */
+  /* Remember it only if it is this thread's own stack, which lives exactly
+     as long as the thread: glibc keeps the thread descriptor at the top of
+     the block holding the stack, so the descriptor is in the mapping and the
+     stack lies below it. The top is clipped to the descriptor, because the
+     kernel may have merged the block with memory above it that can be
+     unmapped later. Not the main thread (its descriptor lives elsewhere; its
+     stack is handled above), and not an alternate signal stack or a
+     coroutine's: their memory may be freed and reused, so they are looked
+     up each time. */
   uintptr_t self = (uintptr_t)pthread_self();
-  if (self >= mlo && self < mhi) {
+  if (self > sp && self >= mlo && self < mhi &&
+      snap__linux_gettid() != (int)getpid()) {
     t_stack_lo = mlo;
-    t_stack_hi = mhi;
+    t_stack_hi = self;
+    *hi = self;
+    return true;
   }
   *hi = mhi;
   return true;
