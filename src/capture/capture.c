@@ -56,8 +56,13 @@ int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
                         unsigned flags) {
   if (!valid_args(pcs, max, flags))
     return SNAP_EINVAL;
-  if (thread == snap__plat_thread_self())
-    return snap_capture_self(pcs, max, 0, flags);
+  if (thread == snap__plat_thread_self()) {
+    /* As if the caller had called snap_capture_self: skip this frame
+       (which therefore must not be a tail call away). */
+    int n = snap_capture_self(pcs, max, 1, flags);
+    __asm__ volatile("" ::: "memory");
+    return n;
+  }
   (void)snap__images_refresh(false);
   sample_job_t job;
   job.flags = flags;

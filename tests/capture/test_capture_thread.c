@@ -307,8 +307,11 @@ int main(void) {
 
   /* Frames from the main thread itself: behaves as snap_capture_self. */
   uintptr_t pcs[DEPTH];
-  CHECK(snap_capture_thread(snap_thread_self(), pcs, DEPTH, 0) > 2,
-        "sampling oneself");
+  int self_n = snap_capture_thread(snap_thread_self(), pcs, DEPTH, 0);
+  CHECK(self_n > 2, "sampling oneself: %d", self_n);
+  /* As snap_capture_self: frame 0 is the return address into the caller. */
+  CHECK(self_n > 0 && find_fn(pcs, 1, 0, (void *)main) == 0,
+        "frame 0 of a self-sample is not in main");
 
   /* Concurrent samplers never corrupt each other. */
   pthread_t samplers[3];
