@@ -30,10 +30,9 @@ void snap__rule_cache_put(uintptr_t pc, uint64_t salt, const snap__rule_t *r) {
   uint64_t v;
   if (!pack(r, &v))
     return;
-  snap__rule_entry_t *e = snap__rule_slot(pc);
-  uint64_t key = (uint64_t)pc;
-  atomic_store_explicit(&e->key, key, memory_order_relaxed);
+  uint64_t h = snap__rule_hash(pc);
+  snap__rule_entry_t *e = snap__rule_slot(h);
+  atomic_store_explicit(&e->key, (uint64_t)pc, memory_order_relaxed);
   atomic_store_explicit(&e->value, v, memory_order_relaxed);
-  atomic_store_explicit(&e->check, key ^ (v * SNAP__RULE_MUL) ^ salt,
-                        memory_order_relaxed);
+  atomic_store_explicit(&e->check, h ^ v ^ salt, memory_order_relaxed);
 }

@@ -9,13 +9,16 @@
  * Shape: a direct-mapped table of entries {key, value, check}, each word an
  * atomic, all three in one cache line. Writers (any thread, signal handlers
  * included) store the three words without coordination; a reader accepts an
- * entry only if check == key ^ (value * K) ^ salt. Two racing writers can
- * interleave their words, but a mixed entry fails the check (it would need
- * k1 ^ k2 == (v1 * K) ^ (v2 * K), a 64-bit coincidence), so a reader sees a
- * whole entry or a miss. The salt is a bijective mix of the image-table
- * generation: when an image is loaded or unloaded every entry stops
- * matching at once, so a pc reused by a new library never gets the old
- * library's rule. "No rule here" is cached too.
+ * entry only if check == (key * K) ^ value ^ salt, where key * K is the
+ * hash that also picks the slot. Two racing writers can interleave their
+ * words, but a mixed entry fails the check: a key from one writer with a
+ * value from the other is caught outright (the values differ), and a check
+ * from the other would need (k1 * K) ^ (k2 * K) == v1 ^ v2 — for two keys
+ * in one slot the left side is pseudo-random in its low 52 bits, so this
+ * is a 2^-52 coincidence. A reader sees a whole entry or a miss. The salt is a
+ * bijective mix of the image-table generation: when an image is loaded or
+ * unloaded every entry stops matching at once, so a pc reused by a new library
+ * never gets the old library's rule. "No rule here" is cached too.
  *
  * Must not: block, allocate, or return a rule it has not verified.
  */
@@ -43,9 +46,13 @@ extern snap__rule_entry_t snap__rule_cache[1u << SNAP__RULE_CACHE_BITS];
 /* The salt for a table generation. [signal-safe] */
 uint64_t snap__rule_cache_salt(uint64_t generation);
 
-static inline snap__rule_entry_t *snap__rule_slot(uintptr_t pc) {
-  return &snap__rule_cache[((uint64_t)pc * SNAP__RULE_MUL) >>
-                           (64 - SNAP__RULE_CACHE_BITS)];
+/* One multiply serves both the slot (its top bits) and the check. */
+static inline uint64_t snap__rule_hash(uintptr_t pc) {
+  return (uint64_t)pc * SNAP__RULE_MUL;
+}
+
+static inline snap__rule_entry_t *snap__rule_slot(uint64_t hash) {
+  return &snap__rule_cache[hash >> (64 - SNAP__RULE_CACHE_BITS)];
 }
 
 static inline void snap__rule_unpack(uint64_t v, snap__rule_t *r) {
@@ -60,13 +67,14 @@ static inline void snap__rule_unpack(uint64_t v, snap__rule_t *r) {
 /* [signal-safe] */
 static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
                                         snap__rule_t *out) {
-  snap__rule_entry_t *e = snap__rule_slot(pc);
+  uint64_t h = snap__rule_hash(pc);
+  snap__rule_entry_t *e = snap__rule_slot(h);
   uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
   if (k != (uint64_t)pc)
     return false;
   uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed);
   uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
-  if (c != (k ^ (v * SNAP__RULE_MUL) ^ salt) || !(v & SNAP__RULE_PRESENT))
+  if (c != (h ^ v ^ salt) || !(v & SNAP__RULE_PRESENT))
     return false;
   snap__rule_unpack(v, out);
   return true;
@@ -79,11 +87,12 @@ static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
    Apple) leaves it — returns K; else 0. [signal-safe] */
 static inline intptr_t snap__rule_cache_record_cfa(uintptr_t pc,
                                                    uint64_t salt) {
-  snap__rule_entry_t *e = snap__rule_slot(pc);
+  uint64_t h = snap__rule_hash(pc);
+  snap__rule_entry_t *e = snap__rule_slot(h);
   uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
   uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed);
   uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
-  if (k != (uint64_t)pc || c != (k ^ (v * SNAP__RULE_MUL) ^ salt))
+  if (k != (uint64_t)pc || c != (h ^ v ^ salt))
     return 0;
   const uint64_t kinds = SNAP__CFA_FP | SNAP__RA_AT_CFA << 2 |
                          SNAP__FP_AT_CFA << 4 | SNAP__RULE_PRESENT;
