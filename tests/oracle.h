@@ -19,6 +19,22 @@ static inline backtrace_fn oracle_backtrace(void) {
   return libc ? (backtrace_fn)dlsym(libc, "backtrace") : NULL;
 }
 
+/* Index of the first pc at or after `from` inside function fn, as the
+   dynamic linker's dladdr sees it (the test must export its functions:
+   ENABLE_EXPORTS), or -1. Return addresses are looked up at pc - 1 (the
+   call instruction); frame 0 at pc itself when it is exact (a thread
+   stopped there). */
+static inline int oracle_find_fn(const uintptr_t *pcs, int n, int from,
+                                 void *fn, int frame0_exact) {
+  for (int i = from; i < n; i++) {
+    Dl_info info;
+    uintptr_t lookup = i == 0 && frame0_exact ? pcs[i] : pcs[i] - 1;
+    if (dladdr((void *)lookup, &info) && info.dli_saddr == fn)
+      return i;
+  }
+  return -1;
+}
+
 static inline void oracle_print(const char *title, const uintptr_t *pcs,
                                 int n) {
   fprintf(stderr, "%s (%d frames)\n", title, n);

@@ -11,10 +11,11 @@
  *     first row past pc, tracking only what the walker uses: the CFA rule and
  *     where the return address and the frame pointer were saved.
  *
- * Why our own and not libunwind or libgcc: both find tables with
- * dl_iterate_phdr, which takes the loader lock — a stopped thread inside
- * dlopen would deadlock the walk. Here the tables were located outside the
- * stopped window (images.c) and the walk only reads them.
+ * Why our own and not libunwind or libgcc: both find tables by iterating
+ * the dynamic loader's image list, which takes the loader lock — a thread
+ * stopped inside dlopen would deadlock the walk. Here the tables were
+ * located outside the stopped window (images.c) and the walk only reads
+ * them.
  *
  * Safety: every byte read is checked against [unwind_lo, unwind_hi), the
  * read-only segment holding the tables; malformed tables end in

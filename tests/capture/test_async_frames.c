@@ -38,15 +38,6 @@ void async_probe(void *ctx) {
   __asm__ volatile("" ::: "memory");
 }
 
-static int fn_index(const uintptr_t *pcs, int n, void *fn) {
-  for (int i = 0; i < n; i++) {
-    Dl_info info;
-    if (dladdr((void *)(pcs[i] - 1), &info) && info.dli_saddr == fn)
-      return i;
-  }
-  return -1;
-}
-
 int main(void) {
   async_context_t ctx_c = {NULL, resume_c, NULL};
   async_context_t ctx_b = {&ctx_c, resume_b, NULL};
@@ -73,8 +64,9 @@ int main(void) {
     CHECK_EQ(g_os[1], async_ra_of_probe);
     CHECK_EQ(g_os[2], async_ra_of_leaf);
     CHECK_EQ(g_os[3], async_ra_of_mid);
-    CHECK(fn_index(g_os, g_n_os, (void *)main) == 4,
-          "main is frame %d, expected 4", fn_index(g_os, g_n_os, (void *)main));
+    CHECK(oracle_find_fn(g_os, g_n_os, 0, (void *)main, 0) == 4,
+          "main is frame %d, expected 4",
+          oracle_find_fn(g_os, g_n_os, 0, (void *)main, 0));
   }
   if (check_failures)
     oracle_print("OS walk", g_os, g_n_os);

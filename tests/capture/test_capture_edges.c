@@ -102,15 +102,6 @@ NOINLINE void *signal_thread(void *arg) {
   return NULL;
 }
 
-static int index_of(const uintptr_t *pcs, int n, void *fn) {
-  for (int i = 1; i < n; i++) {
-    Dl_info info;
-    if (dladdr((void *)(pcs[i] - 1), &info) && info.dli_saddr == fn)
-      return i;
-  }
-  return -1;
-}
-
 static void entry_case(void) {
   pthread_t t;
   pthread_create(&t, NULL, entry_thread, NULL);
@@ -129,8 +120,8 @@ static void entry_case(void) {
     /* Frame 0 in the loop, frame 1 the caller, frame 2 its caller. */
     bool at_entry = pcs[0] >= (uintptr_t)spin_at_entry &&
                     pcs[0] < (uintptr_t)spin_at_entry_end;
-    int caller = index_of(pcs, n, (void *)entry_caller);
-    int outer = index_of(pcs, n, (void *)entry_thread);
+    int caller = oracle_find_fn(pcs, n, 1, (void *)entry_caller, 0);
+    int outer = oracle_find_fn(pcs, n, 1, (void *)entry_thread, 0);
     if (at_entry && caller == 1 && outer == 2)
       good++;
     else if (!SNAP_TEST_TSAN) {
@@ -161,9 +152,9 @@ static void signal_case(void) {
                               DEPTH, 0);
   if (!SNAP_TEST_TSAN) {
     CHECK(n > 3, "signal sample: %d", n);
-    int h = index_of(pcs, n, (void *)on_usr1);
-    int w = index_of(pcs, n, (void *)interrupted_work);
-    int e = index_of(pcs, n, (void *)signal_thread);
+    int h = oracle_find_fn(pcs, n, 1, (void *)on_usr1, 0);
+    int w = oracle_find_fn(pcs, n, 1, (void *)interrupted_work, 0);
+    int e = oracle_find_fn(pcs, n, 1, (void *)signal_thread, 0);
     /* interrupted_work is where the signal landed: after the signal frame
        its pc is exact, so look it up without the -1 too. */
     if (w < 0)

@@ -160,24 +160,12 @@ static void wait_blocked(worker_t *w) {
   }
 }
 
-/* Index of the first pc inside function fn (dladdr on pc - 1 for return
-   addresses, pc itself for frame 0), from index `from`; -1 if none. */
-static int find_fn(const uintptr_t *pcs, int n, int from, void *fn) {
-  for (int i = from; i < n; i++) {
-    Dl_info info;
-    uintptr_t lookup = i == 0 ? pcs[i] : pcs[i] - 1;
-    if (dladdr((void *)lookup, &info) && info.dli_saddr == fn)
-      return i;
-  }
-  return -1;
-}
-
 /* The chain, innermost first, must appear in this order. */
 static void expect_chain(const char *what, const uintptr_t *pcs, int n,
                          void *const *chain, int len) {
   int at = 0;
   for (int k = 0; k < len; k++) {
-    int i = find_fn(pcs, n, at, chain[k]);
+    int i = oracle_find_fn(pcs, n, at, chain[k], 1);
     CHECK(i >= 0, "%s: function %d of the chain missing", what, k);
     if (i < 0) {
       oracle_print(what, pcs, n);
@@ -217,8 +205,8 @@ static void *sampler(void *arg) {
   for (int i = 0; i < 200; i++) {
     uintptr_t pcs[DEPTH];
     int n = snap_capture_thread((snap_thread_t)s->tid, pcs, DEPTH, 0);
-    if (n > 0 && find_fn(pcs, n, 0, s->chain[0]) >= 0 &&
-        find_fn(pcs, n, 0, s->chain[1]) >= 0)
+    if (n > 0 && oracle_find_fn(pcs, n, 0, s->chain[0], 1) >= 0 &&
+        oracle_find_fn(pcs, n, 0, s->chain[1], 1) >= 0)
       s->ok++;
     else
       s->bad++;
@@ -310,7 +298,7 @@ int main(void) {
   int self_n = snap_capture_thread(snap_thread_self(), pcs, DEPTH, 0);
   CHECK(self_n > 2, "sampling oneself: %d", self_n);
   /* As snap_capture_self: frame 0 is the return address into the caller. */
-  CHECK(self_n > 0 && find_fn(pcs, 1, 0, (void *)main) == 0,
+  CHECK(self_n > 0 && oracle_find_fn(pcs, 1, 0, (void *)main, 0) == 0,
         "frame 0 of a self-sample is not in main");
 
   /* Concurrent samplers never corrupt each other. */
