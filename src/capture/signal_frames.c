@@ -24,8 +24,11 @@ int snap__signal_step(snap__cursor_t *c) {
       !snap__plat_sigframe_regs(c->regs.sp, &next) || next.pc == 0)
     return SNAP__STEP_END;
   c->signal_frames++;
-  /* The interrupted code may run on another stack (sigaltstack). */
-  if (!snap__plat_stack_bounds(next.sp, &c->lo, &c->hi))
+  /* The interrupted code runs on the thread's own stack (the handler may
+     have run on an alternate one). Only that stack gets direct reads: the
+     frame's sp came out of memory, and a corrupt one could point at any
+     mapping. Anything else is walked with checked reads. */
+  if (!snap__plat_own_stack_bounds(next.sp, &c->lo, &c->hi))
     c->hi = 0;
   c->regs = next;
   c->regs.pc = snap__strip_pac(next.pc);

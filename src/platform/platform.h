@@ -42,6 +42,11 @@ int snap__plat_thread_is_running(snap_thread_t thread);
    directly: [*lo, *hi) with *lo == sp. Returns false when the bounds are
    unknown (then every read must go through snap__plat_read). [signal-safe] */
 bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+/* The same, but only when sp is on the calling thread's own stack (the main
+   thread's, or the one its thread library gave it); false for any other
+   memory. For registers that came out of memory (a signal frame), which a
+   corrupt stack could point anywhere. [signal-safe] */
+bool snap__plat_own_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
 
 /* ---- Sampling another thread -------------------------------------------- */
 

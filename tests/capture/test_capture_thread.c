@@ -276,6 +276,8 @@ int main(void) {
   sample_and_expect("read", &rd, read_chain, 3);
   sample_and_expect("poll", &pl, poll_chain, 3);
 
+  /* The samples just woke it for a moment: it sleeps again soon after. */
+  wait_blocked(&cond);
   CHECK_EQ(snap_thread_is_running((snap_thread_t)atomic_load(&cond.tid)), 0);
   CHECK_EQ(snap_thread_is_running((snap_thread_t)atomic_load(&spin.tid)), 1);
 

@@ -167,8 +167,10 @@ __attribute__((constructor)) static void threads_init(void) {
   pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+static bool stack_bounds(uintptr_t sp, bool own_only, uintptr_t *lo,
+                         uintptr_t *hi) {
   *lo = sp;
+  *hi = 0;
   if (g_main_hi && sp >= g_main_lo && sp < g_main_hi) {
     *hi = g_main_hi;
     return true;
@@ -178,10 +180,8 @@ bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
     return true;
   }
   uintptr_t mlo, mhi;
-  if (!find_mapping(sp, false, &mlo, &mhi)) {
-    *hi = 0;
+  if (!find_mapping(sp, false, &mlo, &mhi))
     return false;
-  }
   /* Remember it only if it is this thread's own stack, which lives exactly
      as long as the thread: glibc keeps the thread descriptor at the top of
      the block holding the stack, so the descriptor is in the mapping and the
@@ -199,8 +199,18 @@ bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
     *hi = self;
     return true;
   }
+  if (own_only)
+    return false;
   *hi = mhi;
   return true;
+}
+
+bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+  return stack_bounds(sp, false, lo, hi);
+}
+
+bool snap__plat_own_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+  return stack_bounds(sp, true, lo, hi);
 }
 
 struct linux_dirent64 {
