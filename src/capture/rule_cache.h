@@ -64,17 +64,23 @@ static inline void snap__rule_unpack(uint64_t v, snap__rule_t *r) {
   r->cfa_off = (int32_t)(uint32_t)(v >> 32);
 }
 
-/* [signal-safe] */
-static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
-                                        snap__rule_t *out) {
+/* The packed rule of pc, verified, or 0 on a miss. [signal-safe] */
+static inline uint64_t snap__rule_cache_probe(uintptr_t pc, uint64_t salt) {
   uint64_t h = snap__rule_hash(pc);
   snap__rule_entry_t *e = snap__rule_slot(h);
   uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
-  if (k != (uint64_t)pc)
-    return false;
   uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed);
   uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
-  if (c != (h ^ v ^ salt) || !(v & SNAP__RULE_PRESENT))
+  if (k != (uint64_t)pc || c != (h ^ v ^ salt) || !(v & SNAP__RULE_PRESENT))
+    return 0;
+  return v;
+}
+
+/* [signal-safe] */
+static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
+                                        snap__rule_t *out) {
+  uint64_t v = snap__rule_cache_probe(pc, salt);
+  if (!v)
     return false;
   snap__rule_unpack(v, out);
   return true;
@@ -87,13 +93,7 @@ static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
    Apple) leaves it — returns K; else 0. [signal-safe] */
 static inline intptr_t snap__rule_cache_record_cfa(uintptr_t pc,
                                                    uint64_t salt) {
-  uint64_t h = snap__rule_hash(pc);
-  snap__rule_entry_t *e = snap__rule_slot(h);
-  uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
-  uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed);
-  uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
-  if (k != (uint64_t)pc || c != (h ^ v ^ salt))
-    return 0;
+  uint64_t v = snap__rule_cache_probe(pc, salt);
   const uint64_t kinds = SNAP__CFA_FP | SNAP__RA_AT_CFA << 2 |
                          SNAP__FP_AT_CFA << 4 | SNAP__RULE_PRESENT;
   intptr_t cfa_off = (int32_t)(uint32_t)(v >> 32);

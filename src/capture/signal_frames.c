@@ -13,7 +13,6 @@
  * place a walk may move to another stack (sigaltstack), so the usual "the
  * stack only moves up" bound does not hold here.
  */
-#include "capture/arch.h"
 #include "capture/walk.h"
 
 #define MAX_SIGNAL_FRAMES 4
@@ -30,12 +29,7 @@ int snap__signal_step(snap__cursor_t *c) {
      mapping. Anything else is walked with checked reads. */
   if (!snap__plat_own_stack_bounds(next.sp, &c->lo, &c->hi))
     c->hi = 0;
-  c->regs = next;
-  c->regs.pc = snap__strip_pac(next.pc);
-  c->regs.fp = snap__untag_fp(next.fp);
-  if (c->regs.lr_valid)
-    c->regs.lr = snap__strip_pac(next.lr);
-  c->exact = true;
+  snap__cursor_set_regs(c, &next, true);
   return SNAP__STEP_OK;
 }
 

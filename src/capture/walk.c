@@ -17,14 +17,19 @@
 #include "capture/arch.h"
 #include "capture/rule_cache.h"
 
-void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
-                       unsigned flags, uintptr_t hi) {
+void snap__cursor_set_regs(snap__cursor_t *c, const snap__regs_t *regs,
+                           bool exact) {
   c->regs = *regs;
   c->regs.pc = snap__strip_pac(regs->pc);
   c->regs.fp = snap__untag_fp(regs->fp);
   if (c->regs.lr_valid)
     c->regs.lr = snap__strip_pac(regs->lr);
   c->exact = exact;
+}
+
+void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
+                       unsigned flags, uintptr_t hi) {
+  snap__cursor_set_regs(c, regs, exact);
   c->flags = flags;
   c->signal_frames = 0;
   c->images = NULL;
@@ -78,35 +83,26 @@ static int step(snap__cursor_t *c) {
   return snap__frame_records_step(c);
 }
 
-/* One step for the frames that make up almost every stack, kept to locals
-   and inline code because it is most of a capture's time: the rule is in
-   the cache and ordinary (CFA from sp or fp, return address and fp saved at
-   offsets from it), or, with SNAP_CAPTURE_FP_ONLY, a frame record. The
-   checks are the general readers' checks. Anything else — a cache miss, a
-   signal frame, a link register, unknown bounds — declines, and the
-   general step runs. */
+/* One step for the frames record_run leaves — code without frame
+   pointers, like libc's — kept to locals and inline code because it is much
+   of a capture's time: the rule is in the cache and ordinary (CFA from sp or
+   fp, return address and fp saved at offsets from it). The checks are
+   cfi_step's. Anything else — a cache miss, a signal frame, a link
+   register, unknown bounds — declines, and the general step runs. */
 static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
                             uintptr_t *sp, uintptr_t *fp, bool exact) {
   uintptr_t cfa, ra, next_fp = *fp;
-  if (c->flags & SNAP_CAPTURE_FP_ONLY) {
-    cfa = *fp + 2 * sizeof(uintptr_t);
-    if (*fp % SNAP__FP_ALIGN || *fp < *sp || cfa > c->hi || cfa <= *fp)
-      return SNAP__STEP_DECLINE;
-    next_fp = ((const uintptr_t *)*fp)[0];
-    ra = ((const uintptr_t *)*fp)[1];
-  } else {
-    snap__rule_t rule;
-    if (!snap__rule_cache_get(exact ? *pc : *pc - 1, c->salt, &rule) ||
-        rule.ra != SNAP__RA_AT_CFA ||
-        (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP))
-      return SNAP__STEP_DECLINE;
-    cfa = (rule.cfa == SNAP__CFA_SP ? *sp : *fp) + (intptr_t)rule.cfa_off;
-    if (cfa <= *sp || !snap__cursor_read(c, cfa + (intptr_t)rule.ra_off, &ra))
-      return SNAP__STEP_DECLINE;
-    if (rule.fp == SNAP__FP_AT_CFA &&
-        !snap__cursor_read(c, cfa + (intptr_t)rule.fp_off, &next_fp))
-      return SNAP__STEP_DECLINE;
-  }
+  snap__rule_t rule;
+  if (!snap__rule_cache_get(exact ? *pc : *pc - 1, c->salt, &rule) ||
+      rule.ra != SNAP__RA_AT_CFA ||
+      (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP))
+    return SNAP__STEP_DECLINE;
+  cfa = (rule.cfa == SNAP__CFA_SP ? *sp : *fp) + (intptr_t)rule.cfa_off;
+  if (cfa <= *sp || !snap__cursor_read(c, cfa + (intptr_t)rule.ra_off, &ra))
+    return SNAP__STEP_DECLINE;
+  if (rule.fp == SNAP__FP_AT_CFA &&
+      !snap__cursor_read(c, cfa + (intptr_t)rule.fp_off, &next_fp))
+    return SNAP__STEP_DECLINE;
   ra = snap__strip_pac(ra);
   if (ra == 0)
     return SNAP__STEP_DECLINE; /* let the general step decide the end */
@@ -201,7 +197,9 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
           break;
         if (got == RECORD_BATCH)
           continue;
-        if (fast_step(&c, &pc, &sp, &fp, ex) != SNAP__STEP_OK)
+        /* With FP_ONLY, record_run already took every record it could. */
+        if ((flags & SNAP_CAPTURE_FP_ONLY) ||
+            fast_step(&c, &pc, &sp, &fp, ex) != SNAP__STEP_OK)
           break;
         steps++;
         ex = false;

@@ -47,6 +47,9 @@ enum snap__step {
    [regs->sp, hi); hi == 0 means unknown. */
 void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
                        unsigned flags, uintptr_t hi);
+/* Moves the cursor to regs (pac bits and async tag stripped). */
+void snap__cursor_set_regs(snap__cursor_t *c, const snap__regs_t *regs,
+                           bool exact);
 /* Drops the image-table reference, if one was taken. */
 void snap__cursor_done(snap__cursor_t *c);
 /* The image table, taken on first use. */

@@ -98,8 +98,6 @@ uint64_t snap__images_generation(const snap__images_t *t) {
   return t->generation;
 }
 
-int snap__images_count(const snap__images_t *t) { return t->count; }
-
 uint64_t snap__images_current_generation(void) {
   struct snap__images *t =
       atomic_load_explicit(&g_current, memory_order_acquire);

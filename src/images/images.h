@@ -42,7 +42,6 @@ uint64_t snap__images_generation(const snap__images_t *t);
    lets a walk whose unwind rules all come from cache skip the table.
    [signal-safe] */
 uint64_t snap__images_current_generation(void);
-int snap__images_count(const snap__images_t *t);
 
 /* Rebuilds the table if an image was loaded or unloaded since the last build
    (or always, with force). Returns SNAP_OK or SNAP_ENOMEM. [setup] */

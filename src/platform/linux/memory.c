@@ -32,14 +32,13 @@ static atomic_bool g_use_pipes;
 static int g_pipe[PIPES][2];
 static atomic_bool g_pipe_busy[PIPES];
 
-static bool vm_read(uintptr_t addr, void *dst, size_t n, int *err) {
+static bool vm_read(uintptr_t addr, void *dst, size_t n) {
   struct iovec local = {dst, n};
   struct iovec remote = {(void *)addr, n};
   ssize_t got;
   do
     got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
   while (got < 0 && errno == EINTR);
-  *err = got < 0 ? errno : 0;
   return got == (ssize_t)n;
 }
 
@@ -77,10 +76,10 @@ bool snap__plat_read(uintptr_t addr, void *dst, size_t n) {
     return true;
   if (addr == 0 || addr + n < addr || n > 4096)
     return false;
-  int saved = errno, err;
+  int saved = errno;
   bool ok = atomic_load_explicit(&g_use_pipes, memory_order_relaxed)
                 ? pipe_read(addr, dst, n)
-                : vm_read(addr, dst, n, &err);
+                : vm_read(addr, dst, n);
   errno = saved;
   return ok;
 }
@@ -104,8 +103,7 @@ static void reopen_pipes_in_child(void) {
 
 __attribute__((constructor)) static void memory_init(void) {
   uintptr_t probe = 42, copy = 0;
-  int err;
-  if (vm_read((uintptr_t)&probe, &copy, sizeof copy, &err) && copy == 42)
+  if (vm_read((uintptr_t)&probe, &copy, sizeof copy) && copy == 42)
     return;
   open_pipes();
   atomic_store(&g_use_pipes, true);

@@ -272,9 +272,9 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                                        STATE(seq, ABANDONED)))
       return SNAP_ETIMEDOUT; /* the handler frees the slot when it ends */
   }
-  /* DONE: the semaphore was (or will be) posted; the slot is ours. The
-     acquire load pairs with the handler's release of DONE. */
-  (void)atomic_load_explicit(&s->state, memory_order_acquire);
+  /* DONE: the semaphore was (or will be) posted; the slot is ours. Every
+     way here read DONE with acquire ordering (the load in the wait loop or
+     a failed compare-and-swap), so the handler's writes are visible. */
   rc = s->result;
   memcpy(arg, s->arg, arg_size);
   atomic_store(&s->state, STATE(seq, FREE));

@@ -193,7 +193,7 @@ static bool stack_bounds(uintptr_t sp, bool own_only, uintptr_t *lo,
      up each time. */
   uintptr_t self = (uintptr_t)pthread_self();
   if (self > sp && self >= mlo && self < mhi &&
-      snap__linux_gettid() != (int)getpid()) {
+      snap__linux_gettid() != g_main_tid) {
     t_stack_lo = mlo;
     t_stack_hi = self;
     *hi = self;
