@@ -50,7 +50,7 @@ static interned_t *g_interned[INTERN_BUCKETS];
 
 /* Writer state: guarded by g_writer. */
 static pthread_mutex_t g_writer = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t g_stamp;
+static _Atomic uint64_t g_stamp; /* of the published table; read unlocked */
 static uint64_t g_generation;
 static bool g_built;
 static bool g_dirty; /* prefixes changed since the last published build */
@@ -235,11 +235,21 @@ static int build_locked(void) {
     free(c.v);
     return SNAP_EBUSY;
   }
+  uint64_t generation = ++g_generation;
+  for (int i = 0; i < c.n; i++) {
+    snap__image_t *img = &c.v[i];
+    const snap__image_t *old = cur ? snap__images_find(cur, img->start) : NULL;
+    img->since = (old && old->start == img->start && old->end == img->end &&
+                  old->base == img->base && old->path == img->path &&
+                  old->in_app == img->in_app)
+                     ? old->since
+                     : generation;
+  }
   slot->ranges = c.v;
   slot->count = c.n;
-  slot->generation = ++g_generation;
+  slot->generation = generation;
   atomic_store_explicit(&g_current, slot, memory_order_release);
-  g_stamp = stamp;
+  atomic_store_explicit(&g_stamp, stamp, memory_order_release);
   g_built = true;
   g_dirty = false;
   return SNAP_OK;
@@ -248,10 +258,18 @@ static int build_locked(void) {
 int snap__images_refresh(bool force) {
   pthread_mutex_lock(&g_writer);
   int rc = SNAP_OK;
-  if (force || !g_built || g_dirty || snap__plat_images_stamp() != g_stamp)
+  if (force || !g_built || g_dirty ||
+      snap__plat_images_stamp() != atomic_load(&g_stamp))
     rc = build_locked();
   pthread_mutex_unlock(&g_writer);
   return rc;
+}
+
+int snap__images_refresh_if_stale(void) {
+  if (snap__plat_images_stamp() ==
+      atomic_load_explicit(&g_stamp, memory_order_acquire))
+    return SNAP_OK;
+  return snap__images_refresh(false);
 }
 
 __attribute__((constructor)) static void images_init(void) {

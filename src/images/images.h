@@ -26,6 +26,11 @@ typedef struct snap__image {
   const char *path; /* points into the table's string pool */
   const char *name; /* base name of path */
   bool in_app;
+  /* The generation of the first table that held this range unchanged
+     (same start, end, base, path, app-ness). A result computed under
+     generation g for a pc in this range is still right while since <= g:
+     that is how the symbol cache revalidates after a load or unload. */
+  uint64_t since;
 } snap__image_t;
 
 typedef struct snap__images snap__images_t;
@@ -46,5 +51,8 @@ uint64_t snap__images_current_generation(void);
 /* Rebuilds the table if an image was loaded or unloaded since the last build
    (or always, with force). Returns SNAP_OK or SNAP_ENOMEM. [setup] */
 int snap__images_refresh(bool force);
+/* The same for hot paths: asks the platform's load/unload stamp and takes
+   the writer lock only when the stamp moved. [setup] */
+int snap__images_refresh_if_stale(void);
 
 #endif /* SNAP_IMAGES_H */

@@ -93,6 +93,13 @@ typedef void (*snap__plat_range_cb)(const snap__plat_range_t *r, void *ctx);
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx);
 /* A number that changes whenever an image is loaded or unloaded. [setup] */
 uint64_t snap__plat_images_stamp(void);
+/* Whether the image enumerated at `base` from `path` still holds addr right
+   now — false once it is unloaded, or replaced by another image at the same
+   place; for base 0 and path NULL, whether addr is still in no image. Asked
+   on every symbol-cache hit, so it must not take the loader's lock or write
+   shared memory: Linux asks glibc's lock-free _dl_find_object; Apple
+   consults a log its remove-image callback keeps. [setup] */
+bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path);
 /* The main executable's full path into buf; false if unknown. [setup] */
 bool snap__plat_main_executable(char *buf, size_t size);
 
@@ -111,5 +118,74 @@ bool snap__plat_is_sigreturn(uintptr_t pc);
 /* Whether the current thread runs a Swift async task, so an extended frame
    record really leads to an async context chain. [signal-safe] */
 bool snap__plat_async_task_active(void);
+
+/* ---- Symbols: the system provider ------------------------------------- */
+
+/* One address to name. The core fills the inputs from the image table; the
+   provider answers through the callback. */
+typedef struct snap__plat_sym_query {
+  uintptr_t addr;         /* the address to name: an exact pc, or a return
+                             address minus one (so a call at the very end of
+                             a function names that function) */
+  uintptr_t image_base;   /* load address of the image holding addr, 0 if
+                             none */
+  const char *image_path; /* that image's full path, NULL if none */
+} snap__plat_sym_query_t;
+
+/* name: the function's raw name as the binary spells it (possibly mangled;
+   Objective-C methods as "-[Class selector]"), never NULL; valid during the
+   call only. symbol_addr: the function's first byte. */
+typedef void (*snap__plat_sym_cb)(int index, const char *name,
+                                  uintptr_t symbol_addr, void *ctx);
+
+/* Names q[0..n): calls cb at most once per index, only for addresses whose
+   function is known (an unknown address gets no call). Returns SNAP_OK or a
+   negative code when the provider cannot work at all (then no call is made).
+   Bad or hostile files name nothing for their image; never a crash. May
+   allocate and lock. [setup] Never called from the stopped window. */
+int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
+                         snap__plat_sym_cb cb, void *ctx);
+
+/* A malloc'ed human-readable form of a mangled name (C++ through
+   __cxa_demangle, Swift through swift_demangle, each found at run time), or
+   NULL when name is not mangled or no demangler is loaded. [setup] */
+char *snap__plat_demangle(const char *name);
+
+/* Source position of q->addr from the image's DWARF line table, through the
+   platform's debug-info reader where one is installed (Linux: elfutils'
+   libdw, loaded at run time, so there is no link dependency). Calls cb at
+   most once, with strings valid during the call only. Returns SNAP_OK
+   (called or not), SNAP_EUNSUPPORTED when no reader is available. [setup] */
+typedef void (*snap__plat_line_cb)(const char *file, unsigned line, void *ctx);
+int snap__plat_source_line(const snap__plat_sym_query_t *q,
+                           snap__plat_line_cb cb, void *ctx);
+
+/* ---- Output ------------------------------------------------------------ */
+
+/* Writes all n bytes to fd (retrying short writes and EINTR): SNAP_OK or
+   SNAP_EIO. [setup] */
+int snap__plat_write_all(int fd, const void *buf, size_t n);
+
+/* ---- Thread exit -------------------------------------------------------- */
+
+/* Calls fn(arg) when the calling thread exits (threads other than the main
+   one: the process's exit needs no cleanup). One fn for the whole library
+   (the symbol cache's per-thread slots); another fn gets SNAP_EBUSY. A
+   second call on the same thread replaces arg. [setup] */
+int snap__plat_on_thread_exit(void (*fn)(void *), void *arg);
+
+/* ---- Semaphores -------------------------------------------------------- */
+
+/* Storage for the platform's semaphore (sem_t on Linux, a
+   dispatch_semaphore_t on Apple), so the core holds one without naming an
+   OS type. Each backend checks that its type fits. */
+typedef struct snap__sem {
+  _Alignas(16) unsigned char opaque[64];
+} snap__sem_t;
+
+int snap__plat_sem_init(snap__sem_t *s, unsigned value); /* SNAP_OK or code */
+void snap__plat_sem_wait(snap__sem_t *s);
+void snap__plat_sem_post(snap__sem_t *s);
+void snap__plat_sem_destroy(snap__sem_t *s);
 
 #endif /* SNAP_PLATFORM_H */

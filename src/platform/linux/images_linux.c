@@ -15,6 +15,7 @@
  * Must not: run in the stopped window. dl_iterate_phdr takes the loader
  * lock, which a stopped thread may hold.
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stdlib.h>
@@ -88,6 +89,57 @@ uint64_t snap__plat_images_stamp(void) {
   dl_iterate_phdr(first_stamp, &stamp);
   return stamp;
 }
+
+#if defined(DLFO_STRUCT_HAS_EH_DBASE) /* glibc >= 2.35 */
+/* _dl_find_object is glibc's lock-free lookup for unwinders: a binary
+   search over a copy of the loaded objects that dlclose updates before it
+   unmaps anything. Comparing the link map's base and name (not the link
+   map's address: a library loaded after a dlclose can get the freed link
+   map's memory back) tells "still the same image" apart from "another image
+   now at the same place". The main program's link map has an empty name
+   and cannot be unloaded: its base is enough. */
+bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
+  struct dl_find_object fo;
+  if (_dl_find_object((void *)addr, &fo) != 0)
+    return path == NULL; /* in no image now: right only if it was in none */
+  const struct link_map *lm = fo.dlfo_link_map;
+  if (!path || !lm || lm->l_addr != base)
+    return false;
+  return !lm->l_name || !lm->l_name[0] || strcmp(lm->l_name, path) == 0;
+}
+#else
+/* Older glibc: the same question through dl_iterate_phdr, which takes the
+   loader lock — correct, but it serialises threads on every cache hit. */
+typedef struct holds_ctx {
+  uintptr_t addr, base;
+  const char *path;
+  int found; /* 0 in no image, 1 same image, -1 another image */
+} holds_ctx_t;
+
+static int holds_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  holds_ctx_t *h = arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type != PT_LOAD || h->addr < lo || h->addr >= lo + ph->p_memsz)
+      continue;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    h->found = h->path && info->dlpi_addr == h->base &&
+                       (!name[0] || strcmp(name, h->path) == 0)
+                   ? 1
+                   : -1;
+    return 1;
+  }
+  return 0;
+}
+
+bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
+  holds_ctx_t h = {addr, base, path, 0};
+  dl_iterate_phdr(holds_cb, &h);
+  return h.found == 0 ? path == NULL : h.found == 1;
+}
+#endif
 
 bool snap__plat_main_executable(char *buf, size_t size) {
   if (size < 2)

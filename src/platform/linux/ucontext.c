@@ -8,6 +8,7 @@
  * (sigaltstack) whose bounds the walker does not know.
  */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -80,7 +81,7 @@ bool snap__plat_sigframe_regs(uintptr_t sp, snap__regs_t *out) {
    x86_64 and 139 on arm64.
    x86_64: mov $15, %rax; syscall   = 48 c7 c0 0f 00 00 00 0f 05
    arm64:  mov x8, #139; svc #0     = 0xd2801168 0xd4000001 */
-bool snap__plat_is_sigreturn(uintptr_t pc) {
+static bool code_is_sigreturn(uintptr_t pc) {
 #if defined(__x86_64__)
   static const unsigned char code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
                                         0x00, 0x00, 0x0f, 0x05};
@@ -95,4 +96,27 @@ bool snap__plat_is_sigreturn(uintptr_t pc) {
     if (got[i] != code[i])
       return false;
   return true;
+}
+
+/* Answers are memoised: the check is one safe read (a system call, ~1 us
+   here) and the symbolicator asks it for every frame of every stack it
+   names. Direct-mapped, one word per slot, (pc << 1) | answer, so a
+   concurrent reader — or the stopped window — sees a whole entry or none:
+   no lock. User-space pcs stay below 2^62, so the shift loses nothing. The
+   code at a pc does not change for the life of the mapping; a library
+   unloaded and another mapped at the same place with a trampoline at the
+   very same pc is the one case this would miss. */
+#define MEMO_SLOTS 1024
+static _Atomic uintptr_t g_memo[MEMO_SLOTS];
+
+bool snap__plat_is_sigreturn(uintptr_t pc) {
+  if (!pc || pc >> 62)
+    return false;
+  _Atomic uintptr_t *slot = &g_memo[(pc * 0x9E3779B97F4A7C15ull) >> 54];
+  uintptr_t e = atomic_load_explicit(slot, memory_order_relaxed);
+  if (e >> 1 == pc)
+    return e & 1;
+  bool yes = code_is_sigreturn(pc);
+  atomic_store_explicit(slot, (pc << 1) | yes, memory_order_relaxed);
+  return yes;
 }

@@ -1,0 +1,34 @@
+/*
+ * semaphore.c — the platform semaphore on Linux: a POSIX sem_t stored in
+ * the core's opaque snap__sem_t.
+ *
+ * Why a semaphore and not a mutex: the symbol cache's stripes are held for
+ * a hash probe and a list splice, never across a call that can block, and
+ * an uncontended sem_wait/sem_post is one atomic each in glibc — the same
+ * shape as dispatch_semaphore on Apple, so both backends behave alike.
+ * Must not: be used from the stopped window (sem_wait may sleep).
+ */
+#include <errno.h>
+#include <semaphore.h>
+
+#include "platform/linux/linux.h"
+
+_Static_assert(sizeof(sem_t) <= sizeof(snap__sem_t),
+               "sem_t must fit in snap__sem_t");
+_Static_assert(_Alignof(sem_t) <= _Alignof(snap__sem_t),
+               "snap__sem_t must be aligned for sem_t");
+
+static sem_t *sem(snap__sem_t *s) { return (sem_t *)(void *)s->opaque; }
+
+int snap__plat_sem_init(snap__sem_t *s, unsigned value) {
+  return sem_init(sem(s), 0, value) == 0 ? SNAP_OK : SNAP_EINVAL;
+}
+
+void snap__plat_sem_wait(snap__sem_t *s) {
+  while (sem_wait(sem(s)) != 0 && errno == EINTR)
+    ;
+}
+
+void snap__plat_sem_post(snap__sem_t *s) { sem_post(sem(s)); }
+
+void snap__plat_sem_destroy(snap__sem_t *s) { sem_destroy(sem(s)); }
