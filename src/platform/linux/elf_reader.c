@@ -1,0 +1,548 @@
+/*
+ * elf_reader.c — function names, PLT entries, the build-id and the
+ * debuglink out of an ELF64 little-endian image held in a byte buffer.
+ *
+ * Owns: the parse and the lookups; nothing else. Must not: read a file,
+ * call the OS, keep global state, or trust one byte of the input. It runs
+ * over files an attacker may have put in a library path and over whatever
+ * the fuzzer makes, so every read goes through in_file() (offset and length
+ * checked against the buffer, overflow-proof), every count is checked
+ * against what the buffer could hold before anything is allocated, and
+ * every field is copied out with memcpy (the buffer may sit at any
+ * alignment). Anything structurally wrong makes the image "unknown"
+ * (-1 from the parse), never a guess; one bad symbol only drops that symbol.
+ *
+ * Algorithm:
+ *  1. Section headers: .symtab if there is one, else .dynsym (a stripped
+ *     file still exports its public functions). ELF32 and big-endian give
+ *     -1: the targets (x86_64, aarch64 Linux) are ELF64 LE.
+ *  2. Keep defined STT_FUNC / STT_GNU_IFUNC symbols that lie inside their
+ *     section; sort by address; of aliases at one address keep one name
+ *     (GLOBAL over WEAK over LOCAL, then fewer leading underscores, then
+ *     shorter, then strcmp: "malloc" over "__libc_malloc", and the same
+ *     answer every run) with the largest size. A size-0 symbol runs to the
+ *     next symbol or the end of its section.
+ *  3. Names stay in the buffer: a string table counts only if its last byte
+ *     is NUL, so any in-range offset has its terminator inside the table
+ *     (checked once per table, not once per name: a hostile table of long
+ *     unterminated strings cannot make the parse quadratic).
+ *  4. Lookup: binary search for the last start <= pc; a pc at or past that
+ *     function's end is not that function (a gap, or code without a
+ *     symbol), unless a function starting just before encloses it (nested
+ *     or overlapping symbols, looked for a few entries back).
+ *  5. PLT: a pc in .plt, .plt.sec or .plt.got is never given to a
+ *     neighbouring function. Its entry's instructions say which GOT slot it
+ *     jumps through (x86_64: jmp *disp32(%rip), after endbr64 / bnd;
+ *     aarch64: adrp x16 +
+ *     ldr x17,[x16,#off], after bti c), and the JUMP_SLOT / GLOB_DAT
+ *     relocation of that slot names the .dynsym symbol: "<sym>@plt".
+ *     Anything else in a PLT (the resolver stub PLT0, undecodable bytes, a
+ *     slot no relocation names) is unknown. That reloc search is linear in
+ *     the relocation count; it runs only for pcs inside a PLT.
+ *  6. Build-id from SHT_NOTE sections, else PT_NOTE segments;
+ *     .gnu_debuglink: file name and CRC32.
+ */
+#include "platform/linux/elf_reader.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef EM_AARCH64
+#define EM_AARCH64 183
+#endif
+#ifndef STT_GNU_IFUNC
+#define STT_GNU_IFUNC 10
+#endif
+
+/* More symbols than any real image has (a large C++ library has a few
+   million); past it the file is taken as hostile. */
+#define MAX_SYMS (1u << 24)
+/* How far back a lookup looks for an enclosing function. */
+#define ENCLOSING_LOOKBACK 8
+
+static bool in_file(const snap__elf_t *e, uint64_t off, uint64_t len) {
+  return off <= e->size && len <= e->size - off;
+}
+
+static bool get(const snap__elf_t *e, uint64_t off, void *dst, size_t len) {
+  if (!in_file(e, off, len))
+    return false;
+  memcpy(dst, e->data + off, len);
+  return true;
+}
+
+/* Section headers, read one at a time (never an array sized by e_shnum). */
+typedef struct shdrs {
+  uint64_t off, num;
+} shdrs_t;
+
+static bool shdr(const snap__elf_t *e, const shdrs_t *s, uint64_t i,
+                 Elf64_Shdr *out) {
+  return i < s->num && get(e, s->off + i * sizeof *out, out, sizeof *out);
+}
+
+/* A string table is usable only if its bytes are in the file and its last
+   byte is NUL (see the head comment, step 3). */
+static bool strtab_ok(const snap__elf_t *e, const Elf64_Shdr *sh) {
+  return sh->sh_type == SHT_STRTAB && sh->sh_size > 0 &&
+         in_file(e, sh->sh_offset, sh->sh_size) &&
+         e->data[sh->sh_offset + sh->sh_size - 1] == '\0';
+}
+
+static const char *str_at(const snap__elf_t *e, uint64_t tab_off,
+                          uint64_t tab_size, uint64_t name) {
+  if (name >= tab_size)
+    return NULL;
+  return (const char *)e->data + tab_off + name;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a) {
+  return (v + (a - 1)) & ~(a - 1); /* callers keep v far below UINT64_MAX */
+}
+
+/* ---- Symbols ------------------------------------------------------------ */
+
+typedef struct cand {
+  uint64_t addr, size, limit;
+  const char *name;
+  unsigned rank; /* 0 GLOBAL, 1 WEAK, 2 LOCAL, 3 anything else */
+} cand_t;
+
+static unsigned leading_underscores(const char *s) {
+  unsigned n = 0;
+  while (s[n] == '_')
+    n++;
+  return n;
+}
+
+static int cand_cmp(const void *pa, const void *pb) {
+  const cand_t *a = pa, *b = pb;
+  if (a->addr != b->addr)
+    return a->addr < b->addr ? -1 : 1;
+  if (a->rank != b->rank)
+    return a->rank < b->rank ? -1 : 1;
+  unsigned ua = leading_underscores(a->name), ub = leading_underscores(b->name);
+  if (ua != ub)
+    return ua < ub ? -1 : 1;
+  size_t la = strlen(a->name), lb = strlen(b->name);
+  if (la != lb)
+    return la < lb ? -1 : 1;
+  return strcmp(a->name, b->name);
+}
+
+static unsigned bind_rank(unsigned char info) {
+  switch (ELF64_ST_BIND(info)) {
+  case STB_GLOBAL: return 0;
+  case STB_WEAK: return 1;
+  case STB_LOCAL: return 2;
+  default: return 3;
+  }
+}
+
+static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
+  if (sym->sh_entsize != sizeof(Elf64_Sym) ||
+      !in_file(e, sym->sh_offset, sym->sh_size))
+    return -1;
+  uint64_t count = sym->sh_size / sizeof(Elf64_Sym);
+  if (count > MAX_SYMS)
+    return -1;
+  Elf64_Shdr str;
+  if (!shdr(e, sh, sym->sh_link, &str) || !strtab_ok(e, &str))
+    return -1;
+  if (count == 0)
+    return 0;
+  cand_t *c = malloc(count * sizeof *c);
+  if (!c)
+    return -1;
+
+  size_t n = 0;
+  uint64_t cached_shndx = UINT64_MAX;
+  Elf64_Shdr sec = {0};
+  bool sec_ok = false;
+  for (uint64_t i = 0; i < count; i++) {
+    Elf64_Sym s;
+    memcpy(&s, e->data + sym->sh_offset + i * sizeof s, sizeof s);
+    unsigned type = ELF64_ST_TYPE(s.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC)
+      continue;
+    if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE)
+      continue; /* undefined, absolute, common, or an extended index */
+    const char *name = str_at(e, str.sh_offset, str.sh_size, s.st_name);
+    if (!name || !name[0])
+      continue;
+    if (s.st_shndx != cached_shndx) {
+      cached_shndx = s.st_shndx;
+      sec_ok = shdr(e, sh, s.st_shndx, &sec) &&
+               sec.sh_addr + sec.sh_size >= sec.sh_addr;
+    }
+    /* A function outside its own section is a corrupt entry, not code. */
+    if (!sec_ok || s.st_value < sec.sh_addr ||
+        s.st_value - sec.sh_addr >= sec.sh_size)
+      continue;
+    uint64_t size = s.st_size;
+    if (s.st_value + size < s.st_value)
+      size = 0; /* wraps: treat as unsized */
+    c[n++] = (cand_t){s.st_value, size, sec.sh_addr + sec.sh_size, name,
+                      bind_rank(s.st_info)};
+  }
+  if (n == 0) {
+    free(c);
+    return 0;
+  }
+  qsort(c, n, sizeof *c, cand_cmp);
+
+  /* One entry per address: the first of each run is the preferred name;
+     the run's largest size and section end stand for all of it. */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (m > 0 && c[m - 1].addr == c[i].addr) {
+      if (c[i].size > c[m - 1].size)
+        c[m - 1].size = c[i].size;
+      if (c[i].limit > c[m - 1].limit)
+        c[m - 1].limit = c[i].limit;
+      continue;
+    }
+    c[m++] = c[i];
+  }
+  snap__elf_sym_t *out = malloc(m * sizeof *out);
+  if (!out) {
+    free(c);
+    return -1;
+  }
+  for (size_t i = 0; i < m; i++) {
+    uint64_t end;
+    if (c[i].size > 0) {
+      end = c[i].addr + c[i].size;
+    } else {
+      end = c[i].limit; /* > addr: the symbol lies inside its section */
+      if (i + 1 < m && c[i + 1].addr < end)
+        end = c[i + 1].addr;
+    }
+    out[i] = (snap__elf_sym_t){c[i].addr, end, c[i].name};
+  }
+  free(c);
+  e->syms = out;
+  e->nsyms = m;
+  return 0;
+}
+
+const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
+                                      uint64_t *floor) {
+  if (floor)
+    *floor = 0;
+  size_t lo = 0, hi = e->nsyms; /* first entry with addr > vaddr */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (e->syms[mid].addr <= vaddr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return NULL;
+  uint64_t below = 0;
+  for (size_t k = 0; k < ENCLOSING_LOOKBACK && k < lo; k++) {
+    const snap__elf_sym_t *s = &e->syms[lo - 1 - k];
+    if (vaddr < s->end)
+      return s;
+    if (s->end > below)
+      below = s->end;
+  }
+  if (floor)
+    *floor = below;
+  return NULL;
+}
+
+/* ---- PLT ---------------------------------------------------------------- */
+
+static const char *dynsym_name(const snap__elf_t *e, uint64_t index) {
+  if (index == 0 || index >= e->dynsym_count)
+    return NULL;
+  Elf64_Sym s;
+  memcpy(&s, e->data + e->dynsym_off + index * sizeof s, sizeof s);
+  const char *name = str_at(e, e->dynstr_off, e->dynstr_size, s.st_name);
+  return name && name[0] ? name : NULL;
+}
+
+static bool is_slot_reloc(const snap__elf_t *e, uint64_t info) {
+  uint32_t type = (uint32_t)ELF64_R_TYPE(info);
+  if (e->machine == EM_X86_64)
+    return type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT;
+  if (e->machine == EM_AARCH64)
+    return type == 1026 /* R_AARCH64_JUMP_SLOT */ ||
+           type == 1025 /* R_AARCH64_GLOB_DAT */;
+  return false;
+}
+
+static const char *rela_name(const snap__elf_t *e, const snap__elf_rela_t *r,
+                             uint64_t k) {
+  Elf64_Rela rel;
+  memcpy(&rel, e->data + r->offset + k * sizeof rel, sizeof rel);
+  if (!is_slot_reloc(e, rel.r_info))
+    return NULL;
+  return dynsym_name(e, ELF64_R_SYM(rel.r_info));
+}
+
+static const char *got_slot_name(const snap__elf_t *e, uint64_t got) {
+  for (int i = 0; i < e->nrela; i++) {
+    const snap__elf_rela_t *r = &e->rela[i];
+    for (uint64_t k = 0; k < r->count; k++) {
+      uint64_t where;
+      memcpy(&where, e->data + r->offset + k * sizeof(Elf64_Rela),
+             sizeof where);
+      if (where == got)
+        return rela_name(e, r, k);
+    }
+  }
+  return NULL;
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* x86_64: entries are sh_entsize apart (16; 8 in a non-IBT .plt.got).
+   The lazy .plt behind a .plt.sec ("endbr64; push index; bnd jmp PLT0")
+   names no slot: unknown, as is PLT0. */
+static const char *plt_x86(const snap__elf_t *e, const snap__elf_plt_t *p,
+                           uint64_t rel, uint64_t *entry) {
+  uint64_t ent = (p->entsize == 8 || p->entsize == 16) ? p->entsize : 16;
+  uint64_t start = rel - rel % ent;
+  if (start >= p->size_in_file)
+    return NULL;
+  const uint8_t *b = e->data + p->offset + start;
+  uint64_t avail =
+      p->size_in_file - start < ent ? p->size_in_file - start : ent;
+  *entry = p->addr + start;
+  uint64_t i = 0;
+  if (avail >= 4 && memcmp(b, "\xf3\x0f\x1e\xfa", 4) == 0)
+    i = 4;                                            /* endbr64 */
+  uint64_t j = i < avail && b[i] == 0xf2 ? i + 1 : i; /* bnd */
+  if (j + 6 <= avail && b[j] == 0xff && b[j + 1] == 0x25) {
+    int32_t disp = (int32_t)le32(b + j + 2);
+    uint64_t got = p->addr + start + j + 6 + (uint64_t)(int64_t)disp;
+    return got_slot_name(e, got);
+  }
+  return NULL;
+}
+
+/* aarch64: entries are 16 bytes (24 with bti c or autia1716, and not
+   always aligned to that), so find the entry's adrp x16 instead: the last
+   one at or before the pc whose entry (from its bti c, if any) starts at or
+   before the pc. An entry is at most 6 instructions, so look 5 back. */
+static const char *plt_a64(const snap__elf_t *e, const snap__elf_plt_t *p,
+                           uint64_t rel, uint64_t *entry) {
+  rel &= ~(uint64_t)3;
+  const uint8_t *b = e->data + p->offset;
+  for (uint64_t k = 0; k <= 6; k++) {
+    if (rel + 4 < 4 * k)
+      break;
+    uint64_t q = rel + 4 - 4 * k;
+    if (q > p->size_in_file || p->size_in_file - q < 8)
+      continue;
+    uint32_t adrp = le32(b + q), ldr = le32(b + q + 4);
+    if ((adrp & 0x9f00001fu) != 0x90000010u || /* adrp x16, page */
+        (ldr & 0xffc003ffu) != 0xf9400211u)    /* ldr x17, [x16, #off] */
+      continue;
+    uint64_t start = q;
+    if (q >= 4 && le32(b + q - 4) == 0xd503245fu) /* bti c */
+      start = q - 4;
+    if (start > rel)
+      continue; /* the next entry's: the pc is in this one's tail */
+    uint64_t imm = ((adrp >> 29) & 3u) | (((adrp >> 5) & 0x7ffffu) << 2);
+    int64_t page_delta = ((int64_t)(imm << 43) >> 43) * 4096; /* 21-bit */
+    uint64_t page = (p->addr + q) & ~(uint64_t)0xfff;
+    uint64_t got = page + (uint64_t)page_delta + ((ldr >> 10) & 0xfffu) * 8;
+    *entry = p->addr + start;
+    return got_slot_name(e, got);
+  }
+  return NULL;
+}
+
+bool snap__elf_in_plt(const snap__elf_t *e, uint64_t vaddr) {
+  for (int i = 0; i < e->nplt; i++)
+    if (vaddr >= e->plt[i].addr && vaddr - e->plt[i].addr < e->plt[i].size)
+      return true;
+  return false;
+}
+
+int snap__elf_plt_name(const snap__elf_t *e, uint64_t vaddr, char *buf,
+                       size_t size, uint64_t *entry) {
+  const snap__elf_plt_t *p = NULL;
+  for (int i = 0; i < e->nplt && !p; i++)
+    if (vaddr >= e->plt[i].addr && vaddr - e->plt[i].addr < e->plt[i].size)
+      p = &e->plt[i];
+  if (!p)
+    return -1;
+  if (p->size_in_file == 0)
+    return 0; /* a debug file's NOBITS copy: in a PLT, bytes elsewhere */
+  uint64_t start = 0;
+  const char *name = NULL;
+  if (e->machine == EM_X86_64)
+    name = plt_x86(e, p, vaddr - p->addr, &start);
+  else if (e->machine == EM_AARCH64)
+    name = plt_a64(e, p, vaddr - p->addr, &start);
+  if (!name)
+    return 0;
+  int len = snprintf(buf, size, "%s@plt", name);
+  if (len < 0 || (size_t)len >= size)
+    return 0; /* a cut name would be a wrong name */
+  *entry = start;
+  return 1;
+}
+
+/* ---- Notes and the debuglink -------------------------------------------- */
+
+static void scan_notes(snap__elf_t *e, uint64_t off, uint64_t len,
+                       uint64_t align) {
+  if (!in_file(e, off, len) || e->build_id)
+    return;
+  align = align == 8 ? 8 : 4;
+  uint64_t pos = 0;
+  while (len - pos >= 12) {
+    uint32_t nhdr[3]; /* namesz, descsz, type */
+    memcpy(nhdr, e->data + off + pos, sizeof nhdr);
+    uint64_t name = pos + 12;
+    uint64_t desc = name + align_up(nhdr[0], align);
+    if (desc > len)
+      return;
+    uint64_t next = desc + align_up(nhdr[1], align);
+    if (next > len || desc + nhdr[1] > len)
+      return;
+    if (nhdr[2] == NT_GNU_BUILD_ID && nhdr[0] == 4 &&
+        memcmp(e->data + off + name, "GNU", 4) == 0 && nhdr[1] > 0 &&
+        nhdr[1] <= 64) {
+      e->build_id = e->data + off + desc;
+      e->build_id_len = nhdr[1];
+      return;
+    }
+    pos = next;
+  }
+}
+
+static void read_debuglink(snap__elf_t *e, const Elf64_Shdr *s) {
+  if (s->sh_type != SHT_PROGBITS || !in_file(e, s->sh_offset, s->sh_size))
+    return;
+  const char *name = (const char *)e->data + s->sh_offset;
+  const char *nul = memchr(name, '\0', s->sh_size);
+  if (!nul || nul == name || memchr(name, '/', (size_t)(nul - name)))
+    return; /* a file name, not a path */
+  uint64_t crc_off = align_up((uint64_t)(nul - name) + 1, 4);
+  if (crc_off > s->sh_size || s->sh_size - crc_off < 4)
+    return;
+  e->debuglink = name;
+  e->debuglink_crc = le32(e->data + s->sh_offset + crc_off);
+}
+
+static void scan_phdr_notes(snap__elf_t *e, const Elf64_Ehdr *eh) {
+  if (eh->e_phentsize != sizeof(Elf64_Phdr) ||
+      !in_file(e, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
+    return;
+  for (unsigned i = 0; i < eh->e_phnum && !e->build_id; i++) {
+    Elf64_Phdr ph;
+    memcpy(&ph, e->data + eh->e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_NOTE)
+      scan_notes(e, ph.p_offset, ph.p_filesz, ph.p_align);
+  }
+}
+
+/* ---- The parse ----------------------------------------------------------- */
+
+int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
+  memset(e, 0, sizeof *e);
+  e->data = data;
+  e->size = size;
+  Elf64_Ehdr eh;
+  if (!data || !get(e, 0, &eh, sizeof eh) ||
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || /* ELF32: unknown */
+      eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+      eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0)
+    goto fail;
+  e->machine = eh.e_machine;
+  e->type = eh.e_type;
+
+  /* Extended numbering: counts too big for the header live in section 0. */
+  shdrs_t sh = {eh.e_shoff, 1};
+  Elf64_Shdr s0;
+  if (!shdr(e, &sh, 0, &s0))
+    goto fail;
+  uint64_t num = eh.e_shnum ? eh.e_shnum : s0.sh_size;
+  uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? s0.sh_link : eh.e_shstrndx;
+  if (num == 0 || num > (size - eh.e_shoff) / sizeof(Elf64_Shdr))
+    goto fail;
+  sh.num = num;
+  Elf64_Shdr names;
+  bool names_ok = shdr(e, &sh, strndx, &names) && strtab_ok(e, &names);
+
+  uint64_t symtab = 0, dynsym = 0;
+  for (uint64_t i = 1; i < num; i++) {
+    Elf64_Shdr s;
+    if (!shdr(e, &sh, i, &s))
+      goto fail;
+    if (s.sh_type == SHT_SYMTAB && !symtab)
+      symtab = i;
+    if (s.sh_type == SHT_DYNSYM && !dynsym)
+      dynsym = i;
+    if (s.sh_type == SHT_NOTE)
+      scan_notes(e, s.sh_offset, s.sh_size, s.sh_addralign);
+    const char *nm =
+        names_ok ? str_at(e, names.sh_offset, names.sh_size, s.sh_name) : NULL;
+    if (!nm)
+      continue;
+    if (strcmp(nm, ".gnu_debuglink") == 0)
+      read_debuglink(e, &s);
+    if ((strcmp(nm, ".plt") == 0 || strcmp(nm, ".plt.sec") == 0 ||
+         strcmp(nm, ".plt.got") == 0) &&
+        e->nplt < SNAP__ELF_MAX_PLT && s.sh_addr + s.sh_size >= s.sh_addr) {
+      snap__elf_plt_t *p = &e->plt[e->nplt++];
+      *p = (snap__elf_plt_t){s.sh_addr, s.sh_size, 0, 0, s.sh_entsize};
+      if (s.sh_type == SHT_PROGBITS && in_file(e, s.sh_offset, s.sh_size)) {
+        p->offset = s.sh_offset;
+        p->size_in_file = s.sh_size;
+      }
+    }
+  }
+  if (!e->build_id)
+    scan_phdr_notes(e, &eh);
+
+  /* .dynsym and its relocations, for PLT names. A bad one only costs the
+     PLT names. */
+  Elf64_Shdr ds, dstr;
+  if (dynsym && shdr(e, &sh, dynsym, &ds) &&
+      ds.sh_entsize == sizeof(Elf64_Sym) &&
+      in_file(e, ds.sh_offset, ds.sh_size) && shdr(e, &sh, ds.sh_link, &dstr) &&
+      strtab_ok(e, &dstr)) {
+    e->dynsym_off = ds.sh_offset;
+    e->dynsym_count = ds.sh_size / sizeof(Elf64_Sym);
+    e->dynstr_off = dstr.sh_offset;
+    e->dynstr_size = dstr.sh_size;
+    for (uint64_t i = 1; i < num && e->nrela < SNAP__ELF_MAX_RELA; i++) {
+      Elf64_Shdr s;
+      if (!shdr(e, &sh, i, &s) || s.sh_type != SHT_RELA ||
+          s.sh_link != dynsym || s.sh_entsize != sizeof(Elf64_Rela) ||
+          !in_file(e, s.sh_offset, s.sh_size))
+        continue;
+      e->rela[e->nrela++] =
+          (snap__elf_rela_t){s.sh_offset, s.sh_size / sizeof(Elf64_Rela)};
+    }
+  }
+
+  Elf64_Shdr syms;
+  uint64_t pick = symtab ? symtab : dynsym;
+  if (!pick || !shdr(e, &sh, pick, &syms) || load_syms(e, &sh, &syms) != 0)
+    goto fail;
+  e->from_symtab = symtab != 0;
+  return 0;
+fail:
+  snap__elf_free(e);
+  return -1;
+}
+
+void snap__elf_free(snap__elf_t *e) {
+  free(e->syms);
+  memset(e, 0, sizeof *e);
+}

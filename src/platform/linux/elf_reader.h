@@ -1,0 +1,93 @@
+/*
+ * elf_reader.h — function names out of an ELF image held in memory.
+ *
+ * A pure parser over a byte buffer: no file I/O, no system call, no global
+ * state, so the fuzzer can drive it with any bytes. elf_symbols.c maps the
+ * files and owns the buffers; every pointer the reader hands back (names,
+ * the build-id) points into that buffer and lives as long as it does.
+ *
+ * Only ELF64 little-endian is read (x86_64 and aarch64 Linux, the targets);
+ * anything else, ELF32 included, parses as "unknown".
+ */
+#ifndef SNAP_PLATFORM_LINUX_ELF_READER_H
+#define SNAP_PLATFORM_LINUX_ELF_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One function: [addr, end) in the file's virtual addresses. */
+typedef struct snap__elf_sym {
+  uint64_t addr;
+  uint64_t end;     /* addr + size; for a size-0 symbol the next symbol or
+                       the end of its section */
+  const char *name; /* into the buffer's string table, NUL-terminated */
+} snap__elf_sym_t;
+
+/* A section a pc must never be named for a neighbour in: a PLT. */
+typedef struct snap__elf_plt {
+  uint64_t addr, size; /* virtual range */
+  uint64_t offset;     /* file offset of its bytes; 0 with size_in_file 0 */
+  uint64_t size_in_file;
+  uint64_t entsize; /* sh_entsize as the linker wrote it */
+} snap__elf_plt_t;
+
+typedef struct snap__elf_rela {
+  uint64_t offset, count; /* Elf64_Rela array inside the buffer */
+} snap__elf_rela_t;
+
+#define SNAP__ELF_MAX_PLT 4
+#define SNAP__ELF_MAX_RELA 4
+
+typedef struct snap__elf {
+  const uint8_t *data;
+  size_t size;
+  uint16_t machine; /* e_machine: EM_X86_64, EM_AARCH64, ... */
+  uint16_t type;    /* e_type: ET_EXEC, ET_DYN, ... */
+
+  /* Functions sorted by addr, one per address (aliases resolved), owned
+     (malloc'ed) by this struct. */
+  snap__elf_sym_t *syms;
+  size_t nsyms;
+  bool from_symtab; /* the names came from .symtab (not only .dynsym) */
+
+  /* For PLT names: .dynsym and the relocations that point into it. */
+  uint64_t dynsym_off, dynsym_count;
+  uint64_t dynstr_off, dynstr_size;
+  snap__elf_plt_t plt[SNAP__ELF_MAX_PLT];
+  int nplt;
+  snap__elf_rela_t rela[SNAP__ELF_MAX_RELA];
+  int nrela;
+
+  const uint8_t *build_id; /* NULL if none */
+  size_t build_id_len;
+  const char *debuglink; /* .gnu_debuglink file name, NULL if none */
+  uint32_t debuglink_crc;
+} snap__elf_t;
+
+/* Parses data[0..size). Returns 0 and fills *e (call snap__elf_free later),
+   or -1 when the image cannot be named (not ELF64 LE, truncated, absurd
+   counts or offsets, no usable symbol table); then *e holds nothing to
+   free. Allocates at most one array, bounded by the number of symbol
+   entries the buffer can hold. [setup] */
+int snap__elf_parse(snap__elf_t *e, const void *data, size_t size);
+void snap__elf_free(snap__elf_t *e);
+
+/* The function holding vaddr (a file virtual address). Returns it, or NULL.
+   O(log n). When none holds it, *floor (if not NULL) receives the end of
+   the nearest function below vaddr (0 if none): no function starts in
+   (floor, vaddr] except ones without symbols. */
+const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
+                                      uint64_t *floor);
+
+/* PLT: whether vaddr lies in .plt, .plt.sec or .plt.got. */
+bool snap__elf_in_plt(const snap__elf_t *e, uint64_t vaddr);
+
+/* Names a PLT entry "<sym>@plt" into buf, *entry = its first byte. Returns
+   1 when named, 0 when vaddr is in a PLT but its target is unknown (the
+   caller must then name nothing: never a neighbouring function), -1 when
+   vaddr is not in a PLT of this image. */
+int snap__elf_plt_name(const snap__elf_t *e, uint64_t vaddr, char *buf,
+                       size_t size, uint64_t *entry);
+
+#endif /* SNAP_PLATFORM_LINUX_ELF_READER_H */

@@ -1,0 +1,384 @@
+/*
+ * elf_symbols.c — the Linux system symbol provider: snap__plat_symbolize.
+ *
+ * Owns: the files behind the images (mapped read-only, never copied), the
+ * search for their separate debug files, and a small cache of parsed
+ * images. The parsing itself is elf_reader.c's; Objective-C method names
+ * come from objc_names.c.
+ *
+ * Per image, on first use:
+ *  1. map the file (open + fstat + mmap, read-only, private). The vdso has
+ *     no file: dl_iterate_phdr names it "linux-vdso.so.1"; its ELF image is
+ *     copied out of memory (getauxval(AT_SYSINFO_EHDR)) through the safe
+ *     read, since the kernel's page is the only copy;
+ *  2. parse it; if it has no .symtab (a stripped system library), look for
+ *     its debug file as gdb does: /usr/lib/debug/.build-id/xx/yyyy.debug
+ *     (accepted only if its own build-id matches), then the .gnu_debuglink
+ *     name in <dir>/, <dir>/.debug/ and /usr/lib/debug/<dir>/ (accepted if
+ *     the link's CRC32 of the whole file matches, or both build-ids do).
+ *     A debug file names the functions; the file itself still decodes its
+ *     PLT (a debug file's .plt is NOBITS).
+ * Addresses: a symbol's file vaddr + image_base (the load bias), which is
+ * right for PIE, shared objects and non-PIE executables (bias 0).
+ *
+ * Cache: up to MAX_IMAGES images keyed by (path, base), least recently used
+ * dropped and unmapped; an image that fails to load is cached too, so a bad
+ * file is opened once, not once per pc. One mutex guards it and is held for
+ * a whole snap__plat_symbolize call, callbacks included: names point into
+ * mapped files, and no other thread may unmap them while a callback reads
+ * one. So a callback must not call snap__plat_symbolize (it would
+ * deadlock); the core's callbacks copy the name and return.
+ *
+ * Must not: run in the stopped window (it opens files, maps, locks,
+ * allocates). A file truncated on disk while mapped could fault on access;
+ * package managers replace files by rename (the old inode stays mapped),
+ * so we accept that rather than copy every library into the heap.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "platform/linux/elf_reader.h"
+#include "platform/linux/linux.h"
+#include "platform/linux/objc_names.h"
+
+#include <elf.h>
+
+/* Images kept parsed. A process rarely names frames from more than a few
+   dozen images; each entry holds two mappings (address space, not memory)
+   and a symbol array of ~24 bytes a function. */
+#define MAX_IMAGES 32
+/* The vdso is one or two pages; anything claiming more is not believed. */
+#define MAX_VDSO_SIZE (1u << 20)
+#define DEBUG_ROOT "/usr/lib/debug"
+
+typedef struct mapping {
+  void *addr;
+  size_t size;
+  bool heap; /* the vdso's copy: free(), not munmap() */
+  dev_t dev;
+  ino_t ino;
+} mapping_t;
+
+typedef struct image {
+  char *path; /* NULL: free slot */
+  uintptr_t base;
+  uint64_t used; /* LRU clock */
+  bool ok;       /* file parsed */
+  bool has_dbg;  /* separate debug file parsed */
+  mapping_t file, debug;
+  snap__elf_t elf, dbg;
+} image_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static image_t g_images[MAX_IMAGES];
+static uint64_t g_clock;
+
+/* ---- Files ----------------------------------------------------------------
+ */
+
+static bool map_file(const char *path, mapping_t *m) {
+  memset(m, 0, sizeof *m);
+  int fd;
+  do
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    return false;
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+            (uint64_t)st.st_size <= SIZE_MAX;
+  if (ok) {
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ok = p != MAP_FAILED;
+    if (ok)
+      *m = (mapping_t){p, (size_t)st.st_size, false, st.st_dev, st.st_ino};
+  }
+  close(fd);
+  return ok;
+}
+
+static void unmap(mapping_t *m) {
+  if (m->addr && m->heap)
+    free(m->addr);
+  else if (m->addr)
+    munmap(m->addr, m->size);
+  memset(m, 0, sizeof *m);
+}
+
+/* The vdso's ELF image, copied out of memory. Its size is what its own
+   headers say they span (program headers, PT_LOAD contents, section
+   headers), capped; every byte goes through the safe read, so a vdso that
+   is not what it claims costs names, not the process. */
+static bool copy_vdso(mapping_t *m) {
+  memset(m, 0, sizeof *m);
+  uintptr_t at = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  Elf64_Ehdr eh;
+  if (!at || !snap__plat_read(at, &eh, sizeof eh) ||
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > MAX_VDSO_SIZE ||
+      eh.e_shoff > MAX_VDSO_SIZE)
+    return false;
+  uint64_t end = eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
+  uint64_t ph_end = eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr);
+  if (ph_end > end)
+    end = ph_end;
+  if (end > MAX_VDSO_SIZE)
+    return false;
+  for (unsigned i = 0; i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    if (!snap__plat_read(at + eh.e_phoff + i * sizeof ph, &ph, sizeof ph))
+      return false;
+    if (ph.p_type == PT_LOAD && ph.p_offset <= MAX_VDSO_SIZE &&
+        ph.p_filesz <= MAX_VDSO_SIZE && ph.p_offset + ph.p_filesz > end)
+      end = ph.p_offset + ph.p_filesz;
+  }
+  if (end == 0 || end > MAX_VDSO_SIZE)
+    return false;
+  uint8_t *copy = malloc(end);
+  if (!copy)
+    return false;
+  for (uint64_t off = 0; off < end; off += 4096) {
+    size_t n = end - off < 4096 ? (size_t)(end - off) : 4096;
+    if (!snap__plat_read(at + off, copy + off, n)) {
+      free(copy);
+      return false;
+    }
+  }
+  *m = (mapping_t){copy, (size_t)end, true, 0, 0};
+  return true;
+}
+
+static bool is_vdso_name(const char *path) {
+  return !strchr(path, '/') && (strncmp(path, "linux-vdso", 10) == 0 ||
+                                strncmp(path, "linux-gate", 10) == 0);
+}
+
+/* ---- Separate debug files -------------------------------------------------
+ */
+
+/* CRC-32 (the polynomial of zlib and of gdb's gnu_debuglink_crc32). */
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+  uint32_t table[256];
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    table[i] = c;
+  }
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++)
+    crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+static bool same_build_id(const snap__elf_t *a, const snap__elf_t *b) {
+  return a->build_id && b->build_id && a->build_id_len == b->build_id_len &&
+         memcmp(a->build_id, b->build_id, a->build_id_len) == 0;
+}
+
+/* Maps and parses a candidate debug file; keeps it only if it has a
+   .symtab, is for the same machine, is not the image itself, and matches:
+   by build-id, or (by_crc) by the debuglink's CRC. */
+static bool try_debug(image_t *img, const char *path, bool by_crc) {
+  mapping_t m;
+  if (!map_file(path, &m))
+    return false;
+  snap__elf_t d;
+  bool ok = !(m.dev == img->file.dev && m.ino == img->file.ino) &&
+            snap__elf_parse(&d, m.addr, m.size) == 0;
+  if (ok) {
+    ok = d.from_symtab && d.machine == img->elf.machine &&
+         (same_build_id(&img->elf, &d) ||
+          (by_crc && crc32_of(m.addr, m.size) == img->elf.debuglink_crc));
+    if (!ok)
+      snap__elf_free(&d);
+  }
+  if (!ok) {
+    unmap(&m);
+    return false;
+  }
+  img->debug = m;
+  img->dbg = d;
+  img->has_dbg = true;
+  return true;
+}
+
+static bool try_debuglink_in(image_t *img, const char *dir) {
+  const char *fmt[] = {"%s/%s", "%s/.debug/%s", DEBUG_ROOT "%s/%s"};
+  char path[PATH_MAX];
+  for (size_t i = 0; i < sizeof fmt / sizeof fmt[0]; i++) {
+    int n = snprintf(path, sizeof path, fmt[i], dir, img->elf.debuglink);
+    if (n > 0 && (size_t)n < sizeof path && try_debug(img, path, true))
+      return true;
+  }
+  return false;
+}
+
+static void find_debug_file(image_t *img) {
+  const snap__elf_t *e = &img->elf;
+  char path[PATH_MAX];
+  if (e->build_id && e->build_id_len >= 2) {
+    int n = snprintf(path, sizeof path, DEBUG_ROOT "/.build-id/%02x/",
+                     e->build_id[0]);
+    for (size_t i = 1; i < e->build_id_len && n > 0 && n < 200; i++)
+      n += snprintf(path + n, sizeof path - (size_t)n, "%02x", e->build_id[i]);
+    if (n > 0 && n < 200) {
+      snprintf(path + n, sizeof path - (size_t)n, ".debug");
+      if (try_debug(img, path, false))
+        return;
+    }
+  }
+  if (!e->debuglink || img->path[0] != '/')
+    return;
+  /* <dir> as the loader named the file, then as the file really is (on
+     merged-/usr systems /lib/x86_64-linux-gnu is /usr/lib/x86_64-linux-gnu,
+     and /usr/lib/debug holds the latter). */
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", img->path);
+  char *slash = strrchr(dir, '/');
+  *slash = '\0';
+  if (try_debuglink_in(img, dir))
+    return;
+  if (realpath(img->path, path)) {
+    slash = strrchr(path, '/');
+    if (slash) {
+      *slash = '\0';
+      if (strcmp(path, dir) != 0)
+        try_debuglink_in(img, path);
+    }
+  }
+}
+
+/* ---- The image cache --------------------------------------------------------
+ */
+
+static void drop(image_t *img) {
+  if (img->has_dbg)
+    snap__elf_free(&img->dbg);
+  if (img->ok)
+    snap__elf_free(&img->elf);
+  unmap(&img->debug);
+  unmap(&img->file);
+  free(img->path);
+  memset(img, 0, sizeof *img);
+}
+
+static void load(image_t *img) {
+  bool mapped = is_vdso_name(img->path) ? copy_vdso(&img->file)
+                                        : map_file(img->path, &img->file);
+  if (!mapped)
+    return;
+  if (snap__elf_parse(&img->elf, img->file.addr, img->file.size) != 0) {
+    unmap(&img->file);
+    return;
+  }
+  img->ok = true;
+  if (!img->elf.from_symtab && !img->file.heap)
+    find_debug_file(img);
+}
+
+static image_t *image_for(const char *path, uintptr_t base) {
+  image_t *victim = &g_images[0];
+  for (int i = 0; i < MAX_IMAGES; i++) {
+    image_t *img = &g_images[i];
+    if (img->path && img->base == base && strcmp(img->path, path) == 0) {
+      img->used = ++g_clock;
+      return img;
+    }
+    if (!img->path)
+      victim = img, victim->used = 0;
+    else if (victim->path && img->used < victim->used)
+      victim = img;
+  }
+  drop(victim);
+  victim->path = strdup(path);
+  if (!victim->path)
+    return NULL;
+  victim->base = base;
+  victim->used = ++g_clock;
+  load(victim);
+  return victim;
+}
+
+/* ---- Naming -----------------------------------------------------------------
+ */
+
+static void name_one(const image_t *img, const snap__plat_sym_query_t *q,
+                     int index, snap__plat_sym_cb cb, void *ctx, char *buf,
+                     size_t size) {
+  uintptr_t base = q->image_base;
+  if (q->addr < base)
+    return;
+  uint64_t v = q->addr - base;
+  const snap__elf_sym_t *s = NULL;
+  uintptr_t floor = base;
+  if (img->ok) {
+    /* A PLT entry is named for its target or not at all: never for the
+       function laid out before it. */
+    uint64_t entry;
+    int plt = snap__elf_plt_name(&img->elf, v, buf, size, &entry);
+    if (plt == 1)
+      cb(index, buf, base + (uintptr_t)entry, ctx);
+    if (plt >= 0)
+      return;
+    uint64_t below;
+    s = snap__elf_find(img->has_dbg ? &img->dbg : &img->elf, v, &below);
+    if (s)
+      floor = base + (uintptr_t)s->addr;
+    else if (below > 0)
+      floor = base + (uintptr_t)below - 1; /* a method may start at `below` */
+  }
+  /* Objective-C IMPs usually have no ELF symbol (stripped, or local to
+     a runtime-registered class): a method above the ELF function's start,
+     or in the gap after the last function, is the better name. */
+  uintptr_t imp = snap__linux_objc_method(q->addr, floor, buf, size);
+  if (imp) {
+    cb(index, buf, imp, ctx);
+    return;
+  }
+  if (!s)
+    return;
+  /* A .symtab written by binutils >= 2.35 spells versioned symbols
+     "memcpy@@GLIBC_2.14": the version is the linker's business, not the
+     function's name (dladdr and Apple's tools print it bare). No C, C++ or
+     Swift name contains '@'. */
+  const char *at = strchr(s->name, '@');
+  if (at && (size_t)(at - s->name) < size) {
+    memcpy(buf, s->name, (size_t)(at - s->name));
+    buf[at - s->name] = '\0';
+    cb(index, buf, base + (uintptr_t)s->addr, ctx);
+  } else {
+    cb(index, s->name, base + (uintptr_t)s->addr, ctx);
+  }
+}
+
+int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
+                         snap__plat_sym_cb cb, void *ctx) {
+  if ((!q && n > 0) || n < 0 || !cb)
+    return SNAP_EINVAL;
+  char buf[1024];
+  pthread_mutex_lock(&g_lock);
+  const image_t *last = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!q[i].image_path || !q[i].image_path[0])
+      continue;
+    /* Frames of one image come in runs: skip the cache walk for them. */
+    if (!last || last->base != q[i].image_base ||
+        strcmp(last->path, q[i].image_path) != 0)
+      last = image_for(q[i].image_path, q[i].image_base);
+    if (last)
+      name_one(last, &q[i], i, cb, ctx, buf, sizeof buf);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return SNAP_OK;
+}
