@@ -16,6 +16,7 @@
 #define STACKSNAP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -151,6 +152,88 @@ typedef struct snap_image_info {
 /* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, or pc in no
    executable image). Refreshes the image table first. */
 SNAP_EXPORT int snap_image_lookup(uintptr_t pc, snap_image_info_t *out);
+
+/* ---- Symbols ----------------------------------------------------------- */
+
+/* One named frame. Strings live as long as the stack object holding it. */
+typedef struct snap_frame {
+  uintptr_t pc;          /* as captured */
+  uintptr_t image_base;  /* load address of the containing image, 0 if none */
+  const char *image;     /* image file's base name, "???" if none */
+  const char *symbol;    /* demangled function name, NULL if unknown */
+  uintptr_t symbol_addr; /* start of that function, 0 if unknown */
+  bool in_app;
+  /* Extension: source position, only with SNAP_SYMBOLICATE_SOURCE_LINES
+     where elfutils' libdw is installed and the image has DWARF line
+     tables; NULL / 0 otherwise. */
+  const char *source_file;
+  unsigned source_line;
+} snap_frame_t;
+
+typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
+
+/* Extension flag for snap_symbolicate: pcs[0] is an exact pc (where a thread
+   was stopped, as frame 0 of snap_capture_thread is), not a return address.
+   Every other pc is taken as a return address and named by the call before
+   it (pc - 1), except the pc right after a signal-return trampoline, which
+   is always exact. Without the flag a frame stopped on a function's first
+   instruction would be named for the function before it. */
+#define SNAP_SYMBOLICATE_EXACT_PC0 0x100u
+/* Extension flag: also fill source_file / source_line (see snap_frame_t).
+   Costs a DWARF lookup per frame on a cache miss; never on a hit. */
+#define SNAP_SYMBOLICATE_SOURCE_LINES 0x200u
+
+/* Names the pcs. Results are cached: the same pcs (and flags) give the same
+   object back quickly, verified pc by pc, so two different stacks never
+   share an answer; names cached for an image that was unloaded since are
+   not served. flags: SNAP_CAPTURE_APP_ONLY drops non-app frames,
+   SNAP_SYMBOLICATE_EXACT_PC0, SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an
+   empty stack. NULL for NULL pcs with n > 0, n < 0, n > SNAP_MAX_FRAMES,
+   unknown flags, or out of memory. Release the result with
+   snap_stack_release. Not async-signal-safe. */
+SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
+                                                 unsigned flags);
+
+/* The job of +[NSThread callStackSymbols], with a depth limit and the cache:
+   capture the caller's stack (frame 0 = the caller) and name it. max is
+   1..SNAP_MAX_FRAMES; flags as for snap_capture_self plus the
+   SNAP_SYMBOLICATE_* flags. NULL on bad arguments or out of memory. */
+SNAP_EXPORT const snap_stack_t *snap_callstack_symbols(int max, unsigned flags);
+
+/* 0 for NULL. */
+SNAP_EXPORT int snap_stack_count(const snap_stack_t *s);
+/* NULL when s is NULL or i is out of range. */
+SNAP_EXPORT const snap_frame_t *snap_stack_frame(const snap_stack_t *s, int i);
+/* One line per frame, in the layout of Apple's callStackSymbols lines:
+   "<index>   <image, padded>   0x<pc, 16 hex digits> <symbol> + <offset>",
+   where offset = pc - symbol_addr; "<image> + <pc - image_base>" when the
+   symbol is unknown, "0x0 + <pc>" when the image is. NULL when out of
+   range. */
+SNAP_EXPORT const char *snap_stack_line(const snap_stack_t *s, int i);
+/* Drops one reference; NULL is ignored. */
+SNAP_EXPORT void snap_stack_release(const snap_stack_t *s);
+
+/* Debug printing of the caller's stack to a file descriptor, one line per
+   frame as snap_stack_line. Returns the number of frames printed, or
+   SNAP_EINVAL, SNAP_ENOMEM, SNAP_EIO (a write failed). */
+SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
+
+/* Extension: the cache's memory cap in bytes (stack objects, their names
+   and index entries). Default SNAP_SYMBOL_CACHE_DEFAULT_BYTES: 16 MiB holds
+   ~20 000 stacks of depth 32, more distinct call sites than a hooked API
+   sees in a test run. Least recently used stacks are evicted past the cap;
+   a stack handed out stays valid until released. 0 disables caching
+   (every call names afresh). Returns SNAP_OK. */
+#define SNAP_SYMBOL_CACHE_DEFAULT_BYTES (16u << 20)
+SNAP_EXPORT int snap_set_symbol_cache_limit(size_t bytes);
+
+/* Extension: cache counters, for tests and tuning. */
+typedef struct snap_symbol_cache_stats {
+  uint64_t hits, misses, evictions;
+  uint64_t entries; /* stacks held now */
+  uint64_t bytes;   /* memory charged to them now */
+} snap_symbol_cache_stats_t;
+SNAP_EXPORT int snap_symbol_cache_stats(snap_symbol_cache_stats_t *out);
 
 #ifdef __cplusplus
 }

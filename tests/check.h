@@ -27,6 +27,19 @@ static int check_failures;
 #define SNAP_TEST_TSAN 0
 #endif
 
+/* AddressSanitizer keeps freed memory in quarantine: resident memory says
+   nothing about the program's own use there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SNAP_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SNAP_TEST_ASAN 1
+#endif
+#endif
+#ifndef SNAP_TEST_ASAN
+#define SNAP_TEST_ASAN 0
+#endif
+
 #define CHECK(cond, ...)                                                       \
   do {                                                                         \
     if (!(cond)) {                                                             \

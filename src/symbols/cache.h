@@ -1,0 +1,32 @@
+/*
+ * cache.h — the symbolication cache: named stacks by their pcs.
+ *
+ * A hit is verified pc by pc against the stack's stored key (two different
+ * stacks never share an answer) and against the loaded images (names of an
+ * image unloaded since are never served). Bounded by a memory cap with
+ * least-recently-used eviction.
+ *
+ * Must not: be used from the stopped window (locks, allocates).
+ */
+#ifndef SNAP_SYMBOLS_CACHE_H
+#define SNAP_SYMBOLS_CACHE_H
+
+#include <stdint.h>
+
+#include "stacksnap.h"
+
+/* The stack named for exactly these pcs and flags, with a reference for the
+   caller, or NULL (a miss). key = snap__stack_hash(pcs, n, flags). */
+const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
+                                    unsigned flags);
+
+/* Offers a freshly named stack (its key filled in by snap__stack_pack).
+   Returns the stack the caller should use, with a reference for it: s
+   itself, or an equal one another thread cached first (then s is
+   released). Consumes the caller's reference to s. */
+const snap_stack_t *snap__cache_put(snap_stack_t *s);
+
+/* For tests: keep only these bits of every key, to force collisions. */
+void snap__cache_set_key_mask(uint64_t mask);
+
+#endif /* SNAP_SYMBOLS_CACHE_H */

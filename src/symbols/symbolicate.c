@@ -1,0 +1,219 @@
+/*
+ * symbolicate.c — the public naming API: snap_symbolicate,
+ * snap_callstack_symbols, snap_print_callstack.
+ *
+ * Hit path: hash the pcs, probe the cache (which verifies the pcs and that
+ * every image the names came from is still loaded), hand out a reference.
+ * Miss path (the only one that names): for each pc pick the address to
+ * name — the pc itself when it is exact (frame 0 of a stopped thread, a
+ * signal-return trampoline, the pc a signal interrupted), else pc - 1, so
+ * that a return address just past a call at the very end of a function
+ * (a noreturn call) names the caller, not the next function — find its
+ * image in the image table, ask the platform's symbol provider for all of
+ * them in one batch (one _NSCallStackArray on Apple), demangle, then pack
+ * one stack object and offer it to the cache.
+ *
+ * Must not: run in the stopped window, or name anything while holding a
+ * cache stripe.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "images/images.h"
+#include "platform/platform.h"
+#include "symbols/cache.h"
+#include "symbols/hash.h"
+#include "symbols/stack.h"
+
+#define NAMING_FLAGS                                                           \
+  (SNAP_CAPTURE_APP_ONLY | SNAP_SYMBOLICATE_EXACT_PC0 |                        \
+   SNAP_SYMBOLICATE_SOURCE_LINES)
+
+typedef struct naming {
+  snap_frame_t *frames;
+  char **owned; /* per frame: symbol, then source file (2 slots each) */
+} naming_t;
+
+static void on_symbol(int i, const char *name, uintptr_t addr, void *ctx) {
+  naming_t *nm = ctx;
+  char *s = snap__plat_demangle(name);
+  if (!s)
+    s = strdup(name);
+  if (!s)
+    return; /* out of memory: this frame stays unnamed */
+  free(nm->owned[2 * i]);
+  nm->owned[2 * i] = s;
+  nm->frames[i].symbol = s;
+  nm->frames[i].symbol_addr = addr;
+}
+
+typedef struct line_ctx {
+  naming_t *nm;
+  int i;
+} line_ctx_t;
+
+static void on_line(const char *file, unsigned line, void *ctx) {
+  line_ctx_t *lc = ctx;
+  char *s = strdup(file);
+  if (!s)
+    return;
+  free(lc->nm->owned[2 * lc->i + 1]);
+  lc->nm->owned[2 * lc->i + 1] = s;
+  lc->nm->frames[lc->i].source_file = s;
+  lc->nm->frames[lc->i].source_line = line;
+}
+
+/* Records the image that held addr (img NULL: none) once per image, or
+   once per address for addresses in no image. */
+static int note_image(snap__stack_image_t *rec, int nrec, uintptr_t addr,
+                      const snap__image_t *img) {
+  for (int i = 0; i < nrec; i++)
+    if (img ? rec[i].path == img->path && rec[i].base == img->base
+            : !rec[i].path && rec[i].addr == addr)
+      return nrec;
+  rec[nrec].addr = addr;
+  rec[nrec].base = img ? img->base : 0;
+  rec[nrec].path = img ? img->path : NULL;
+  return nrec + 1;
+}
+
+/* Names pcs[0..n) into a new stack that also carries its key. */
+static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
+                                uint64_t hash) {
+  size_t cells = n ? (size_t)n : 1;
+  snap_frame_t *frames = calloc(cells, sizeof *frames);
+  snap__plat_sym_query_t *q = calloc(cells, sizeof *q);
+  char **owned = calloc(2 * cells, sizeof *owned);
+  bool *sigret = calloc(cells, sizeof *sigret);
+  snap__stack_image_t *rec = calloc(cells, sizeof *rec);
+  snap_stack_t *s = NULL;
+  if (!frames || !q || !owned || !sigret || !rec)
+    goto out;
+
+  const snap__images_t *t = snap__images_acquire();
+  snap__stack_key_t key = {.hash = hash,
+                           .flags = flags,
+                           .n = n,
+                           .pcs = pcs,
+                           .images = rec,
+                           .generation = snap__images_generation(t)};
+  for (int i = 0; i < n; i++)
+    sigret[i] = pcs[i] && snap__plat_is_sigreturn(pcs[i]);
+  for (int i = 0; i < n; i++) {
+    uintptr_t pc = pcs[i];
+    bool exact = pc == 0 || sigret[i] || (i > 0 && sigret[i - 1]) ||
+                 (i == 0 && (flags & SNAP_SYMBOLICATE_EXACT_PC0));
+    uintptr_t addr = exact ? pc : pc - 1;
+    const snap__image_t *img = snap__images_find(t, addr);
+    key.n_images = note_image(rec, key.n_images, addr, img);
+    snap_frame_t *f = &frames[i];
+    f->pc = pc;
+    f->image = img ? img->name : "???";
+    f->image_base = img ? img->base : 0;
+    f->in_app = img && img->in_app;
+    q[i].addr = addr;
+    q[i].image_base = f->image_base;
+    q[i].image_path = img ? img->path : NULL; /* interned: outlives t */
+  }
+  snap__images_release(t);
+
+  naming_t nm = {frames, owned};
+  (void)snap__plat_symbolize(q, n, on_symbol, &nm);
+  if (flags & SNAP_SYMBOLICATE_SOURCE_LINES)
+    for (int i = 0; i < n; i++) {
+      line_ctx_t lc = {&nm, i};
+      if (q[i].image_path)
+        (void)snap__plat_source_line(&q[i], on_line, &lc);
+    }
+
+  int kept = n;
+  if (flags & SNAP_CAPTURE_APP_ONLY) {
+    kept = 0;
+    for (int i = 0; i < n; i++)
+      if (frames[i].in_app)
+        frames[kept++] = frames[i];
+  }
+  s = snap__stack_pack(frames, kept, &key);
+out:
+  if (owned)
+    for (size_t i = 0; i < 2 * cells; i++)
+      free(owned[i]);
+  free(owned);
+  free(frames);
+  free(q);
+  free(sigret);
+  free(rec);
+  return s;
+}
+
+const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
+                                     unsigned flags) {
+  if (n < 0 || n > SNAP_MAX_FRAMES || (n > 0 && !pcs) ||
+      (flags & ~NAMING_FLAGS))
+    return NULL;
+  uint64_t hash = snap__stack_hash(pcs, n, flags);
+  const snap_stack_t *hit = snap__cache_get(hash, pcs, n, flags);
+  if (hit)
+    return hit;
+  /* Naming needs the images loaded now (a hit is checked against them
+     without this: see cache.c). */
+  (void)snap__images_refresh_if_stale();
+  snap_stack_t *s = name_stack(pcs, n, flags, hash);
+  if (!s)
+    return NULL;
+  return snap__cache_put(s);
+}
+
+/* Shared by the two capturing entry points. Each captures in its own body
+   (so skip 1 makes frame 0 its caller) and passes the pcs here. */
+static const snap_stack_t *name_captured(uintptr_t *pcs, int n,
+                                         unsigned flags) {
+  if (n < 0)
+    return NULL;
+  /* App-only filtering already happened at capture, on cheaper data. */
+  return snap_symbolicate(pcs, n,
+                          flags & (NAMING_FLAGS & ~SNAP_CAPTURE_APP_ONLY));
+}
+
+static bool valid_capture_args(int max, unsigned flags) {
+  return max > 0 && max <= SNAP_MAX_FRAMES &&
+         !(flags & ~(SNAP_CAPTURE_ALL_FLAGS | NAMING_FLAGS)) &&
+         !(flags & SNAP_SYMBOLICATE_EXACT_PC0); /* frame 0 is a return addr */
+}
+
+const snap_stack_t *snap_callstack_symbols(int max, unsigned flags) {
+  if (!valid_capture_args(max, flags))
+    return NULL;
+  uintptr_t pcs[SNAP_MAX_FRAMES];
+  /* Filtering by app at capture needs the images loaded now; a plain
+     capture does not (and the refresh takes the loader's lock). */
+  if (flags & SNAP_CAPTURE_APP_ONLY)
+    (void)snap__images_refresh_if_stale();
+  /* skip 1: frame 0 of the capture is this function, the user's is next. */
+  int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
+  const snap_stack_t *s = name_captured(pcs, n, flags);
+  /* Not a tail call: the capture above must have seen this frame. */
+  __asm__ volatile("" ::: "memory");
+  return s;
+}
+
+int snap_print_callstack(int fd, int max, unsigned flags) {
+  if (fd < 0 || !valid_capture_args(max, flags))
+    return SNAP_EINVAL;
+  uintptr_t pcs[SNAP_MAX_FRAMES];
+  if (flags & SNAP_CAPTURE_APP_ONLY)
+    (void)snap__images_refresh_if_stale();
+  int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
+  const snap_stack_t *s = name_captured(pcs, n, flags);
+  if (!s)
+    return SNAP_ENOMEM;
+  int rc = snap_stack_count(s);
+  for (int i = 0; i < snap_stack_count(s) && rc >= 0; i++) {
+    const char *line = snap_stack_line(s, i);
+    if (snap__plat_write_all(fd, line, strlen(line)) != SNAP_OK ||
+        snap__plat_write_all(fd, "\n", 1) != SNAP_OK)
+      rc = SNAP_EIO;
+  }
+  snap_stack_release(s);
+  return rc;
+}
