@@ -54,6 +54,12 @@ void snap__cursor_done(snap__cursor_t *c) {
   c->images = NULL;
 }
 
+/* Whether a return address lies in app code (looked up at the call). */
+static bool is_app(const snap__images_t *t, uintptr_t ret) {
+  const snap__image_t *img = snap__images_find(t, ret - 1);
+  return img && img->in_app;
+}
+
 bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact) {
   if (e->n >= e->max)
     return false;
@@ -173,10 +179,11 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
   snap__cursor_init(&c, regs, exact, flags, hi);
   snap__emitter_t e = {pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0,
                        &c};
-  /* The fast step needs a plain emitter and no async chain; and, checked
-     at each entry because a signal frame can change them, known bounds
-     (direct reads) and no pending link register. */
-  bool fast_ok = !e.app_only && !(flags & SNAP_CAPTURE_ASYNC);
+  /* The fast step needs no async chain; and, checked at each entry
+     because a signal frame can change them, known bounds (direct reads) and
+     no pending link register. App-only filtering runs on its batches with
+     the emitter's rule: skip first, then drop what is not app code. */
+  bool fast_ok = !(flags & SNAP_CAPTURE_ASYNC);
 
   bool more = snap__emit(&e, c.regs.pc, c.exact);
   for (int steps = 0; more && steps < 2 * SNAP_MAX_FRAMES; steps++) {
@@ -184,13 +191,14 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
       uintptr_t pc = c.regs.pc, sp = c.regs.sp, fp = c.regs.fp;
       bool ex = c.exact;
       int n = e.n;
+      const snap__images_t *apps = e.app_only ? snap__cursor_images(&c) : NULL;
       for (;;) {
         uintptr_t batch[RECORD_BATCH];
         int got = record_run(&c, &pc, &sp, &fp, &ex, batch);
         for (int i = 0; i < got && n < max; i++)
           if (e.skip > 0)
             e.skip--;
-          else
+          else if (!apps || is_app(apps, batch[i]))
             pcs[n++] = batch[i];
         steps += got;
         if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
@@ -205,7 +213,7 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
         ex = false;
         if (e.skip > 0)
           e.skip--;
-        else
+        else if (!apps || is_app(apps, pc))
           pcs[n++] = pc;
         if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
           break;

@@ -2,7 +2,7 @@
  * test_capture_self.c — snap_capture_self against glibc's backtrace(), frame
  * for frame, for chains of our own frame-pointer code on the main thread and
  * on a pthread; through a libc callback (qsort, no frame pointers in libc);
- * skip and max; and the bad-input cases.
+ * app-only filtering; skip and max; and the bad-input cases.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -136,6 +136,23 @@ int main(void) {
   for (int i = 1; i < 4 && i < r.n_ours; i++)
     CHECK(r.ours[i] == (uintptr_t)r.theirs[i],
           "fp-only frame %d differs from backtrace()", i);
+
+  /* App only: exactly backtrace()'s frames that lie in app code (frame 0
+     excepted, as above: it is a different call site), in order. */
+  level1(&r, SNAP_CAPTURE_APP_ONLY);
+  {
+    int want = 0, ok = 1;
+    for (int i = 1; i < r.n_theirs; i++) {
+      uintptr_t pc = (uintptr_t)r.theirs[i];
+      if (!snap_is_app_address(pc - 1))
+        continue;
+      want++;
+      ok &= want < r.n_ours && r.ours[want] == pc;
+    }
+    CHECK(r.n_ours == want + 1 && ok, "app-only: %d frames, %d app frames",
+          r.n_ours, want + 1);
+    CHECK(want >= 3, "app-only: only %d app frames", want);
+  }
 
   pthread_t t;
   result_t tr;
