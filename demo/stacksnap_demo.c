@@ -1,8 +1,8 @@
 /*
  * stacksnap_demo.c — what stacksnap does, shown on a terminal.
  *
- *  1. This thread's stack: snap_capture_self from three nested functions,
- *     once with every frame and once with SNAP_CAPTURE_APP_ONLY.
+ *  1. This thread's stack from three nested functions: snap_print_callstack,
+ *     then snap_callstack_symbols with SNAP_CAPTURE_APP_ONLY (twice: cached).
  *  2. A busy worker thread: spinning in our own code; snap_thread_is_running
  *     says 1, and snap_capture_thread samples it from the outside.
  *  3. A thread blocked on a lock: asleep inside libc's pthread_mutex_lock;
@@ -10,17 +10,17 @@
  *     libc (unwind tables) to the complete app chain above it.
  *  4. The thread list, with running/idle for each thread.
  *
- * Frames print as "image + offset from the image's load address": stacksnap
- * does not name frames yet. The "(dladdr)" column is the dynamic linker's
- * own lookup (this program is linked -rdynamic so its functions are found),
- * printed only as a label for the reader; it is not stacksnap's naming.
+ * Frames print with their names, one line each in the layout of Apple's
+ * callStackSymbols (snap_print_callstack, snap_stack_line): index, image,
+ * pc, "symbol + offset". Names come from stacksnap's own symbol reader
+ * (the ELF symbol tables, static functions and libc's internals included
+ * where debug symbols are installed), cached per stack.
  *
  * Exits 0, or prints snap_strerror(rc) and exits 1 on any error.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* dladdr, syscall */
+#define _GNU_SOURCE /* syscall */
 #endif
-#include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,8 +41,7 @@
 
 #define DEPTH 64
 
-/* The functions whose names should show up in the stacks. They are not
-   static so that dladdr (which only sees exported symbols) can label them. */
+/* The functions whose names should show up in the stacks. */
 void demo_handle_request(void);
 void demo_parse_input(void);
 void demo_print_my_stack(void);
@@ -83,28 +82,17 @@ static void sleep_ms(long ms) {
 
 static void section(const char *title) { printf("\n== %s ==\n", title); }
 
-/* Prints one frame per line: index, pc, image + offset, (dladdr) label.
-   first_is_pc: frame 0 is an interrupted pc (a thread sample), not a return
-   address. Return addresses are looked up at pc - 1: the call instruction. */
+/* Prints one named frame per line (snap_stack_line). first_is_pc: frame 0
+   is an interrupted pc (a thread sample), not a return address, so it is
+   named by itself rather than by the call before it. */
 static void print_frames(const uintptr_t *pcs, int n, bool first_is_pc) {
-  for (int i = 0; i < n; i++) {
-    uintptr_t lookup = (i == 0 && first_is_pc) ? pcs[i] : pcs[i] - 1;
-    char where[96];
-    snap_image_info_t img;
-    int rc = snap_image_lookup(lookup, &img);
-    if (rc == SNAP_OK)
-      snprintf(where, sizeof where, "%s + 0x%" PRIxPTR, img.name,
-               pcs[i] - img.base);
-    else
-      snprintf(where, sizeof where, "(no image: %s)", snap_strerror(rc));
-
-    Dl_info info;
-    const char *label = "?";
-    if (dladdr((void *)lookup, &info) && info.dli_sname)
-      label = info.dli_sname;
-    printf("  #%-2d 0x%016" PRIxPTR "  %-34s (dladdr) %s\n", i, pcs[i], where,
-           label);
-  }
+  const snap_stack_t *s =
+      snap_symbolicate(pcs, n, first_is_pc ? SNAP_SYMBOLICATE_EXACT_PC0 : 0);
+  if (!s)
+    fail_msg("snap_symbolicate failed");
+  for (int i = 0; i < snap_stack_count(s); i++)
+    printf("  %s\n", snap_stack_line(s, i));
+  snap_stack_release(s);
 }
 
 static void print_is_running(const char *who, snap_thread_t tid) {
@@ -143,32 +131,36 @@ static void start_thread(demo_thread_t *t, void *(*entry)(void *)) {
 /* ---- 1. This thread's stack ---------------------------------------------- */
 
 NOINLINE void demo_print_my_stack(void) {
-  uintptr_t pcs[DEPTH];
-  int n = snap_capture_self(pcs, DEPTH, 0, 0);
+  printf("snap_print_callstack(1, %d, 0): this stack, named, straight to "
+         "stdout\n",
+         DEPTH);
+  fflush(stdout); /* snap_print_callstack writes to the fd directly */
+  int n = snap_print_callstack(1, DEPTH, 0);
   if (n < 0)
-    fail("snap_capture_self", n);
-  printf("snap_capture_self: %d frames (all return addresses)\n", n);
-  print_frames(pcs, n, false);
+    fail("snap_print_callstack", n);
 
-  /* The hint: frame #0 is in this very function, inside the app. */
-  snap_image_info_t img;
-  int rc = snap_image_lookup(pcs[0] - 1, &img);
-  if (rc != SNAP_OK)
-    fail("snap_image_lookup", rc);
-  printf("Frame names come in a later release of stacksnap; today, name a "
-         "frame yourself:\n");
-  printf("  addr2line -f -e %s 0x%" PRIxPTR
-         "    (frame #0's offset - 1: return addresses point after the "
-         "call)\n",
-         img.path, pcs[0] - img.base - 1);
-
-  n = snap_capture_self(pcs, DEPTH, 0, SNAP_CAPTURE_APP_ONLY);
-  if (n < 0)
-    fail("snap_capture_self(SNAP_CAPTURE_APP_ONLY)", n);
-  printf("\nThe same with SNAP_CAPTURE_APP_ONLY: %d frames, only those in app "
-         "images (libc is gone)\n",
-         n);
-  print_frames(pcs, n, false);
+  /* The same stack as an object: what a hook keeps and counts. Asked twice
+     from one call site, the second answer is the cached object. */
+  const snap_stack_t *app = NULL;
+  /* volatile: the compiler must not unroll the loop into two call sites. */
+  for (volatile int i = 0; i < 2; i++) {
+    const snap_stack_t *s =
+        snap_callstack_symbols(DEPTH, SNAP_CAPTURE_APP_ONLY);
+    if (!s)
+      fail_msg("snap_callstack_symbols failed");
+    if (i == 1)
+      printf("\nsnap_callstack_symbols(%d, SNAP_CAPTURE_APP_ONLY): %d "
+             "frames, only those in app images (libc is gone); asked twice, "
+             "%s\n",
+             DEPTH, snap_stack_count(s),
+             s == app ? "the second answer is the same cached object"
+                      : "two different objects");
+    snap_stack_release(app);
+    app = s;
+  }
+  for (int i = 0; i < snap_stack_count(app); i++)
+    printf("%s\n", snap_stack_line(app, i));
+  snap_stack_release(app);
   KEEP_FRAME();
 }
 
@@ -265,15 +257,13 @@ static void print_thread_list(void) {
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  printf("stacksnap demo: in-process call-stack capture\n");
-  printf("Frames print as \"image + offset from the image's load address\". "
-         "The (dladdr) column\nis the dynamic linker's guess at the function, "
-         "shown as a label only: it is not stacksnap.\n(dladdr) ? = not an "
-         "exported symbol, e.g. libc's internal functions.\n");
+  printf("stacksnap demo: in-process call-stack capture, named\n");
+  printf("Frames print as Apple's callStackSymbols lines: index, image, pc, "
+         "symbol + offset\n(image + offset where no symbol is known).\n");
 
   section("1. This thread's stack");
   printf("main -> demo_handle_request -> demo_parse_input -> "
-         "demo_print_my_stack -> snap_capture_self\n");
+         "demo_print_my_stack\n");
   demo_handle_request();
 
   section("2. A busy worker thread");

@@ -7,9 +7,13 @@
 #   scripts/install-deps.sh --demo   just enough to build and run the demo
 set -euo pipefail
 
-demo_pkgs=(build-essential cmake pkg-config)
+demo_pkgs=(build-essential cmake pkg-config uthash-dev)
 test_pkgs=(
   build-essential cmake pkg-config
+  uthash-dev                        # the symbol cache's hash table
+  libc6-dbg                         # tests: libc's static functions get names
+  libdw-dev                         # file:line (optional), libdwfl benchmark
+  gobjc gobjc-aarch64-linux-gnu     # tests: Objective-C method names
   clang libclang-rt-14-dev          # async-frame test, sanitizers, libFuzzer
   libunwind-dev                     # benchmarks: unw_backtrace
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 suite

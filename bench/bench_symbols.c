@@ -1,0 +1,820 @@
+/*
+ * bench_symbols.c — what naming a stack costs, against what an app
+ * developer would otherwise reach for, all measured in the same run.
+ *
+ *  1. Repeated call site, depth 32 (a noinline recursion, each level a real
+ *     frame): per call, snap_callstack_symbols(64, 0) + snap_stack_release
+ *     (a cache hit after the first call), the same with
+ *     SNAP_CAPTURE_APP_ONLY, the bare capture snap_capture_self alone (the
+ *     difference is what the cache hit adds), against glibc's backtrace() +
+ *     backtrace_symbols() + free(). Goal: >= 100x.
+ *  2. Cold lookup per address in images of 1 k, 10 k and 100 k functions
+ *     (libraries built from tests/symbols/gen_funcs.sh, dlopen'ed): the
+ *     same random addresses inside random functions for every method.
+ *     stacksnap runs with snap_set_symbol_cache_limit(0), so every call is
+ *     a cache miss that names afresh (the image's symbol table, parsed once
+ *     on first use, stays); that first use is reported on its own. Against
+ *     dladdr and elfutils' libdwfl (dwfl_addrmodule +
+ *     dwfl_module_addrname; "n/a" when built without libdw). Goals: flat
+ *     across sizes, and >= 100x faster than dladdr at 100 k functions.
+ *     Names are checked too: a third of the functions are local (in
+ *     .symtab only, like C static functions), which dladdr cannot see.
+ *  3. Two threads on the cache vs one: throughput of snap_symbolicate hits,
+ *     each thread over its own 64 stacks of depth 16. Goal: >= 1.7x.
+ *  4. The audit preload (demo/audit): ns per open()+close() on one
+ *     repeated call site, in a child process with and without
+ *     LD_PRELOAD=libstacksnap_audit.so; the difference is the hook's cost
+ *     (capture, cache hit, count). Only when the demo is built and not
+ *     under a sanitizer (a preloaded instrumented library needs the
+ *     sanitizer runtime first in the load order).
+ *
+ * Fairness: backtrace and backtrace_symbols are looked up with dlsym in
+ * libc.so.6 itself (linking libunwind would replace backtrace()); every
+ * method of part 1 is timed from the same frame through one call site; the
+ * repeats of part 1 are interleaved and the median kept, so a burst of
+ * noise from other processes hits one repeat of every method.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stacksnap.h"
+
+#ifdef SNAP_BENCH_HAVE_LIBDW
+#include <elfutils/libdwfl.h>
+#endif
+
+extern char **environ;
+
+#define DEPTH 32
+#define MAX_FRAMES 64
+#define REPEATS 15
+#define REPEAT_NS 5000000.0 /* aim for ~5 ms per timed repeat */
+
+typedef int (*backtrace_fn)(void **, int);
+typedef char **(*backtrace_symbols_fn)(void *const *, int);
+static backtrace_fn g_backtrace;
+static backtrace_symbols_fn g_backtrace_symbols;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void print_ratio(const char *label, double num, double den) {
+  if (num < 0 || den <= 0)
+    printf("  %-44s %10s\n", label, "n/a");
+  else
+    printf("  %-44s %9.1fx\n", label, num / den);
+}
+
+/* xorshift64*: the same address sets on every run and for every method. */
+static uint64_t g_rng = 0x9e3779b97f4a7c15u;
+static uint64_t rng(void) {
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return g_rng * 0x2545f4914f6cdd1du;
+}
+
+/* ======================================================================
+ * Part 1: a repeated call site, depth 32
+ * ====================================================================== */
+
+enum { M_SYMS, M_SYMS_APP, M_CAPTURE, M_CAPTURE_APP, M_BT_SYMS, M_COUNT };
+static const char *const k_method_names[M_COUNT] = {
+    [M_SYMS] = "snap_callstack_symbols(64, 0) + release",
+    [M_SYMS_APP] = "  the same with SNAP_CAPTURE_APP_ONLY",
+    [M_CAPTURE] = "snap_capture_self(pcs, 64, 0, 0) alone",
+    [M_CAPTURE_APP] = "  the same with SNAP_CAPTURE_APP_ONLY",
+    [M_BT_SYMS] = "backtrace + backtrace_symbols + free",
+};
+
+typedef struct site_result {
+  double ns[M_COUNT]; /* median ns per call; < 0: n/a */
+  double spread[M_COUNT];
+  int frames[M_COUNT];
+  int named;                  /* frames of the full stack with a symbol */
+  const snap_stack_t *sample; /* one full stack, kept for printing */
+} site_result_t;
+
+/* One timing loop per method, each calling its method directly (no
+   function pointer per call). noinline: each is one frame, at the same
+   depth for every method. */
+__attribute__((noinline)) static uint64_t run_syms(long iters, int *frames) {
+  int n = 0;
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    const snap_stack_t *s = snap_callstack_symbols(MAX_FRAMES, 0);
+    n = snap_stack_count(s);
+    snap_stack_release(s);
+  }
+  uint64_t t1 = now_ns();
+  *frames = n;
+  return t1 - t0;
+}
+
+__attribute__((noinline)) static uint64_t run_syms_app(long iters,
+                                                       int *frames) {
+  int n = 0;
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    const snap_stack_t *s =
+        snap_callstack_symbols(MAX_FRAMES, SNAP_CAPTURE_APP_ONLY);
+    n = snap_stack_count(s);
+    snap_stack_release(s);
+  }
+  uint64_t t1 = now_ns();
+  *frames = n;
+  return t1 - t0;
+}
+
+__attribute__((noinline)) static uint64_t run_capture(long iters, int *frames) {
+  uintptr_t pcs[MAX_FRAMES];
+  int n = 0;
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    n = snap_capture_self(pcs, MAX_FRAMES, 0, 0);
+    __asm__ volatile("" ::"r"(pcs) : "memory");
+  }
+  uint64_t t1 = now_ns();
+  *frames = n;
+  return t1 - t0;
+}
+
+__attribute__((noinline)) static uint64_t run_capture_app(long iters,
+                                                          int *frames) {
+  uintptr_t pcs[MAX_FRAMES];
+  int n = 0;
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    n = snap_capture_self(pcs, MAX_FRAMES, 0, SNAP_CAPTURE_APP_ONLY);
+    __asm__ volatile("" ::"r"(pcs) : "memory");
+  }
+  uint64_t t1 = now_ns();
+  *frames = n;
+  return t1 - t0;
+}
+
+__attribute__((noinline)) static uint64_t run_bt_syms(long iters, int *frames) {
+  void *ptrs[MAX_FRAMES];
+  int n = 0;
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    n = g_backtrace(ptrs, MAX_FRAMES);
+    char **names = g_backtrace_symbols(ptrs, n);
+    free(names);
+  }
+  uint64_t t1 = now_ns();
+  *frames = n;
+  return t1 - t0;
+}
+
+static uint64_t run_method(int m, long iters, int *frames) {
+  switch (m) {
+  case M_SYMS: return run_syms(iters, frames);
+  case M_SYMS_APP: return run_syms_app(iters, frames);
+  case M_CAPTURE: return run_capture(iters, frames);
+  case M_CAPTURE_APP: return run_capture_app(iters, frames);
+  default: return run_bt_syms(iters, frames);
+  }
+}
+
+static bool method_available(int m) {
+  return m != M_BT_SYMS || (g_backtrace && g_backtrace_symbols);
+}
+
+/* The bottom of the recursion: every method is timed from this frame. */
+__attribute__((noinline)) static void measure_site(site_result_t *out) {
+  static double per_call[M_COUNT][REPEATS];
+  long iters[M_COUNT] = {0};
+  for (int m = 0; m < M_COUNT; m++) {
+    out->ns[m] = -1;
+    out->frames[m] = -1;
+    if (!method_available(m))
+      continue;
+    int f;
+    (void)run_method(m, 20, &f); /* warm: the first call names (a miss) */
+    uint64_t t = run_method(m, 50, &f);
+    double each = (double)(t ? t : 1) / 50.0;
+    long n = (long)(REPEAT_NS / each);
+    iters[m] = n < 20 ? 20 : n > 5000000 ? 5000000 : n;
+  }
+  for (int r = 0; r < REPEATS; r++)
+    for (int m = 0; m < M_COUNT; m++)
+      if (method_available(m))
+        per_call[m][r] =
+            (double)run_method(m, iters[m], &out->frames[m]) / (double)iters[m];
+  for (int m = 0; m < M_COUNT; m++) {
+    if (!method_available(m))
+      continue;
+    out->ns[m] = median(per_call[m], REPEATS);
+    out->spread[m] = (per_call[m][REPEATS - 1] - per_call[m][0]) / out->ns[m];
+  }
+  out->sample = snap_callstack_symbols(MAX_FRAMES, 0);
+  out->named = 0;
+  for (int i = 0; i < snap_stack_count(out->sample); i++)
+    if (snap_stack_frame(out->sample, i)->symbol)
+      out->named++;
+}
+
+__attribute__((noinline)) static void recurse(int levels, site_result_t *out) {
+  if (levels > 1)
+    recurse(levels - 1, out);
+  else
+    measure_site(out);
+  __asm__ volatile("" ::: "memory"); /* not a tail call: the frame stays */
+}
+
+static bool part1_repeated_site(void) {
+  site_result_t r;
+  recurse(DEPTH, &r);
+
+  printf("1. Repeated call site, depth %d: ns per call (median of %d "
+         "interleaved repeats of ~%.0f ms)\n",
+         DEPTH, REPEATS, REPEAT_NS / 1e6);
+  printf("  %-44s %10s %7s %7s\n", "method", "ns", "frames", "spread");
+  for (int m = 0; m < M_COUNT; m++) {
+    if (r.ns[m] < 0)
+      printf("  %-44s %10s\n", k_method_names[m], "n/a");
+    else
+      printf("  %-44s %10.1f %7d %6.0f%%\n", k_method_names[m], r.ns[m],
+             r.frames[m], 100.0 * r.spread[m]);
+  }
+  print_ratio("(backtrace + symbols) / snap", r.ns[M_BT_SYMS], r.ns[M_SYMS]);
+  print_ratio("(backtrace + symbols) / snap app-only", r.ns[M_BT_SYMS],
+              r.ns[M_SYMS_APP]);
+  printf("  %-44s %10.1f ns\n", "the cache hit adds to the capture",
+         r.ns[M_SYMS] - r.ns[M_CAPTURE]);
+  printf("  %-44s %10.1f ns\n", "  app-only: the cache hit adds",
+         r.ns[M_SYMS_APP] - r.ns[M_CAPTURE_APP]);
+  printf("  frames named by stacksnap: %d of %d; the innermost three:\n",
+         r.named, snap_stack_count(r.sample));
+  for (int i = 0; i < 3 && i < snap_stack_count(r.sample); i++)
+    printf("    %s\n", snap_stack_line(r.sample, i));
+  snap_stack_release(r.sample);
+  bool met = r.ns[M_BT_SYMS] < 0 || r.ns[M_BT_SYMS] / r.ns[M_SYMS] >= 100;
+  printf("  goal (backtrace + symbols) / snap >= 100x: %s\n\n",
+         r.ns[M_BT_SYMS] < 0 ? "n/a"
+         : met               ? "met"
+                             : "NOT met");
+  return met;
+}
+
+/* ======================================================================
+ * Part 2: cold lookup per address in big images
+ * ====================================================================== */
+
+#define ADDRS 1000
+
+typedef struct image_spec {
+  const char *label;
+  const char *path;
+  const char *prefix; /* gen_funcs.sh's PREFIX */
+  int count;
+} image_spec_t;
+
+static const image_spec_t k_images[] = {
+    {"1 k", BENCH_FUNCS_1K, "bf1k", 1000},
+    {"10 k", BENCH_FUNCS_10K, "bf10k", 10000},
+    {"100 k", BENCH_FUNCS_100K, "bf100k", 100000},
+};
+#define N_IMAGES ((int)(sizeof k_images / sizeof k_images[0]))
+
+enum { L_SNAP, L_DLADDR, L_DWFL, L_COUNT };
+static const char *const k_lookup_names[L_COUNT] = {"stacksnap", "dladdr",
+                                                    "libdwfl"};
+
+typedef struct lookup_result {
+  double ns[L_COUNT];       /* median ns per address; < 0: n/a */
+  double first_us[L_COUNT]; /* the first lookup in the fresh image */
+  int correct[L_COUNT];     /* names equal to gen_funcs.sh's */
+} lookup_result_t;
+
+/* gen_funcs.sh's layout: function i is (i % 7) nops and a ret, each one
+   instruction, at a 4-byte boundary (.p2align 2); every third one (i % 3
+   == 0) is local. */
+#if defined(__x86_64__)
+#define INSN 1u
+#else
+#define INSN 4u
+#endif
+static uintptr_t func_size(int i) { return (uintptr_t)(i % 7 + 1) * INSN; }
+static uintptr_t func_stride(int i) { return (func_size(i) + 3) & ~3u; }
+
+typedef struct addr_set {
+  uintptr_t addr[ADDRS];
+  int func[ADDRS];
+} addr_set_t;
+
+/* Starts of every function, from one exported function's address and the
+   layout; checked against dlsym on a sample of exported ones. */
+static uintptr_t *layout(void *h, const image_spec_t *img) {
+  char name[64];
+  snprintf(name, sizeof name, "%s_1", img->prefix);
+  void *f1 = dlsym(h, name);
+  if (!f1)
+    return NULL;
+  uintptr_t *start = malloc(sizeof *start * (size_t)img->count);
+  if (!start)
+    return NULL;
+  start[0] = (uintptr_t)f1 - func_stride(0);
+  for (int i = 1; i < img->count; i++)
+    start[i] = start[i - 1] + func_stride(i - 1);
+  for (int k = 0; k < 200; k++) {
+    int i = (int)(rng() % (uint64_t)img->count);
+    if (i % 3 == 0)
+      continue;
+    snprintf(name, sizeof name, "%s_%d", img->prefix, i);
+    if ((uintptr_t)dlsym(h, name) != start[i]) {
+      free(start);
+      return NULL;
+    }
+  }
+  return start;
+}
+
+static bool name_is(const char *got, const image_spec_t *img, int func) {
+  char want[64];
+  snprintf(want, sizeof want, "%s_%d", img->prefix, func);
+  return got && strcmp(got, want) == 0;
+}
+
+/* One pass of one method over the address set: ns per address, names
+   checked. */
+static double snap_pass(const addr_set_t *a, const image_spec_t *img,
+                        int *correct) {
+  int ok = 0;
+  uint64_t t0 = now_ns();
+  for (int k = 0; k < ADDRS; k++) {
+    /* EXACT_PC0: the address is the pc to name, not a return address. */
+    const snap_stack_t *s =
+        snap_symbolicate(&a->addr[k], 1, SNAP_SYMBOLICATE_EXACT_PC0);
+    const snap_frame_t *f = snap_stack_frame(s, 0);
+    ok += f && name_is(f->symbol, img, a->func[k]);
+    snap_stack_release(s);
+  }
+  uint64_t t1 = now_ns();
+  *correct = ok;
+  return (double)(t1 - t0) / ADDRS;
+}
+
+static double dladdr_pass(const addr_set_t *a, const image_spec_t *img,
+                          int *correct) {
+  int ok = 0;
+  uint64_t t0 = now_ns();
+  for (int k = 0; k < ADDRS; k++) {
+    Dl_info info;
+    ok += dladdr((void *)a->addr[k], &info) &&
+          name_is(info.dli_sname, img, a->func[k]);
+  }
+  uint64_t t1 = now_ns();
+  *correct = ok;
+  return (double)(t1 - t0) / ADDRS;
+}
+
+#ifdef SNAP_BENCH_HAVE_LIBDW
+static Dwfl *g_dwfl;
+
+/* A fresh session that knows the image h (at its load address, from the
+   loader's link map). Not dwfl_linux_proc_report: it reads /proc/self/maps,
+   where stacksnap's own read-only mapping of the same file (its symbol
+   reader) makes it place the module wrongly. The reporting is set-up, not
+   timed. */
+static bool dwfl_open(void *h, const char *path) {
+  static char *debuginfo_path;
+  static const Dwfl_Callbacks cb = {
+      .find_elf = dwfl_build_id_find_elf,
+      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .debuginfo_path = &debuginfo_path,
+  };
+  struct link_map *lm = NULL;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
+    return false;
+  if (g_dwfl)
+    dwfl_end(g_dwfl);
+  g_dwfl = dwfl_begin(&cb);
+  if (!g_dwfl)
+    return false;
+  dwfl_report_begin(g_dwfl);
+  Dwfl_Module *mod =
+      dwfl_report_elf(g_dwfl, path, path, -1, (GElf_Addr)lm->l_addr, false);
+  return dwfl_report_end(g_dwfl, NULL, NULL) == 0 && mod != NULL;
+}
+
+static double dwfl_pass(const addr_set_t *a, const image_spec_t *img,
+                        int *correct) {
+  int ok = 0;
+  uint64_t t0 = now_ns();
+  for (int k = 0; k < ADDRS; k++) {
+    Dwarf_Addr addr = a->addr[k];
+    Dwfl_Module *mod = dwfl_addrmodule(g_dwfl, addr);
+    ok += mod && name_is(dwfl_module_addrname(mod, addr), img, a->func[k]);
+  }
+  uint64_t t1 = now_ns();
+  *correct = ok;
+  return (double)(t1 - t0) / ADDRS;
+}
+#endif
+
+typedef double (*pass_fn)(const addr_set_t *, const image_spec_t *, int *);
+
+/* Median over passes; slow methods get fewer passes (one pass of dladdr
+   over 100 k functions takes a good part of a second). */
+static double timed_passes(pass_fn pass, const addr_set_t *a,
+                           const image_spec_t *img, int *correct) {
+  double v[7];
+  int n = 0;
+  uint64_t t0 = now_ns();
+  do
+    v[n++] = pass(a, img, correct);
+  while (n < 7 && now_ns() - t0 < 300000000u);
+  return median(v, n);
+}
+
+/* The first lookup in an image nothing has looked into yet: what a method
+   pays once per image (stacksnap and libdwfl parse its symbol table). */
+static double first_use_us(int method, uintptr_t addr) {
+  uint64_t t0 = now_ns();
+  if (method == L_SNAP) {
+    snap_stack_release(snap_symbolicate(&addr, 1, SNAP_SYMBOLICATE_EXACT_PC0));
+  } else if (method == L_DLADDR) {
+    Dl_info info;
+    (void)dladdr((void *)addr, &info);
+  } else {
+#ifdef SNAP_BENCH_HAVE_LIBDW
+    Dwfl_Module *mod = dwfl_addrmodule(g_dwfl, addr);
+    if (mod)
+      (void)dwfl_module_addrname(mod, addr);
+#endif
+  }
+  return (double)(now_ns() - t0) / 1000.0;
+}
+
+static bool lookup_image(const image_spec_t *img, lookup_result_t *out,
+                         bool have_dwfl) {
+  for (int l = 0; l < L_COUNT; l++) {
+    out->ns[l] = out->first_us[l] = -1;
+    out->correct[l] = -1;
+  }
+  void *h = dlopen(img->path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "bench_symbols: %s\n", dlerror());
+    return false;
+  }
+  uintptr_t *start = layout(h, img);
+  if (!start) {
+    fprintf(stderr, "bench_symbols: %s: unexpected layout\n", img->path);
+    return false;
+  }
+  static addr_set_t a;
+  for (int k = 0; k < ADDRS; k++) {
+    int i = (int)(rng() % (uint64_t)img->count);
+    a.func[k] = i;
+    a.addr[k] = start[i] + (uintptr_t)(rng() % func_size(i));
+  }
+  free(start);
+
+  out->first_us[L_SNAP] = first_use_us(L_SNAP, a.addr[0]);
+  out->first_us[L_DLADDR] = first_use_us(L_DLADDR, a.addr[0]);
+  out->ns[L_SNAP] = timed_passes(snap_pass, &a, img, &out->correct[L_SNAP]);
+  out->ns[L_DLADDR] =
+      timed_passes(dladdr_pass, &a, img, &out->correct[L_DLADDR]);
+#ifdef SNAP_BENCH_HAVE_LIBDW
+  if (have_dwfl && dwfl_open(h, img->path)) {
+    out->first_us[L_DWFL] = first_use_us(L_DWFL, a.addr[0]);
+    out->ns[L_DWFL] = timed_passes(dwfl_pass, &a, img, &out->correct[L_DWFL]);
+  }
+#else
+  (void)have_dwfl;
+#endif
+  /* Kept loaded: a dlclose would make the next image land at the same
+     address, and the comparison is about lookups, not unloads. */
+  return true;
+}
+
+static bool part2_cold_lookup(void) {
+  bool have_dwfl = false;
+#ifdef SNAP_BENCH_HAVE_LIBDW
+  have_dwfl = true;
+#endif
+  lookup_result_t r[N_IMAGES];
+  /* Every call names afresh: no cache entry is kept. */
+  snap_set_symbol_cache_limit(0);
+  bool ok = true;
+  for (int i = 0; i < N_IMAGES; i++)
+    ok = lookup_image(&k_images[i], &r[i], have_dwfl) && ok;
+  snap_set_symbol_cache_limit(SNAP_SYMBOL_CACHE_DEFAULT_BYTES);
+#ifdef SNAP_BENCH_HAVE_LIBDW
+  if (g_dwfl)
+    dwfl_end(g_dwfl);
+  g_dwfl = NULL;
+#endif
+  if (!ok)
+    return false;
+
+  printf("2. Cold lookup per address: %d random addresses inside random "
+         "functions, the same set\n   for every method; stacksnap with "
+         "snap_set_symbol_cache_limit(0), so every call is a miss\n   that "
+         "names afresh (median of up to 7 passes, ns per address)\n",
+         ADDRS);
+  printf("  %-10s", "functions");
+  for (int l = 0; l < L_COUNT; l++)
+    printf(" %12s", k_lookup_names[l]);
+  printf(" %12s %12s\n", "dladdr/snap", "dwfl/snap");
+  for (int i = 0; i < N_IMAGES; i++) {
+    printf("  %-10s", k_images[i].label);
+    for (int l = 0; l < L_COUNT; l++)
+      if (r[i].ns[l] < 0)
+        printf(" %12s", "n/a");
+      else
+        printf(" %12.0f", r[i].ns[l]);
+    for (int l = L_DLADDR; l <= L_DWFL; l++)
+      if (r[i].ns[l] < 0)
+        printf(" %12s", "n/a");
+      else
+        printf(" %11.0fx", r[i].ns[l] / r[i].ns[L_SNAP]);
+    printf("\n");
+  }
+  printf("  first use of a fresh image (one lookup, us; includes parsing "
+         "its symbol table)\n");
+  for (int i = 0; i < N_IMAGES; i++) {
+    printf("  %-10s", k_images[i].label);
+    for (int l = 0; l < L_COUNT; l++)
+      if (r[i].first_us[l] < 0)
+        printf(" %12s", "n/a");
+      else
+        printf(" %12.0f", r[i].first_us[l]);
+    printf("\n");
+  }
+  printf("  correct names (of %d; a third of the functions are local, in "
+         ".symtab only)\n",
+         ADDRS);
+  for (int i = 0; i < N_IMAGES; i++) {
+    printf("  %-10s", k_images[i].label);
+    for (int l = 0; l < L_COUNT; l++)
+      if (r[i].correct[l] < 0)
+        printf(" %12s", "n/a");
+      else
+        printf(" %12d", r[i].correct[l]);
+    printf("\n");
+  }
+#ifndef SNAP_BENCH_HAVE_LIBDW
+  printf("  (libdwfl: n/a, built without elfutils' libdw)\n");
+#endif
+  double flat = r[N_IMAGES - 1].ns[L_SNAP] / r[0].ns[L_SNAP];
+  double vs_dladdr = r[N_IMAGES - 1].ns[L_DLADDR] / r[N_IMAGES - 1].ns[L_SNAP];
+  bool met = flat <= 2.0 && vs_dladdr >= 100;
+  printf("  stacksnap 100 k / 1 k: %.2fx (flat: <= 2x); dladdr/snap at "
+         "100 k: %.0fx (goal >= 100x): %s\n\n",
+         flat, vs_dladdr, met ? "met" : "NOT met");
+  return met;
+}
+
+/* ======================================================================
+ * Part 3: two threads on the cache vs one
+ * ====================================================================== */
+
+#define STACKS 64
+#define STACK_DEPTH 16
+#define ROUND_NS 200000000u /* each timed round: 200 ms */
+#define ROUNDS 7
+
+typedef struct worker {
+  pthread_t thread;
+  uintptr_t pcs[STACKS][STACK_DEPTH];
+  uint64_t calls;
+  int failures;
+} worker_t;
+
+static worker_t g_workers[2];
+static atomic_int g_go; /* round number to run; -1 = exit */
+static atomic_int g_done;
+static atomic_int g_active; /* workers taking part in the round */
+
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  int idx = (int)(w - g_workers);
+  int seen = 0;
+  for (;;) {
+    int go;
+    while ((go = atomic_load(&g_go)) == seen)
+      sched_yield();
+    if (go < 0)
+      return NULL;
+    seen = go;
+    if (idx < atomic_load(&g_active)) {
+      uint64_t calls = 0, t0 = now_ns();
+      do {
+        for (int s = 0; s < STACKS; s++) {
+          const snap_stack_t *st = snap_symbolicate(w->pcs[s], STACK_DEPTH, 0);
+          w->failures += snap_stack_count(st) != STACK_DEPTH;
+          snap_stack_release(st);
+        }
+        calls += STACKS;
+      } while (now_ns() - t0 < ROUND_NS);
+      w->calls = calls;
+    }
+    atomic_fetch_add(&g_done, 1);
+  }
+}
+
+/* One round with `threads` workers busy: hits per second, all together. */
+static double round_rate(int threads) {
+  g_workers[0].calls = g_workers[1].calls = 0;
+  atomic_store(&g_active, threads);
+  atomic_store(&g_done, 0);
+  uint64_t t0 = now_ns();
+  atomic_fetch_add(&g_go, 1);
+  while (atomic_load(&g_done) < 2)
+    sched_yield();
+  double secs = (double)(now_ns() - t0) / 1e9;
+  return (double)(g_workers[0].calls + g_workers[1].calls) / secs;
+}
+
+static bool part3_two_threads(void) {
+  /* Each worker's stacks: random functions of the 10 k image (loaded in
+     part 2), disjoint between workers by construction of the rng stream. */
+  void *h = dlopen(BENCH_FUNCS_10K, RTLD_NOW | RTLD_NOLOAD);
+  uintptr_t *start = h ? layout(h, &k_images[1]) : NULL;
+  if (!start) {
+    fprintf(stderr, "bench_symbols: part 3 needs %s\n", BENCH_FUNCS_10K);
+    return false;
+  }
+  for (int t = 0; t < 2; t++)
+    for (int s = 0; s < STACKS; s++)
+      for (int d = 0; d < STACK_DEPTH; d++)
+        g_workers[t].pcs[s][d] = start[rng() % 10000] + 1;
+  free(start);
+  /* Warm: the first call of each stack names it (a miss). */
+  for (int t = 0; t < 2; t++)
+    for (int s = 0; s < STACKS; s++)
+      snap_stack_release(snap_symbolicate(g_workers[t].pcs[s], STACK_DEPTH, 0));
+
+  atomic_store(&g_go, 0);
+  for (int t = 0; t < 2; t++)
+    if (pthread_create(&g_workers[t].thread, NULL, worker_main,
+                       &g_workers[t]) != 0) {
+      fprintf(stderr, "bench_symbols: pthread_create failed\n");
+      return false;
+    }
+  double one[ROUNDS], two[ROUNDS], ratio[ROUNDS];
+  for (int r = 0; r < ROUNDS; r++) {
+    one[r] = round_rate(1);
+    two[r] = round_rate(2);
+    ratio[r] = two[r] / one[r];
+  }
+  atomic_store(&g_go, -1);
+  for (int t = 0; t < 2; t++)
+    pthread_join(g_workers[t].thread, NULL);
+
+  snap_symbol_cache_stats_t st;
+  snap_symbol_cache_stats(&st);
+  double m1 = median(one, ROUNDS), m2 = median(two, ROUNDS);
+  double mr = median(ratio, ROUNDS);
+  printf("3. Cache hits, snap_symbolicate of %d stacks of depth %d per "
+         "thread (each its own),\n   %d interleaved rounds of %u ms; "
+         "median\n",
+         STACKS, STACK_DEPTH, ROUNDS, ROUND_NS / 1000000u);
+  printf("  1 thread:  %10.2f M hits/s  (%.0f ns per hit)\n", m1 / 1e6,
+         1e9 / m1);
+  printf("  2 threads: %10.2f M hits/s\n", m2 / 1e6);
+  printf("  2 threads / 1 thread: %.2fx (median of per-round ratios; "
+         "min %.2fx, max %.2fx)\n",
+         mr, (qsort(ratio, ROUNDS, sizeof ratio[0], cmp_double), ratio[0]),
+         ratio[ROUNDS - 1]);
+  printf("  wrong-size answers: %d; cache: %llu hits, %llu misses\n",
+         g_workers[0].failures + g_workers[1].failures,
+         (unsigned long long)st.hits, (unsigned long long)st.misses);
+  bool met = mr >= 1.7;
+  printf("  goal >= 1.7x: %s\n\n", met ? "met" : "NOT met");
+  return met;
+}
+
+/* ======================================================================
+ * Part 4: the audit preload's cost per intercepted call
+ * ====================================================================== */
+
+#define AUDIT_CALLS 50000
+#define AUDIT_RUNS 5
+
+/* The child: open()+close() of one file from one call site, AUDIT_CALLS
+   times after a warm-up; prints ns per call. */
+__attribute__((noinline)) static int audit_child(void) {
+  for (int i = 0; i < 100; i++)
+    close(open("/etc/hostname", O_RDONLY));
+  uint64_t t0 = now_ns();
+  for (int i = 0; i < AUDIT_CALLS; i++) {
+    int fd = open("/etc/hostname", O_RDONLY);
+    if (fd < 0)
+      return 1;
+    close(fd);
+  }
+  printf("%.1f\n", (double)(now_ns() - t0) / AUDIT_CALLS);
+  return 0;
+}
+
+#ifdef BENCH_AUDIT_LIB
+/* Runs this program as the child, with the preload or without. */
+static double child_ns(bool preload) {
+  int out[2];
+  if (pipe(out) != 0)
+    return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addclose(&fa, out[0]);
+  char *argv[] = {"bench_symbols", "--audit-child", NULL};
+  char *env[] = {"LD_PRELOAD=" BENCH_AUDIT_LIB, "STACKSNAP_AUDIT_OUT=/dev/null",
+                 "STACKSNAP_AUDIT_PREFIX=/etc/", NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv,
+                       preload ? env : env + 3);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  if (rc != 0) {
+    close(out[0]);
+    return -1;
+  }
+  char buf[64] = {0};
+  ssize_t got = read(out[0], buf, sizeof buf - 1);
+  close(out[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return -1;
+  return strtod(buf, NULL);
+}
+#endif
+
+static void part4_audit(void) {
+  printf("4. The audit preload: ns per open()+close() of /etc/hostname on "
+         "one call site\n");
+#ifdef BENCH_AUDIT_LIB
+  double with[AUDIT_RUNS], without[AUDIT_RUNS];
+  for (int r = 0; r < AUDIT_RUNS; r++) {
+    without[r] = child_ns(false);
+    with[r] = child_ns(true);
+    if (without[r] < 0 || with[r] < 0) {
+      printf("  n/a: the child failed\n\n");
+      return;
+    }
+  }
+  double a = median(without, AUDIT_RUNS), b = median(with, AUDIT_RUNS);
+  printf("  without the preload: %8.1f ns\n", a);
+  printf("  with it:             %8.1f ns   (median of %d child runs of %d "
+         "calls)\n",
+         b, AUDIT_RUNS, AUDIT_CALLS);
+  printf("  the hook adds:       %8.1f ns per intercepted call\n\n", b - a);
+#else
+  printf("  n/a: the demo is not built, or a sanitizer build\n\n");
+#endif
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--audit-child") == 0)
+    return audit_child();
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  if (libc) {
+    g_backtrace = (backtrace_fn)dlsym(libc, "backtrace");
+    g_backtrace_symbols =
+        (backtrace_symbols_fn)dlsym(libc, "backtrace_symbols");
+  }
+  if (!g_backtrace || !g_backtrace_symbols)
+    fprintf(stderr, "bench_symbols: glibc backtrace() not found: n/a\n");
+
+  printf("stacksnap bench_symbols: naming stacks\n\n");
+  bool goals = part1_repeated_site();
+  goals = part2_cold_lookup() && goals;
+  goals = part3_two_threads() && goals;
+  part4_audit();
+  printf("goals (1: >= 100x; 2: flat and >= 100x vs dladdr at 100 k; "
+         "3: >= 1.7x): %s\n",
+         goals ? "all met" : "NOT all met");
+  return 0;
+}
