@@ -172,13 +172,14 @@ static bool has_prefix(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* The default app rule: the main executable's directory tree. Computed per
-   build because the executable's path is only known to the platform. */
-static bool is_app_path(const char *path, const char *exe_dir) {
+/* The default app rule: everything under the platform's app root (the
+   main executable's directory; on Apple its .app bundle). Computed per build
+   because only the platform knows where the app lives. */
+static bool is_app_path(const char *path, const char *app_root) {
   if (!path[0])
     return false;
   if (g_prefix_count == 0)
-    return exe_dir[0] && has_prefix(path, exe_dir);
+    return app_root[0] && has_prefix(path, app_root);
   for (int i = 0; i < g_prefix_count; i++)
     if (has_prefix(path, g_prefixes[i]))
       return true;
@@ -216,16 +217,11 @@ static int build_locked(void) {
     return rc;
   }
 
-  char exe_dir[4096] = "";
-  if (snap__plat_main_executable(exe_dir, sizeof exe_dir)) {
-    char *slash = strrchr(exe_dir, '/');
-    if (slash)
-      slash[1] = '\0';
-    else
-      exe_dir[0] = '\0';
-  }
+  char app_root[4096] = "";
+  if (!snap__plat_app_root(app_root, sizeof app_root))
+    app_root[0] = '\0';
   for (int i = 0; i < c.n; i++)
-    c.v[i].in_app = is_app_path(c.v[i].path, exe_dir);
+    c.v[i].in_app = is_app_path(c.v[i].path, app_root);
   qsort(c.v, (size_t)c.n, sizeof *c.v, by_start);
 
   struct snap__images *cur =

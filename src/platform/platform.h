@@ -100,6 +100,11 @@ uint64_t snap__plat_images_stamp(void);
    shared memory: Linux asks glibc's lock-free _dl_find_object; Apple
    consults a log its remove-image callback keeps. [setup] */
 bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path);
+/* The directory whose images count as the app by default, with its
+   trailing '/': Linux, the main executable's directory; Apple, the
+   outermost .app bundle around it (so Contents/Frameworks of a macOS app
+   count). False if unknown. [setup] */
+bool snap__plat_app_root(char *buf, size_t size);
 /* The main executable's full path into buf; false if unknown. [setup] */
 bool snap__plat_main_executable(char *buf, size_t size);
 

@@ -141,6 +141,16 @@ bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
 }
 #endif
 
+bool snap__plat_app_root(char *buf, size_t size) {
+  if (!snap__plat_main_executable(buf, size))
+    return false;
+  char *slash = strrchr(buf, '/');
+  if (!slash)
+    return false;
+  slash[1] = '\0';
+  return true;
+}
+
 bool snap__plat_main_executable(char *buf, size_t size) {
   if (size < 2)
     return false;

@@ -1,0 +1,42 @@
+/*
+ * darwin.h — what the Apple backend's files share with each other, and
+ * nothing else: never included from outside src/platform/darwin/.
+ *
+ * The one piece of shared state is the sampler's window record. On Apple the
+ * walk of a stopped thread runs on the sampling thread (the target is
+ * suspended and runs nothing), so functions the walker calls from the
+ * window — stack bounds, "is a Swift task running here?" — must answer for
+ * the target, not for the caller. sample.c publishes the record through a
+ * pthread key before it suspends the target; readers ask for it with
+ * snap__darwin_window(). A pthread key and not _Thread_local: a Darwin TLV
+ * is allocated lazily on a thread's first access (malloc inside
+ * tlv_get_addr), which must never happen in the window; pthread_getspecific
+ * is a plain load from the thread's TSD array.
+ */
+#ifndef SNAP_PLATFORM_DARWIN_H
+#define SNAP_PLATFORM_DARWIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "platform/platform.h"
+
+/* What a sampler knows about the thread it has stopped. */
+typedef struct snap__darwin_window {
+  uintptr_t stack_lo, stack_hi; /* the target's stack; hi == 0: unknown */
+  volatile bool stopped;        /* between thread_suspend and thread_resume */
+} snap__darwin_window_t;
+
+/* The calling thread's window record while it runs a sample function, NULL
+   otherwise. [signal-safe] */
+const snap__darwin_window_t *snap__darwin_window(void);
+/* Publishes (or, with NULL, withdraws) the caller's window record. Outside
+   the window only: the first pthread_setspecific of a thread may grow its
+   key range. [setup] */
+void snap__darwin_set_window(const snap__darwin_window_t *w);
+
+/* The calling thread's stack, [lo, hi), from its pthread record (no lock
+   for the caller's own thread). False if unknown. [signal-safe] */
+bool snap__darwin_own_stack(uintptr_t *lo, uintptr_t *hi);
+
+#endif /* SNAP_PLATFORM_DARWIN_H */

@@ -1,0 +1,137 @@
+/*
+ * macho_ranges.c — __TEXT range and app-or-system from Mach-O load
+ * commands.
+ *
+ * Why __TEXT and not each executable section: __TEXT is the one segment
+ * that holds code (__text, __stubs, __auth_stubs, the Swift and ObjC
+ * metadata around them) and it starts at the image's load address, so one
+ * range per image answers "which image holds this pc" without a section
+ * walk, the way dyld itself answers dladdr.
+ *
+ * Algorithm: check the 32-byte header (magic, 64-bit, sizeofcmds inside the
+ * bytes given), then step through the commands by cmdsize (each at least 8,
+ * 8-byte multiple per the ABI, inside sizeofcmds), keeping LC_SEGMENT_64
+ * "__TEXT" and LC_ID_DYLIB. Reads are memcpy from checked offsets: the
+ * bytes may come from a file with any alignment.
+ *
+ * Must not: name an Apple API or header (tested on Linux), read past the
+ * size it was given, or allocate.
+ */
+#include "platform/darwin/macho_ranges.h"
+
+#include <string.h>
+
+static uint32_t u32(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v); /* Mach-O for arm64 and x86_64: little-endian */
+  return v;
+}
+
+static uint64_t u64(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+#define HEADER_64_SIZE 32u  /* struct mach_header_64 */
+#define SEGMENT_64_SIZE 72u /* struct segment_command_64 */
+#define DYLIB_CMD_SIZE 24u  /* struct dylib_command */
+#define MAX_CMDS 100000u    /* more than any linker writes */
+
+bool snap__macho_parse(const void *hdr, size_t size, snap__macho_info_t *out) {
+  const unsigned char *b = hdr;
+  memset(out, 0, sizeof *out);
+  if (!b || size < HEADER_64_SIZE || u32(b) != SNAP__MH_MAGIC_64)
+    return false;
+  out->cputype = u32(b + 4);
+  out->filetype = u32(b + 12);
+  uint32_t ncmds = u32(b + 16), sizeofcmds = u32(b + 20);
+  out->flags = u32(b + 24);
+  if (ncmds > MAX_CMDS || sizeofcmds > size - HEADER_64_SIZE)
+    return false;
+
+  const unsigned char *cmds = b + HEADER_64_SIZE;
+  size_t off = 0;
+  for (uint32_t i = 0; i < ncmds; i++) {
+    if (sizeofcmds - off < 8)
+      return false;
+    const unsigned char *c = cmds + off;
+    uint32_t cmd = u32(c), cmdsize = u32(c + 4);
+    if (cmdsize < 8 || cmdsize > sizeofcmds - off)
+      return false;
+    if (cmd == SNAP__LC_SEGMENT_64 && cmdsize >= SEGMENT_64_SIZE &&
+        memcmp(c + 8, "__TEXT\0\0\0\0\0\0\0\0\0\0", 16) == 0) {
+      out->text_vmaddr = u64(c + 24);
+      out->text_vmsize = u64(c + 32);
+    } else if (cmd == SNAP__LC_ID_DYLIB && cmdsize > DYLIB_CMD_SIZE) {
+      uint32_t name_off = u32(c + 8);
+      if (name_off >= DYLIB_CMD_SIZE && name_off < cmdsize) {
+        const char *name = (const char *)c + name_off;
+        size_t max = cmdsize - name_off;
+        const char *nul = memchr(name, '\0', max);
+        out->install_name = name;
+        out->install_name_len = nul ? (size_t)(nul - name) : max;
+      }
+    }
+    off += cmdsize;
+  }
+  return true;
+}
+
+static bool starts(const char *s, size_t len, const char *prefix) {
+  size_t n = strlen(prefix);
+  return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+/* A system location: the OS's own directories, on a device or inside a
+   simulator runtime (…/RuntimeRoot/System/…, …/RuntimeRoot/usr/lib/…). */
+static bool system_path(const char *s, size_t len) {
+  if (starts(s, len, "/usr/lib/") || starts(s, len, "/System/") ||
+      starts(s, len, "/usr/libexec/"))
+    return true;
+  for (size_t i = 0; i + 13 <= len; i++)
+    if (memcmp(s + i, "/RuntimeRoot/", 13) == 0)
+      return true;
+  return false;
+}
+
+enum snap__macho_origin snap__macho_origin(const snap__macho_info_t *info,
+                                           const char *path) {
+  if (info->filetype == SNAP__MH_EXECUTE)
+    return SNAP__MACHO_APP;
+  if (info->filetype == SNAP__MH_DYLINKER ||
+      (info->flags & SNAP__MH_DYLIB_IN_CACHE))
+    return SNAP__MACHO_SYSTEM;
+  const char *n = info->install_name;
+  size_t len = info->install_name_len;
+  if (n && system_path(n, len))
+    return SNAP__MACHO_SYSTEM;
+  if (path && system_path(path, strlen(path)))
+    return SNAP__MACHO_SYSTEM;
+  if (n && (starts(n, len, "@rpath/") || starts(n, len, "@executable_path/") ||
+            starts(n, len, "@loader_path/")))
+    return SNAP__MACHO_APP;
+  return SNAP__MACHO_UNKNOWN;
+}
+
+bool snap__macho_app_root(const char *exe_path, char *buf, size_t size) {
+  if (!exe_path || !size)
+    return false;
+  size_t end = 0; /* length of the root, trailing '/' included */
+  for (const char *p = exe_path; (p = strstr(p, ".app/")) != NULL; p++) {
+    /* The outermost bundle: a path component ending in ".app". */
+    if (p > exe_path && p[-1] != '/') {
+      end = (size_t)(p - exe_path) + 5;
+      break;
+    }
+  }
+  if (!end) {
+    const char *slash = strrchr(exe_path, '/');
+    end = slash ? (size_t)(slash - exe_path) + 1 : 0;
+  }
+  if (end >= size)
+    return false;
+  memcpy(buf, exe_path, end);
+  buf[end] = '\0';
+  return true;
+}
