@@ -48,12 +48,13 @@ typedef struct interned {
 #define INTERN_BUCKETS 256
 static interned_t *g_interned[INTERN_BUCKETS];
 
-/* Writer state: guarded by g_writer. */
+/* Writer state: guarded by g_writer (g_built, g_dirty and g_stamp are also
+   read without it, to skip a rebuild). */
 static pthread_mutex_t g_writer = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_stamp; /* of the published table; read unlocked */
 static uint64_t g_generation;
-static bool g_built;
-static bool g_dirty; /* prefixes changed since the last published build */
+static atomic_bool g_built;
+static atomic_bool g_dirty; /* prefixes changed since the last build */
 static char *g_prefixes[MAX_PREFIXES];
 static int g_prefix_count; /* 0: the default rule */
 
@@ -130,7 +131,9 @@ typedef struct collect {
   bool oom;
 } collect_t;
 
-/* Runs under g_writer (called from build_locked). */
+/* Runs inside the platform's enumeration, which may hold the loader's
+   lock: it takes no lock of ours (paths are copied here and interned
+   later, under g_writer). */
 static void collect_cb(const snap__plat_range_t *r, void *ctx) {
   collect_t *c = ctx;
   if (c->oom)
@@ -145,7 +148,7 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
     c->v = v;
     c->cap = cap;
   }
-  const char *path = intern(r->path ? r->path : "");
+  char *path = strdup(r->path ? r->path : "");
   if (!path) {
     c->oom = true;
     return;
@@ -158,9 +161,7 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
   img->unwind_hdr = r->unwind_hdr;
   img->unwind_lo = r->unwind_lo;
   img->unwind_hi = r->unwind_hi;
-  img->path = path;
-  const char *slash = strrchr(path, '/');
-  img->name = slash ? slash + 1 : path;
+  img->path = path; /* a copy until build() interns it and sets name */
 }
 
 static int by_start(const void *a, const void *b) {
@@ -206,31 +207,61 @@ static struct snap__images *free_slot(struct snap__images *current) {
   return NULL;
 }
 
-static int build_locked(void) {
-  collect_t c = {0};
+static void free_collected(collect_t *c) {
+  for (int i = 0; i < c->n; i++)
+    free((char *)c->v[i].path);
+  free(c->v);
+}
+
+/* Builds and publishes a new table unless one is current (force: always).
+   The platform is asked first, holding no lock of ours: enumerating takes
+   the loader's lock, and a thread inside dlopen (running a library's
+   constructor, say, that asks for a stack) holds that lock and may then
+   wait for ours — taking them in the other order would deadlock. */
+static int build(bool force) {
   uint64_t stamp = snap__plat_images_stamp();
+  if (!force && atomic_load(&g_built) && !atomic_load(&g_dirty) &&
+      stamp == atomic_load(&g_stamp))
+    return SNAP_OK;
+  collect_t c = {0};
   int rc = snap__plat_images_enumerate(collect_cb, &c);
   if (rc == SNAP_OK && c.oom)
     rc = SNAP_ENOMEM;
-  if (rc != SNAP_OK) {
-    free(c.v);
-    return rc;
-  }
-
   char app_root[4096] = "";
   if (!snap__plat_app_root(app_root, sizeof app_root))
     app_root[0] = '\0';
-  for (int i = 0; i < c.n; i++)
-    c.v[i].in_app = is_app_path(c.v[i].path, app_root);
-  qsort(c.v, (size_t)c.n, sizeof *c.v, by_start);
+  if (rc != SNAP_OK) {
+    free_collected(&c);
+    return rc;
+  }
 
+  pthread_mutex_lock(&g_writer);
+  for (int i = 0; i < c.n && rc == SNAP_OK; i++) {
+    const char *interned = intern(c.v[i].path);
+    if (!interned) {
+      rc = SNAP_ENOMEM;
+      break;
+    }
+    free((char *)c.v[i].path);
+    c.v[i].path = interned;
+    const char *slash = strrchr(interned, '/');
+    c.v[i].name = slash ? slash + 1 : interned;
+    c.v[i].in_app = is_app_path(interned, app_root);
+  }
   struct snap__images *cur =
       atomic_load_explicit(&g_current, memory_order_acquire);
-  struct snap__images *slot = free_slot(cur);
-  if (!slot) { /* every other slot still read (a stopped reader): retry later */
+  struct snap__images *slot = rc == SNAP_OK ? free_slot(cur) : NULL;
+  if (rc == SNAP_OK && !slot)
+    rc = SNAP_EBUSY; /* every other slot still read (a stopped reader) */
+  if (rc != SNAP_OK) {
+    for (int i = 0; i < c.n; i++) /* not interned yet: ours to free */
+      if (!c.v[i].name)
+        free((char *)c.v[i].path);
     free(c.v);
-    return SNAP_EBUSY;
+    pthread_mutex_unlock(&g_writer);
+    return rc;
   }
+  qsort(c.v, (size_t)c.n, sizeof *c.v, by_start);
   uint64_t generation = ++g_generation;
   for (int i = 0; i < c.n; i++) {
     snap__image_t *img = &c.v[i];
@@ -246,26 +277,19 @@ static int build_locked(void) {
   slot->generation = generation;
   atomic_store_explicit(&g_current, slot, memory_order_release);
   atomic_store_explicit(&g_stamp, stamp, memory_order_release);
-  g_built = true;
-  g_dirty = false;
+  atomic_store(&g_built, true);
+  atomic_store(&g_dirty, false);
+  pthread_mutex_unlock(&g_writer);
   return SNAP_OK;
 }
 
-int snap__images_refresh(bool force) {
-  pthread_mutex_lock(&g_writer);
-  int rc = SNAP_OK;
-  if (force || !g_built || g_dirty ||
-      snap__plat_images_stamp() != atomic_load(&g_stamp))
-    rc = build_locked();
-  pthread_mutex_unlock(&g_writer);
-  return rc;
-}
+int snap__images_refresh(bool force) { return build(force); }
 
 int snap__images_refresh_if_stale(void) {
   if (snap__plat_images_stamp() ==
       atomic_load_explicit(&g_stamp, memory_order_acquire))
     return SNAP_OK;
-  return snap__images_refresh(false);
+  return build(false);
 }
 
 __attribute__((constructor)) static void images_init(void) {
@@ -305,10 +329,9 @@ int snap_set_app_image_prefixes(const char *const *prefixes, int n) {
   for (int i = 0; i < n; i++)
     g_prefixes[i] = copy[i];
   g_prefix_count = n;
-  g_dirty = true;
-  int rc = build_locked();
+  atomic_store(&g_dirty, true);
   pthread_mutex_unlock(&g_writer);
-  return rc;
+  return build(true);
 }
 
 int snap_image_lookup(uintptr_t pc, snap_image_info_t *out) {

@@ -258,29 +258,38 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
     return hit;
 
   stripe_t *st = stripe_of(key);
-  snap_stack_t *stale = NULL;
   snap__plat_sem_wait(&st->lock);
   entry_t *e;
   HASH_FIND(hh, st->table, &key, sizeof key, e);
   if (e && same_key(e->stack, pcs, n, flags)) {
-    if (fresh(e->stack)) {
-      lru_unlink(st, e);
-      lru_push(st, e);
-      hit = snap__stack_retain(e->stack);
-    } else {
-      stale = drop(st, e);
-    }
-  }
-  if (hit)
+    lru_unlink(st, e);
+    lru_push(st, e);
+    hit = snap__stack_retain(e->stack);
     st->hits++;
-  else
+  } else {
     st->misses++;
+  }
   snap__plat_sem_post(&st->lock);
+  if (!hit)
+    return NULL;
 
-  snap_stack_release(stale);
-  if (hit)
+  /* Checked outside the semaphore: on Apple the check may ask dyld, and a
+     thread holding dyld's lock may be waiting for this stripe. */
+  if (fresh(hit)) {
     front_fill(key, hit);
-  return hit;
+    return hit;
+  }
+  snap_stack_t *stale = NULL;
+  snap__plat_sem_wait(&st->lock);
+  HASH_FIND(hh, st->table, &key, sizeof key, e);
+  if (e && e->stack == hit)
+    stale = drop(st, e);
+  st->hits--; /* it was a miss after all */
+  st->misses++;
+  snap__plat_sem_post(&st->lock);
+  snap_stack_release(stale);
+  snap_stack_release(hit);
+  return NULL;
 }
 
 const snap_stack_t *snap__cache_put(snap_stack_t *s) {

@@ -33,3 +33,12 @@ if(CMAKE_CROSSCOMPILING)
   target_compile_options(test_symbol_unload PRIVATE -fno-pie)
   target_link_options(test_symbol_unload PRIVATE -no-pie)
 endif()
+
+# Locks: stacksnap's and the loader's, taken from both sides at once.
+add_library(snap_reentry MODULE symbols/reentry_lib.c)
+target_include_directories(snap_reentry PRIVATE ${PROJECT_SOURCE_DIR}/include)
+snap_test(test_symbol_reentry symbols/test_symbol_reentry.c)
+set_target_properties(test_symbol_reentry PROPERTIES ENABLE_EXPORTS ON)
+target_compile_definitions(test_symbol_reentry PRIVATE REENTRY_LIB="$<TARGET_FILE:snap_reentry>")
+add_dependencies(test_symbol_reentry snap_reentry)
+set_tests_properties(test_symbol_reentry PROPERTIES TIMEOUT 60)

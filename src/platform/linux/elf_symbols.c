@@ -23,11 +23,10 @@
  *
  * Cache: up to MAX_IMAGES images keyed by (path, base), least recently used
  * dropped and unmapped; an image that fails to load is cached too, so a bad
- * file is opened once, not once per pc. One mutex guards it and is held for
- * a whole snap__plat_symbolize call, callbacks included: names point into
- * mapped files, and no other thread may unmap them while a callback reads
- * one. So a callback must not call snap__plat_symbolize (it would
- * deadlock); the core's callbacks copy the name and return.
+ * file is opened once, not once per pc. One mutex guards it, held while the
+ * ELF answers are looked up and copied out of the mappings — never while
+ * calling anything that may take the loader's lock, nor the callbacks (see
+ * snap__plat_symbolize).
  *
  * Must not: run in the stopped window (it opens files, maps, locks,
  * allocates). A file truncated on disk while mapped could fault on access;
@@ -313,59 +312,73 @@ static image_t *image_for(const char *path, uintptr_t base) {
 /* ---- Naming -----------------------------------------------------------------
  */
 
-static void name_one(const image_t *img, const snap__plat_sym_query_t *q,
-                     int index, snap__plat_sym_cb cb, void *ctx, char *buf,
-                     size_t size) {
+/* What the locked phase found for one query, for the unlocked phase. */
+typedef struct found {
+  char *name;      /* a copy (the mapping may go once unlocked), or NULL */
+  uintptr_t addr;  /* the function's first byte */
+  uintptr_t floor; /* Objective-C methods are looked for above this */
+  bool plt;        /* a PLT pc: named for its target or not at all */
+  bool ask_objc;   /* the query had an image to search */
+} found_t;
+
+/* Copies name up to a symbol version: a .symtab written by binutils >=
+   2.35 spells versioned symbols "memcpy@@GLIBC_2.14"; the version is the
+   linker's business, not the function's name (dladdr and Apple's tools
+   print it bare). No C, C++ or Swift name contains '@'. */
+static char *copy_name(const char *name) {
+  const char *at = strchr(name, '@');
+  return at ? strndup(name, (size_t)(at - name)) : strdup(name);
+}
+
+/* The ELF answer for q, under g_lock. */
+static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
+                     found_t *out, char *buf, size_t size) {
   uintptr_t base = q->image_base;
   if (q->addr < base)
     return;
   uint64_t v = q->addr - base;
-  const snap__elf_sym_t *s = NULL;
-  uintptr_t floor = base;
-  if (img->ok) {
-    /* A PLT entry is named for its target or not at all: never for the
-       function laid out before it. */
-    uint64_t entry;
-    int plt = snap__elf_plt_name(&img->elf, v, buf, size, &entry);
-    if (plt == 1)
-      cb(index, buf, base + (uintptr_t)entry, ctx);
-    if (plt >= 0)
-      return;
-    uint64_t below;
-    s = snap__elf_find(img->has_dbg ? &img->dbg : &img->elf, v, &below);
-    if (s)
-      floor = base + (uintptr_t)s->addr;
-    else if (below > 0)
-      floor = base + (uintptr_t)below - 1; /* a method may start at `below` */
-  }
-  /* Objective-C IMPs usually have no ELF symbol (stripped, or local to
-     a runtime-registered class): a method above the ELF function's start,
-     or in the gap after the last function, is the better name. */
-  uintptr_t imp = snap__linux_objc_method(q->addr, floor, buf, size);
-  if (imp) {
-    cb(index, buf, imp, ctx);
+  out->ask_objc = true;
+  out->floor = base;
+  if (!img->ok)
+    return;
+  /* A PLT entry is named for its target or not at all: never for the
+     function laid out before it. */
+  uint64_t entry;
+  int plt = snap__elf_plt_name(&img->elf, v, buf, size, &entry);
+  if (plt >= 0) {
+    out->plt = true;
+    if (plt == 1) {
+      out->name = strdup(buf);
+      out->addr = base + (uintptr_t)entry;
+    }
     return;
   }
-  if (!s)
-    return;
-  /* A .symtab written by binutils >= 2.35 spells versioned symbols
-     "memcpy@@GLIBC_2.14": the version is the linker's business, not the
-     function's name (dladdr and Apple's tools print it bare). No C, C++ or
-     Swift name contains '@'. */
-  const char *at = strchr(s->name, '@');
-  if (at && (size_t)(at - s->name) < size) {
-    memcpy(buf, s->name, (size_t)(at - s->name));
-    buf[at - s->name] = '\0';
-    cb(index, buf, base + (uintptr_t)s->addr, ctx);
-  } else {
-    cb(index, s->name, base + (uintptr_t)s->addr, ctx);
+  uint64_t below;
+  const snap__elf_sym_t *s =
+      snap__elf_find(img->has_dbg ? &img->dbg : &img->elf, v, &below);
+  if (s) {
+    out->name = copy_name(s->name);
+    out->addr = base + (uintptr_t)s->addr;
+    out->floor = out->addr;
+  } else if (below > 0) {
+    out->floor = base + (uintptr_t)below - 1; /* a method may start there */
   }
 }
 
+/* Two phases. Under g_lock, the ELF answers are looked up and copied
+   (names point into mappings only the lock keeps alive). Then, holding no
+   lock of ours, the Objective-C runtime is asked and the callbacks run:
+   both may take the loader's lock (dl_iterate_phdr, dlsym, a dlopen of
+   the C++ runtime to demangle), and a thread inside dlopen — a library
+   constructor asking for a stack — holds that lock and may be waiting for
+   g_lock: holding g_lock across those calls would deadlock. */
 int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
                          snap__plat_sym_cb cb, void *ctx) {
   if ((!q && n > 0) || n < 0 || !cb)
     return SNAP_EINVAL;
+  found_t *f = calloc(n ? (size_t)n : 1, sizeof *f);
+  if (!f)
+    return SNAP_ENOMEM;
   char buf[1024];
   pthread_mutex_lock(&g_lock);
   const image_t *last = NULL;
@@ -377,8 +390,24 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
         strcmp(last->path, q[i].image_path) != 0)
       last = image_for(q[i].image_path, q[i].image_base);
     if (last)
-      name_one(last, &q[i], i, cb, ctx, buf, sizeof buf);
+      find_one(last, &q[i], &f[i], buf, sizeof buf);
   }
   pthread_mutex_unlock(&g_lock);
+
+  for (int i = 0; i < n; i++) {
+    /* Objective-C IMPs usually have no ELF symbol (stripped, or local to a
+       runtime-registered class): a method above the ELF function's start,
+       or in the gap after the last function, is the better name. */
+    uintptr_t imp =
+        f[i].ask_objc && !f[i].plt
+            ? snap__linux_objc_method(q[i].addr, f[i].floor, buf, sizeof buf)
+            : 0;
+    if (imp)
+      cb(i, buf, imp, ctx);
+    else if (f[i].name)
+      cb(i, f[i].name, f[i].addr, ctx);
+    free(f[i].name);
+  }
+  free(f);
   return SNAP_OK;
 }

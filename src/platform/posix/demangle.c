@@ -29,9 +29,9 @@
  *      without a runtime are rare enough that the repeated dlsym costs
  *      nothing that matters.
  *
- * Thread safety: the C++ lookup runs under pthread_once; the Swift pointer
- * is an atomic written by whoever finds it first (every finder finds the
- * same function).
+ * Thread safety: the C++ lookup runs once, claimed by an atomic (see
+ * cxx_state); the Swift pointer is an atomic written by whoever finds it
+ * first (every finder finds the same function).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -57,8 +57,14 @@ typedef char *(*swift_demangle_fn)(const char *mangled, size_t mangled_len,
 
 /* ---- C++ ---------------------------------------------------------------- */
 
-static pthread_once_t cxx_once = PTHREAD_ONCE_INIT;
-static cxa_demangle_fn cxx_demangle; /* written once, under cxx_once */
+/* 0: not looked up; 1: a thread is looking; 2: done (cxx_demangle set or
+   NULL for good). Not pthread_once: a thread inside dlopen (a library
+   constructor naming a stack) holds the loader's lock, and waiting there
+   for another thread's lookup — itself waiting for that lock in dlopen —
+   would deadlock. A thread that finds the lookup under way does not wait:
+   its name stays mangled this once. */
+static atomic_int cxx_state;
+static _Atomic(cxa_demangle_fn) cxx_demangle;
 
 static void cxx_lookup(void) {
   void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");
@@ -69,15 +75,25 @@ static void cxx_lookup(void) {
     if (lib)
       sym = dlsym(lib, "__cxa_demangle");
   }
-  cxx_demangle = (cxa_demangle_fn)sym; /* NULL: remembered as absent */
+  /* NULL: remembered as absent */
+  atomic_store_explicit(&cxx_demangle, (cxa_demangle_fn)sym,
+                        memory_order_release);
 }
 
 static char *demangle_cxx(const char *mangled) {
-  pthread_once(&cxx_once, cxx_lookup);
-  if (!cxx_demangle)
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&cxx_state, &expected, 1)) {
+    cxx_lookup();
+    atomic_store(&cxx_state, 2);
+  } else if (expected == 1) {
+    return NULL;
+  }
+  cxa_demangle_fn fn =
+      atomic_load_explicit(&cxx_demangle, memory_order_acquire);
+  if (!fn)
     return NULL;
   int status = -1;
-  char *out = cxx_demangle(mangled, NULL, NULL, &status);
+  char *out = fn(mangled, NULL, NULL, &status);
   if (status != 0) { /* -2: not a valid name; -1: out of memory */
     free(out);
     return NULL;
