@@ -74,6 +74,8 @@ int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
 }
 
 int snap_set_sample_timeout_ms(unsigned ms) {
+  if (ms == 0 || ms > 10000)
+    return SNAP_EINVAL;
   return snap__plat_set_sample_timeout_ms(ms);
 }
 

@@ -63,7 +63,7 @@ typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
    SNAP_ETIMEDOUT or SNAP_EINVAL. [setup] */
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size);
-int snap__plat_set_sample_timeout_ms(unsigned ms);
+int snap__plat_set_sample_timeout_ms(unsigned ms); /* 1..10000, checked */
 int snap__plat_set_sample_signal(int signo);
 
 /* True while the calling thread is inside the stopped window as the sampled

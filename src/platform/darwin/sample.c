@@ -31,7 +31,7 @@
  *
  * No timeout: a Mach suspension does not depend on the target's
  * cooperation (Linux's signal does), so there is nothing to wait for; the
- * sample timeout is accepted and stored for API symmetry only.
+ * sample timeout is accepted for API symmetry only.
  *
  * Must not: suspend the calling thread (it would never resume itself);
  * sample a thread that is exiting (its stack may already be gone: an exiting
@@ -40,14 +40,12 @@
  */
 #include <mach/mach.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "platform/darwin/darwin.h"
 
 static pthread_key_t g_window_key;
 static bool g_key_ok;
-static atomic_uint g_timeout_ms = 100;
 
 __attribute__((constructor)) static void sample_init(void) {
   g_key_ok = pthread_key_create(&g_window_key, NULL) == 0;
@@ -71,10 +69,9 @@ bool snap__plat_in_stopped_window(void) {
   return w && w->stopped;
 }
 
+/* Nothing to wait for (see the head comment): accepted, unused. */
 int snap__plat_set_sample_timeout_ms(unsigned ms) {
-  if (ms == 0 || ms > 10000)
-    return SNAP_EINVAL;
-  atomic_store(&g_timeout_ms, ms);
+  (void)ms;
   return SNAP_OK;
 }
 
