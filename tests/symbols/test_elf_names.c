@@ -575,6 +575,17 @@ static void check_source_line(const found_t *exe) {
   CHECK(strcmp(ours, theirs) == 0, "source line: ours %s, addr2line %s", ours,
         theirs);
   printf("source line: %s\n", ours);
+
+  /* The same through the public API's flag. */
+  const snap_stack_t *s = snap_symbolicate(
+      &pc, 1, SNAP_SYMBOLICATE_EXACT_PC0 | SNAP_SYMBOLICATE_SOURCE_LINES);
+  const snap_frame_t *f = snap_stack_frame(s, 0);
+  char pub[512] = "";
+  if (f && f->source_file)
+    on_line(f->source_file, f->source_line, pub);
+  CHECK(strcmp(pub, theirs) == 0, "snap_symbolicate source: %s, addr2line %s",
+        pub, theirs);
+  snap_stack_release(s);
 }
 
 int main(void) {
