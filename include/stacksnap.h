@@ -2,8 +2,9 @@
  * stacksnap.h — the whole public API of stacksnap.
  *
  * stacksnap captures call stacks in-process (the calling thread or any other
- * thread of the process), tells app code from system code, and — in later
- * releases of this header — names frames and watches the main thread for lag.
+ * thread of the process), tells app code from system code, and names frames
+ * through a cache; a later release of this header watches the main thread
+ * for lag.
  *
  * Conventions (see shared/api.md, the contract this header implements):
  *  - Integers returned are a count (>= 0) or a negative SNAP_E* code.
