@@ -93,7 +93,7 @@ static void check_executable(const char *path) {
         (unsigned long long)m.text_vmsize);
   CHECK(m.text_vmaddr == 0x100000000ull, "__TEXT at %#llx",
         (unsigned long long)m.text_vmaddr);
-  uint64_t entry;
+  uint64_t entry = 0;
   CHECK(entry_offset(b, size, &entry), "no LC_MAIN");
   CHECK(entry > 0 && entry < m.text_vmsize, "entry %#llx outside __TEXT",
         (unsigned long long)entry);
