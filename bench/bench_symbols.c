@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "stacksnap.h"
+#include "xorshift.h"
 
 #ifdef SNAP_BENCH_HAVE_LIBDW
 #include <elfutils/libdwfl.h>
@@ -93,12 +94,7 @@ static void print_ratio(const char *label, double num, double den) {
 
 /* xorshift64*: the same address sets on every run and for every method. */
 static uint64_t g_rng = 0x9e3779b97f4a7c15u;
-static uint64_t rng(void) {
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return g_rng * 0x2545f4914f6cdd1du;
-}
+static uint64_t rng(void) { return snap_xorshift(&g_rng); }
 
 /* ======================================================================
  * Part 1: a repeated call site, depth 32

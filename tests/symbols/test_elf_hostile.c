@@ -25,6 +25,7 @@
 #include "check.h"
 #include "platform/linux/elf_reader.h"
 #include "platform/platform.h"
+#include "xorshift.h"
 
 #ifndef ELF_BIG_LIB
 #error "built by tests/symbols/elf.cmake"
@@ -63,12 +64,7 @@ static buf_t copy_of(const buf_t *b, size_t n) {
 }
 
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
-static uint64_t rnd(void) {
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return g_rng * 0x2545F4914F6CDD1Dull;
-}
+static uint64_t rnd(void) { return snap_xorshift(&g_rng); }
 
 /* Parses, and if that works, looks up every symbol start, end and middle
    and every PLT byte: whatever the answers, nothing may be read out of

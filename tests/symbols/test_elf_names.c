@@ -37,6 +37,7 @@
 
 #include "check.h"
 #include "platform/platform.h"
+#include "xorshift.h"
 
 #ifndef ELF_BIG_LIB
 #error "built by tests/symbols/elf.cmake"
@@ -161,12 +162,7 @@ static double now_s(void) {
 
 /* xorshift64*: a fixed seed, so a failure reproduces. */
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return g_rng * 0x2545F4914F6CDD1Dull;
-}
+static uint64_t rnd(void) { return snap_xorshift(&g_rng); }
 
 /* The first entry with addr > a. */
 static size_t upper(const nmtab_t *t, uint64_t a) {
