@@ -171,8 +171,8 @@ static front_slot_t *front_slot(uint64_t key, int way) {
 }
 
 /* Puts a new reference to s into one of the calling thread's slots for key:
-   an empty one, else the second, whose occupant moves to the first's place
-   out (a cheap approximation of least recently filled). */
+   an empty one; else the first, after its occupant moves to the second
+   (whose occupant goes) — a cheap approximation of least recently filled. */
 static void front_fill(uint64_t key, snap_stack_t *s) {
   if (!t_front_registered) {
     if (snap__plat_on_thread_exit(front_release_all, t_front) != SNAP_OK)
