@@ -14,6 +14,8 @@
  */
 #include "capture/walk.h"
 
+#include <string.h>
+
 #include "capture/arch.h"
 #include "capture/rule_cache.h"
 
@@ -192,14 +194,22 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
       bool ex = c.exact;
       int n = e.n;
       const snap__images_t *apps = e.app_only ? snap__cursor_images(&c) : NULL;
+      int left_to_skip = e.skip; /* a local: the copy loop below is hot */
       for (;;) {
         uintptr_t batch[RECORD_BATCH];
         int got = record_run(&c, &pc, &sp, &fp, &ex, batch);
-        for (int i = 0; i < got && n < max; i++)
-          if (e.skip > 0)
-            e.skip--;
-          else if (!apps || is_app(apps, batch[i]))
-            pcs[n++] = batch[i];
+        int i = 0;
+        for (; i < got && left_to_skip > 0; i++)
+          left_to_skip--;
+        if (!apps) {
+          int take = got - i < max - n ? got - i : max - n;
+          memcpy(pcs + n, batch + i, (size_t)take * sizeof *pcs);
+          n += take;
+        } else {
+          for (; i < got && n < max; i++)
+            if (is_app(apps, batch[i]))
+              pcs[n++] = batch[i];
+        }
         steps += got;
         if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
           break;
@@ -211,8 +221,8 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
           break;
         steps++;
         ex = false;
-        if (e.skip > 0)
-          e.skip--;
+        if (left_to_skip > 0)
+          left_to_skip--;
         else if (!apps || is_app(apps, pc))
           pcs[n++] = pc;
         if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
@@ -221,6 +231,7 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
       c.lo = sp;
       c.regs.pc = pc, c.regs.sp = sp, c.regs.fp = fp, c.exact = ex;
       e.n = n;
+      e.skip = left_to_skip;
       if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
         break;
     }
