@@ -198,7 +198,9 @@ SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
 /* The job of +[NSThread callStackSymbols], with a depth limit and the cache:
    capture the caller's stack (frame 0 = the caller) and name it. max is
    1..SNAP_MAX_FRAMES; flags as for snap_capture_self plus the
-   SNAP_SYMBOLICATE_* flags. NULL on bad arguments or out of memory. */
+   SNAP_SYMBOLICATE_* flags. NULL on bad arguments or out of memory.
+   Not async-signal-safe (it may allocate and lock on a cache miss); from
+   a signal handler, capture with snap_capture_self and name later. */
 SNAP_EXPORT const snap_stack_t *snap_callstack_symbols(int max, unsigned flags);
 
 /* 0 for NULL. */
@@ -216,7 +218,8 @@ SNAP_EXPORT void snap_stack_release(const snap_stack_t *s);
 
 /* Debug printing of the caller's stack to a file descriptor, one line per
    frame as snap_stack_line. Returns the number of frames printed, or
-   SNAP_EINVAL, SNAP_ENOMEM, SNAP_EIO (a write failed). */
+   SNAP_EINVAL, SNAP_ENOMEM, SNAP_EIO (a write failed). Not
+   async-signal-safe. */
 SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
 
 /* Extension: the cache's memory cap in bytes (stack objects, their names
