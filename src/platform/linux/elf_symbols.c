@@ -394,13 +394,15 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
   }
   pthread_mutex_unlock(&g_lock);
 
+  /* Objective-C IMPs usually have no ELF symbol (stripped, or local to a
+     runtime-registered class): a method above the ELF function's start, or
+     in the gap after the last function, is the better name. The runtime
+     is asked once for the whole batch. */
+  bool objc = n > 0 && snap__linux_objc_prepare();
   for (int i = 0; i < n; i++) {
-    /* Objective-C IMPs usually have no ELF symbol (stripped, or local to a
-       runtime-registered class): a method above the ELF function's start,
-       or in the gap after the last function, is the better name. */
     uintptr_t imp =
-        f[i].ask_objc && !f[i].plt
-            ? snap__linux_objc_method(q[i].addr, f[i].floor, buf, sizeof buf)
+        objc && f[i].ask_objc && !f[i].plt
+            ? snap__linux_objc_lookup(q[i].addr, f[i].floor, buf, sizeof buf)
             : 0;
     if (imp)
       cb(i, buf, imp, ctx);

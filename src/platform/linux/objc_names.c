@@ -253,35 +253,49 @@ static uintptr_t table_lookup(const objc_table_t *t, uintptr_t addr,
   return e->imp;
 }
 
-uintptr_t snap__linux_objc_method(uintptr_t addr, uintptr_t lo, char *buf,
-                                  size_t size) {
-  if (!buf && size)
-    return 0;
+bool snap__linux_objc_prepare(void) {
   const objc_api_t *a = api_get();
   if (!a)
-    return 0;
+    return false;
   int classes = a->get_class_list(NULL, 0);
   uint64_t stamp = snap__plat_images_stamp();
 
   pthread_mutex_lock(&table_lock);
-  if (current && current->classes == classes && current->stamp == stamp) {
-    uintptr_t imp = table_lookup(current, addr, lo, buf, size);
-    pthread_mutex_unlock(&table_lock);
-    return imp;
-  }
+  bool up_to_date =
+      current && current->classes == classes && current->stamp == stamp;
   pthread_mutex_unlock(&table_lock);
+  if (up_to_date)
+    return true;
 
   /* Stale or missing: build outside the lock (the runtime takes its own
      locks), then publish. Two threads may both build; the later swap wins
      and both tables are correct for what they saw. */
   objc_table_t *fresh = table_build(a, classes, stamp);
   if (!fresh)
-    return 0;
+    return false;
   pthread_mutex_lock(&table_lock);
   objc_table_t *old = current;
   current = fresh;
-  uintptr_t imp = table_lookup(fresh, addr, lo, buf, size);
   pthread_mutex_unlock(&table_lock);
   table_free(old);
+  return true;
+}
+
+uintptr_t snap__linux_objc_lookup(uintptr_t addr, uintptr_t lo, char *buf,
+                                  size_t size) {
+  if (!buf && size)
+    return 0;
+  pthread_mutex_lock(&table_lock);
+  uintptr_t imp = current ? table_lookup(current, addr, lo, buf, size) : 0;
+  pthread_mutex_unlock(&table_lock);
   return imp;
+}
+
+uintptr_t snap__linux_objc_method(uintptr_t addr, uintptr_t lo, char *buf,
+                                  size_t size) {
+  if (!buf && size)
+    return 0;
+  return snap__linux_objc_prepare()
+             ? snap__linux_objc_lookup(addr, lo, buf, size)
+             : 0;
 }

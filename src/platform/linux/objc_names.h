@@ -6,6 +6,7 @@
 #ifndef SNAP_PLATFORM_LINUX_OBJC_NAMES_H
 #define SNAP_PLATFORM_LINUX_OBJC_NAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,16 @@
    NUL-terminated) and returns its IMP; 0 when there is none or no
    Objective-C runtime is loaded. [setup] */
 uintptr_t snap__linux_objc_method(uintptr_t addr, uintptr_t floor, char *buf,
+                                  size_t size);
+
+/* The same in two steps, for a batch of addresses: prepare brings the
+   method table up to date with the runtime (an images-stamp read, a class
+   count and, when something changed, a rebuild) and says whether a runtime
+   is loaded at all; lookup answers from the table prepare left, without
+   asking the runtime again. So a stack of n frames checks once, not n
+   times. [setup] */
+bool snap__linux_objc_prepare(void);
+uintptr_t snap__linux_objc_lookup(uintptr_t addr, uintptr_t floor, char *buf,
                                   size_t size);
 
 #endif /* SNAP_PLATFORM_LINUX_OBJC_NAMES_H */
