@@ -21,7 +21,8 @@
  * Addresses: a symbol's file vaddr + image_base (the load bias), which is
  * right for PIE, shared objects and non-PIE executables (bias 0).
  *
- * Cache: up to MAX_IMAGES images keyed by (path, base), least recently used
+ * Cache: up to MAX_IMAGES images keyed by path (symbols are file offsets:
+ * where the image is loaded is the query's business), least recently used
  * dropped and unmapped; an image that fails to load is cached too, so a bad
  * file is opened once, not once per pc. One mutex guards it, held while the
  * ELF answers are looked up and copied out of the mappings — never while
@@ -68,8 +69,7 @@ typedef struct mapping {
 } mapping_t;
 
 typedef struct image {
-  char *path; /* NULL: free slot */
-  uintptr_t base;
+  char *path;    /* NULL: free slot */
   uint64_t used; /* LRU clock */
   bool ok;       /* file parsed */
   bool has_dbg;  /* separate debug file parsed */
@@ -286,11 +286,11 @@ static void load(image_t *img) {
     find_debug_file(img);
 }
 
-static image_t *image_for(const char *path, uintptr_t base) {
+static image_t *image_for(const char *path) {
   image_t *victim = &g_images[0];
   for (int i = 0; i < MAX_IMAGES; i++) {
     image_t *img = &g_images[i];
-    if (img->path && img->base == base && strcmp(img->path, path) == 0) {
+    if (img->path && strcmp(img->path, path) == 0) {
       img->used = ++g_clock;
       return img;
     }
@@ -303,7 +303,6 @@ static image_t *image_for(const char *path, uintptr_t base) {
   victim->path = strdup(path);
   if (!victim->path)
     return NULL;
-  victim->base = base;
   victim->used = ++g_clock;
   load(victim);
   return victim;
@@ -386,9 +385,8 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
     if (!q[i].image_path || !q[i].image_path[0])
       continue;
     /* Frames of one image come in runs: skip the cache walk for them. */
-    if (!last || last->base != q[i].image_base ||
-        strcmp(last->path, q[i].image_path) != 0)
-      last = image_for(q[i].image_path, q[i].image_base);
+    if (!last || strcmp(last->path, q[i].image_path) != 0)
+      last = image_for(q[i].image_path);
     if (last)
       find_one(last, &q[i], &f[i], buf, sizeof buf);
   }
