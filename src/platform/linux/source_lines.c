@@ -38,6 +38,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,7 +75,12 @@ typedef struct module {
 } module_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_state; /* 0 not tried, 1 loaded, -1 unavailable */
+/* 0 not tried, 2 a thread is loading it, 1 loaded, -1 unavailable. Loaded
+   with no lock of ours held, and never waited for: dlopen takes the
+   loader's lock, and a thread inside dlopen (a constructor asking for a
+   stack) may be waiting for ours. A caller that finds the load under way
+   gets no line this once. */
+static atomic_int g_state;
 static dw_api_t g_dw;
 static Dwfl_Callbacks g_callbacks;
 static Dwfl *g_dwfl;
@@ -164,13 +170,16 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
                            snap__plat_line_cb cb, void *ctx) {
   if (!q || !cb)
     return SNAP_EINVAL;
-  pthread_mutex_lock(&g_lock);
-  if (g_state == 0)
-    g_state = load_libdw() ? 1 : -1;
-  if (g_state < 0) {
-    pthread_mutex_unlock(&g_lock);
-    return SNAP_EUNSUPPORTED;
+  int state = 0;
+  if (atomic_compare_exchange_strong(&g_state, &state, 2)) {
+    state = load_libdw() ? 1 : -1;
+    atomic_store(&g_state, state);
   }
+  if (state < 0)
+    return SNAP_EUNSUPPORTED;
+  if (state == 2)
+    return SNAP_OK; /* being loaded by another thread */
+  pthread_mutex_lock(&g_lock);
   /* Only files: the vdso ("linux-vdso.so.1") has no line table. */
   if (q->image_path && q->image_path[0] == '/') {
     Dwfl_Module *m = module_for(q->image_path, q->image_base);
