@@ -192,5 +192,72 @@ int snap__plat_sem_init(snap__sem_t *s, unsigned value); /* SNAP_OK or code */
 void snap__plat_sem_wait(snap__sem_t *s);
 void snap__plat_sem_post(snap__sem_t *s);
 void snap__plat_sem_destroy(snap__sem_t *s);
+/* Waits until posted (SNAP_OK) or until the monotonic clock (see
+   snap__plat_now_ns) reaches deadline_ns (SNAP_ETIMEDOUT). */
+int snap__plat_sem_timedwait(snap__sem_t *s, uint64_t deadline_ns);
+
+/* ---- Clocks ------------------------------------------------------------ */
+
+/* Monotonic nanoseconds; not counting time the machine slept where the
+   platform allows (a suspended laptop is no lag). No syscall on Linux
+   (vDSO) or Apple (commpage). [signal-safe] */
+uint64_t snap__plat_now_ns(void);
+/* Wall-clock milliseconds since 1970 (report names and dates). */
+int64_t snap__plat_unix_ms(void);
+
+/* ---- Watchdog support ---------------------------------------------------- */
+
+/* CPU time the thread has used (user + system), in nanoseconds, or a
+   negative SNAP_E* code (SNAP_ENOTHREAD when it exited). */
+int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
+/* The thread's name ("" when it has none); false when it cannot be read. */
+bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size);
+/* True when a debugger (or any tracer) is attached to the process now. */
+bool snap__plat_is_traced(void);
+/* The process id (written into reports). */
+int64_t snap__plat_process_id(void);
+
+/* A joinable helper thread (the watchdog). */
+typedef struct snap__plat_thread {
+  _Alignas(16) unsigned char opaque[16];
+} snap__plat_thread_t;
+/* Starts fn(arg) on a new thread with every signal blocked (so the app's
+   signals keep going to its own threads). SNAP_OK or SNAP_ENOMEM. */
+int snap__plat_thread_start(snap__plat_thread_t *t, void (*fn)(void *),
+                            void *arg, const char *name);
+void snap__plat_thread_join(snap__plat_thread_t *t);
+
+/* A symbol of an already loaded library (NULL if none): for adapters of
+   loop libraries the app brings, so stacksnap never links them. */
+void *snap__plat_find_symbol(const char *name);
+
+/* ---- Report files ------------------------------------------------------- */
+
+/* Creates dir and its parents. SNAP_OK if it exists afterwards, else
+   SNAP_EIO. */
+int snap__plat_dir_make(const char *dir);
+/* Calls cb for each entry of dir (not "." or ".."). SNAP_OK or SNAP_EIO. */
+int snap__plat_dir_list(const char *dir,
+                        void (*cb)(const char *name, void *ctx), void *ctx);
+/* Replaces dir/name with data so that at every instant the file is either
+   the old content or the new: writes "." name ".tmp", fsyncs it, renames it
+   over dir/name, fsyncs dir. SNAP_OK, or SNAP_EIO: nothing replaced, except
+   when only the final fsync of dir failed (the new file is in place but may
+   not survive a power cut; writing it again is safe). */
+int snap__plat_file_replace(const char *dir, const char *name, const void *data,
+                            size_t n);
+/* Reads dir/name whole into a malloc'ed, NUL-terminated buffer (*n without
+   the NUL). SNAP_OK, SNAP_EIO, SNAP_ENOMEM; files above max bytes are
+   SNAP_EIO. */
+int snap__plat_file_read(const char *dir, const char *name, size_t max,
+                         char **data, size_t *n);
+/* SNAP_OK, also when it did not exist; SNAP_EIO otherwise. */
+int snap__plat_file_remove(const char *dir, const char *name);
+
+/* ---- Loop adapters ----------------------------------------------------- */
+
+/* Hooks the platform's own event loop (Apple: CFRunLoop observers calling
+   snap_lag_loop_busy/idle); SNAP_EUNSUPPORTED where there is none. */
+int snap__plat_attach_runloop(void *runloop);
 
 #endif /* SNAP_PLATFORM_H */

@@ -12,9 +12,16 @@
  * semaphore is released with a count below the one it was created with,
  * which a cache destroyed while one of its stripes is held would hit.
  *
+ * Timed waits: the deadline is in snap__plat_now_ns's clock
+ * (CLOCK_UPTIME_RAW, mach absolute time, not counting sleep). A
+ * dispatch_time built from DISPATCH_TIME_NOW counts in that same clock, so
+ * the deadline becomes "now + (deadline - now)" with no clock conversion;
+ * a deadline already past still polls the semaphore once.
+ *
  * Must not: be used from the stopped window (a wait may sleep).
  */
 #include <dispatch/dispatch.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "platform/darwin/darwin.h"
@@ -52,4 +59,15 @@ void snap__plat_sem_destroy(snap__sem_t *s) {
   if (d)
     dispatch_release(d);
   memset(s->opaque, 0, sizeof s->opaque);
+}
+
+int snap__plat_sem_timedwait(snap__sem_t *s, uint64_t deadline_ns) {
+  uint64_t now = snap__plat_now_ns();
+  dispatch_time_t when = DISPATCH_TIME_NOW;
+  if (deadline_ns > now) {
+    uint64_t delta = deadline_ns - now;
+    when = dispatch_time(DISPATCH_TIME_NOW,
+                         delta > INT64_MAX ? INT64_MAX : (int64_t)delta);
+  }
+  return dispatch_semaphore_wait(get(s), when) == 0 ? SNAP_OK : SNAP_ETIMEDOUT;
 }

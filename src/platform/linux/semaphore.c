@@ -6,10 +6,17 @@
  * a hash probe and a list splice, never across a call that can block, and
  * an uncontended sem_wait/sem_post is one atomic each in glibc — the same
  * shape as dispatch_semaphore on Apple, so both backends behave alike.
+ *
+ * Timed waits use sem_clockwait on CLOCK_MONOTONIC (glibc 2.30+), the clock
+ * snap__plat_now_ns reads, so a deadline the core computed from that clock
+ * means what it says. sem_timedwait would measure against CLOCK_REALTIME,
+ * which jumps when the wall clock is set.
+ *
  * Must not: be used from the stopped window (sem_wait may sleep).
  */
 #include <errno.h>
 #include <semaphore.h>
+#include <time.h>
 
 #include "platform/linux/linux.h"
 
@@ -32,3 +39,14 @@ void snap__plat_sem_wait(snap__sem_t *s) {
 void snap__plat_sem_post(snap__sem_t *s) { sem_post(sem(s)); }
 
 void snap__plat_sem_destroy(snap__sem_t *s) { sem_destroy(sem(s)); }
+
+int snap__plat_sem_timedwait(snap__sem_t *s, uint64_t deadline_ns) {
+  struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+                        .tv_nsec = (long)(deadline_ns % 1000000000u)};
+  for (;;) {
+    if (sem_clockwait(sem(s), CLOCK_MONOTONIC, &ts) == 0)
+      return SNAP_OK;
+    if (errno != EINTR)
+      return SNAP_ETIMEDOUT; /* ETIMEDOUT; EINVAL only for a bad sem */
+  }
+}

@@ -1,0 +1,122 @@
+/*
+ * thread_info.c — what the lag watchdog asks about a thread beyond its
+ * stack: CPU time used, name, and whether a debugger traces the process.
+ *
+ * CPU time: the kernel gives every thread a CPU clock whose id is built
+ * from its TID: ((~tid) << 3) | CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED (2)
+ * — the value glibc's pthread_getcpuclockid builds from a pthread_t. We
+ * build it from the TID directly, since the watchdog knows threads by TID
+ * and has no pthread_t for most of them. The kernel accepts a per-thread
+ * clock only for threads of the caller's own process (EINVAL otherwise),
+ * and answers EINVAL or ESRCH once the thread has exited: both are
+ * SNAP_ENOTHREAD. The clock counts user + system time, as scheduled.
+ *
+ * Name: /proc/self/task/<tid>/comm, 15 bytes at most and a newline.
+ * Traced: the TracerPid line of /proc/self/status (0 = none). A tracer is
+ * any ptrace attachment — a debugger, strace, or a crash reporter of the
+ * kind that ptraces its own parent.
+ *
+ * Files are read with open/read into stack buffers, paths built by hand:
+ * no stdio, no allocation, nothing that can fail by running out of memory
+ * on the watchdog thread. Must not: be called from the stopped window
+ * (open and read block on /proc), print, or abort.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/linux/linux.h"
+
+/* A TID the kernel could have handed out (pid_max is at most 2^22). */
+static bool tid_ok(snap_thread_t thread) {
+  return thread > 0 && thread <= 0x7fffffff;
+}
+
+int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
+  if (!tid_ok(thread))
+    return SNAP_ENOTHREAD;
+  /* Built in unsigned arithmetic: shifting a negative int is undefined. */
+  clockid_t clk = (clockid_t)((~(unsigned)thread << 3) | 6u);
+  struct timespec ts;
+  if (clock_gettime(clk, &ts) != 0)
+    return errno == EINVAL || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Reads up to size - 1 bytes of path into buf, NUL-terminated; the count,
+   or -1 (with errno) when it cannot be opened or read. */
+static ssize_t read_small(const char *path, char *buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  size_t len = 0;
+  while (len + 1 < size) {
+    ssize_t r = read(fd, buf + len, size - 1 - len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int err = errno;
+      close(fd);
+      errno = err;
+      return -1;
+    }
+    if (r == 0)
+      break;
+    len += (size_t)r;
+  }
+  close(fd);
+  buf[len] = '\0';
+  return (ssize_t)len;
+}
+
+/* "/proc/self/task/<tid>/comm" into path[64]. */
+static void comm_path(char *path, snap_thread_t tid) {
+  static const char head[] = "/proc/self/task/", tail[] = "/comm";
+  char digits[24];
+  int nd = 0;
+  do
+    digits[nd++] = (char)('0' + tid % 10);
+  while ((tid /= 10) != 0);
+  char *p = path;
+  memcpy(p, head, sizeof head - 1);
+  p += sizeof head - 1;
+  while (nd > 0)
+    *p++ = digits[--nd];
+  memcpy(p, tail, sizeof tail); /* with its NUL */
+}
+
+bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size) {
+  if (!buf || size == 0 || !tid_ok(thread))
+    return false;
+  char path[64], comm[64];
+  comm_path(path, thread);
+  ssize_t n = read_small(path, comm, sizeof comm);
+  if (n < 0)
+    return false;
+  size_t len = (size_t)n;
+  if (len > 0 && comm[len - 1] == '\n')
+    len--;
+  if (len > size - 1)
+    len = size - 1; /* truncation is an answer, not an error */
+  memcpy(buf, comm, len);
+  buf[len] = '\0';
+  return true;
+}
+
+bool snap__plat_is_traced(void) {
+  /* TracerPid is the 8th line or so; 4 KiB holds the whole file on every
+     kernel we know (its long lines come after). */
+  char status[4096];
+  if (read_small("/proc/self/status", status, sizeof status) < 0)
+    return false;
+  static const char key[] = "\nTracerPid:";
+  const char *p = strstr(status, key);
+  if (!p)
+    return false;
+  p += sizeof key - 1;
+  while (*p == ' ' || *p == '\t')
+    p++;
+  return *p >= '1' && *p <= '9'; /* "0" when nobody traces */
+}
