@@ -3,8 +3,7 @@
  *
  * stacksnap captures call stacks in-process (the calling thread or any other
  * thread of the process), tells app code from system code, and names frames
- * through a cache; a later release of this header watches the main thread
- * for lag.
+ * through a cache and watches the main thread's event loop for lag.
  *
  * Conventions (see shared/api.md, the contract this header implements):
  *  - Integers returned are a count (>= 0) or a negative SNAP_E* code.
@@ -239,8 +238,91 @@ typedef struct snap_symbol_cache_stats {
 } snap_symbol_cache_stats_t;
 SNAP_EXPORT int snap_symbol_cache_stats(snap_symbol_cache_stats_t *out);
 
+/* ---- Lag watchdog ------------------------------------------------------ */
+
+/* A watchdog thread watches the main thread's event loop (told through
+   snap_lag_loop_busy / snap_lag_loop_idle, or an adapter that makes those
+   calls) and writes a JSON report when one busy stretch outlives
+   threshold_ms. Reports are named "<unix-ms>-<kind>.json" (the unix-ms is
+   when the busy stretch began), schema "stacksnap.lag/1"; the fields are
+   listed in docs/lag.md. */
+typedef struct snap_lag_config {
+  /* Busy longer than this is a lag. Default 250 ms: Apple's definition of
+     a hang (a UI that does not answer for 250 ms is felt). 10..60000. */
+  unsigned threshold_ms;
+  /* While busy, the main thread's stack is sampled this often into a ring;
+     the report's costliest_stack is the one seen most. Default 50 ms and
+     a ring of 20 (WeChat Matrix's values: one second of history).
+     0 = no point-stack sampling; else 1..threshold_ms. */
+  unsigned sample_interval_ms;
+  unsigned ring_size; /* 1..1000 (0 allowed when sampling is off) */
+  /* A lag this long is a hang: the report's kind becomes "hang". Default
+     8000 ms (roughly where iOS's watchdog kills an app that does not
+     answer). threshold_ms..3600000. */
+  unsigned hang_ms;
+  /* The main thread above this share of one core over cpu_window_ms gives
+     a "cpu" report even when every loop iteration is short. Default 80
+     (Matrix). 0 = off; else 1..100. */
+  unsigned cpu_percent;
+  const char *report_dir; /* required; created (with parents) if missing */
+  /* Reports older than this many days are deleted. Default 7; 1..3650. */
+  unsigned retention_days;
+  /* At most this many new reports per UTC day; updates of a report already
+     written are not counted. Default 20; 1..100000. */
+  unsigned max_reports_per_day;
+  /* Called on the watchdog thread after a report file was renamed into
+     place (again after each update). May be NULL. */
+  void (*on_report)(const char *report_path, void *ctx);
+  void *ctx;
+  /* Extensions (set by snap_lag_config_default; keep it the first call). */
+  /* The window the CPU trigger averages over. Default 5000 ms: long enough
+     that a burst of work is not reported, short enough to catch a screen
+     that keeps the main thread hot. 100..600000. */
+  unsigned cpu_window_ms;
+  /* Threads in a report, running ones first. Default 64: a report stays a
+     few hundred KiB with 64 named stacks. 1..1024. */
+  unsigned max_threads;
+  /* Report even while a debugger traces the process. Default false: a
+     process stopped at a breakpoint is not lagging. */
+  bool report_when_traced;
+} snap_lag_config_t;
+
+/* Fills *cfg with the defaults above (report_dir NULL: set it). */
+SNAP_EXPORT void snap_lag_config_default(snap_lag_config_t *cfg);
+/* Starts the watchdog thread for snap_thread_main(). The config is copied.
+   Before it returns, reports left by a process that died during a lag are
+   turned into "hang_killed" reports, and retention and the daily cap are
+   applied to report_dir. Returns SNAP_OK, SNAP_EINVAL (NULL, a value out
+   of range, no report_dir), SNAP_EIO (report_dir cannot be created or
+   written), SNAP_ENOMEM, SNAP_EBUSY (already started). */
+SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg);
+/* Stops and joins the watchdog; an ongoing lag's report is finished (its
+   duration so far). SNAP_OK, also when not started. Not from the watchdog
+   thread (on_report): that returns SNAP_EBUSY. */
+SNAP_EXPORT int snap_lag_stop(void);
+
+/* Loop observer calls, from the main thread, on every loop iteration:
+   busy when the loop woke and starts handling events, idle when it is
+   about to sleep. Each is a clock read and an atomic exchange; busy also
+   posts a semaphore when the watchdog is parked, which it does only after
+   a whole sample interval with no busy call (so at most a few times a
+   second, and a loop that sleeps costs the watchdog no wakeups).
+   No lock, no allocation. Cheap no-ops when the watchdog is not running. */
+SNAP_EXPORT void snap_lag_loop_busy(void);
+SNAP_EXPORT void snap_lag_loop_idle(void);
+
+/* Adapters: hook a real loop so the app needs no manual calls. Each may be
+   called before or after snap_lag_start; attaching twice is harmless.
+   GLib: wraps the context's poll function (NULL = the default context):
+   idle before poll, busy after — the moments of CFRunLoop's BeforeWaiting
+   and AfterWaiting. SNAP_EUNSUPPORTED when stacksnap was built without
+   GLib's headers or the process has not loaded GLib.
+   CFRunLoop (Apple): observers in the common modes (NULL = main run loop);
+   SNAP_EUNSUPPORTED elsewhere. */
+SNAP_EXPORT int snap_lag_attach_glib(void *main_context);
+SNAP_EXPORT int snap_lag_attach_cfrunloop(void *runloop);
+
 #ifdef __cplusplus
 }
 #endif
-
 #endif /* STACKSNAP_H */

@@ -1,0 +1,163 @@
+/*
+ * lag.h — what the lag watchdog's files share: the loop observer's state,
+ * the point-stack ring, annealing, classification, the report's content and
+ * the report directory.
+ *
+ * Owns: the internal interfaces of src/lag/ only. Must not: name an OS API
+ * (everything OS-specific goes through src/platform/platform.h).
+ */
+#ifndef SNAP_LAG_H
+#define SNAP_LAG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform/platform.h"
+#include "stacksnap.h"
+
+/* ---- Loop observer (observer.c) ------------------------------------------ */
+
+/* The loop's state word: (sequence << 2) | BUSY | PARKED. The main thread
+   bumps the sequence at each busy call, so the watchdog tells one busy
+   stretch from the next; the watchdog sets PARKED before it sleeps with
+   no deadline, and the busy call that clears it posts the semaphore. */
+#define SNAP__LOOP_BUSY 1u
+#define SNAP__LOOP_PARKED 2u
+
+typedef struct snap__loop_view {
+  uint32_t seq;
+  bool busy;
+  uint64_t busy_since_ns; /* valid when busy */
+  uint64_t idle_since_ns; /* valid when !busy and seq > 0 */
+} snap__loop_view_t;
+
+/* Turns the busy/idle calls on (with a fresh state) or off. */
+void snap__loop_activate(snap__sem_t *wake);
+void snap__loop_deactivate(void);
+/* A consistent reading of the state. */
+snap__loop_view_t snap__loop_read(void);
+/* Sets PARKED if the loop is still idle at `seq`; true when set (the caller
+   may then sleep until posted). */
+bool snap__loop_park(uint32_t seq);
+void snap__loop_unpark(void);
+
+/* ---- Point-stack ring (ring.c) ------------------------------------------- */
+
+#define SNAP__RING_DEPTH 128
+
+typedef struct snap__point {
+  uint32_t seq;   /* busy stretch it was taken in */
+  uint64_t t_ns;  /* when */
+  int64_t cpu_ns; /* main thread's CPU time then (-1 unknown) */
+  int n;          /* pcs */
+  uintptr_t pcs[SNAP__RING_DEPTH];
+} snap__point_t;
+
+typedef struct snap__ring {
+  snap__point_t *slots;
+  unsigned size;
+  uint64_t written; /* total ever written; the newest is written - 1 */
+} snap__ring_t;
+
+int snap__ring_init(snap__ring_t *r, unsigned size);
+void snap__ring_free(snap__ring_t *r);
+/* The slot the next point goes into; commit it after filling. */
+snap__point_t *snap__ring_next(snap__ring_t *r);
+void snap__ring_commit(snap__ring_t *r);
+
+/* The costliest stack among the points taken at or after since_ns (and,
+   when seq != 0, in busy stretch seq): the innermost function seen most
+   often, ties to the most recent. */
+typedef struct snap__costliest {
+  unsigned hits, samples;
+  int64_t cpu_ns, wall_ns;   /* main-thread CPU over the winning points */
+  const snap_stack_t *stack; /* the newest winning point, named; NULL if none */
+} snap__costliest_t;
+void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,
+                          uint64_t since_ns, snap__costliest_t *out);
+
+/* ---- Annealing (annealing.c) --------------------------------------------- */
+
+/* True when two named stacks are the same call path: the same functions in
+   the same order (the pcs inside a function may differ). */
+bool snap__same_path(const snap_stack_t *a, const snap_stack_t *b);
+
+/* Fibonacci back-off of the re-checks of one ongoing lag. */
+typedef struct snap__backoff {
+  uint64_t a, b; /* the next two steps, in units */
+} snap__backoff_t;
+void snap__backoff_reset(snap__backoff_t *f);
+/* The next step (1, 1, 2, 3, 5, 8, ... units), capped at 10 000 units. */
+uint64_t snap__backoff_next(snap__backoff_t *f);
+
+/* ---- Classification (classify.c) ----------------------------------------- */
+
+/* l1/l2: the innermost 2 / 4 app frames, "func|caller|...". */
+void snap__classify(const snap_stack_t *s, int frames, char *out, size_t size);
+
+/* ---- Report content (report_json.c) ------------------------------------- */
+
+typedef struct snap__lag_thread {
+  snap_thread_t tid;
+  char name[32];
+  bool main, running;
+  int error;                 /* SNAP_OK, or why there are no frames */
+  const snap_stack_t *stack; /* owned; NULL on error */
+} snap__lag_thread_t;
+
+typedef struct snap__lag_report {
+  const char *kind; /* "lag" "hang" "cpu" "hang_killed" */
+  bool ongoing;
+  int64_t start_unix_ms, updated_unix_ms;
+  uint64_t duration_ms;
+  unsigned threshold_ms;
+  unsigned repeats;
+  snap_thread_t main_tid;
+  int64_t main_cpu_ms, main_wall_ms;
+  const snap_stack_t *main_stack; /* owned */
+  snap__costliest_t costliest;    /* its stack owned */
+  char l1[512], l2[1024];
+  unsigned cpu_percent, cpu_window_ms; /* kind "cpu" */
+  int threads_total;
+  int nthreads;
+  snap__lag_thread_t *threads; /* owned */
+} snap__lag_report_t;
+
+/* Releases what the report owns and zeroes it. */
+void snap__lag_report_clear(snap__lag_report_t *r);
+/* The report as JSON (docs/lag.md), malloc'ed; NULL when out of memory.
+   The text starts with the fixed prefix snap__lag_json_prefix writes, so a
+   later start can find an ongoing report without a JSON parser. */
+char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len);
+/* Writes the prefix `{"schema":"stacksnap.lag/1","kind":"K","ongoing":B`. */
+int snap__lag_json_prefix(char *buf, size_t size, const char *kind,
+                          bool ongoing);
+
+/* ---- Report directory (report_store.c) ----------------------------------- */
+
+typedef struct snap__lag_store {
+  char dir[1024];
+  unsigned retention_days, max_per_day;
+  void (*on_report)(const char *path, void *ctx);
+  void *ctx;
+  unsigned dropped; /* new reports refused by the daily cap */
+} snap__lag_store_t;
+
+/* Creates the directory, removes temporary files, applies retention, turns
+   ongoing reports into hang_killed ones. SNAP_OK, SNAP_EIO. */
+int snap__lag_store_open(snap__lag_store_t *st);
+/* Writes a new report (file name from start and kind into name[64]).
+   SNAP_OK; SNAP_EBUSY when today's cap is reached (nothing written);
+   SNAP_EIO. */
+int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
+                        const char *kind, const char *json, size_t n,
+                        char name[64]);
+/* Rewrites the report `name` (a new name when kind changed: the old file
+   is removed after the new one is in place). SNAP_OK or SNAP_EIO. */
+int snap__lag_store_update(snap__lag_store_t *st, char name[64],
+                           int64_t start_unix_ms, const char *kind,
+                           const char *json, size_t n);
+
+#endif /* SNAP_LAG_H */

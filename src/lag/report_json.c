@@ -1,0 +1,198 @@
+/*
+ * report_json.c — a lag report as JSON text (the format in docs/lag.md).
+ *
+ * Owns: the text of a report and the fixed prefix a later start looks for.
+ * Must not: write files (report_store.c does) or sample.
+ *
+ * Why a writer of our own: the report is write-only JSON of a fixed shape;
+ * a library dependency for that would be larger than this file. Every
+ * string goes through json_string(), which escapes what JSON requires and
+ * replaces bytes that are not UTF-8 text (symbol names can hold anything),
+ * so a report always parses.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lag/lag.h"
+
+typedef struct buf {
+  char *p;
+  size_t len, cap;
+  bool failed;
+} buf_t;
+
+static void reserve(buf_t *b, size_t more) {
+  if (b->failed || b->len + more + 1 <= b->cap)
+    return;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + more + 1)
+    cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (!p) {
+    b->failed = true;
+    return;
+  }
+  b->p = p;
+  b->cap = cap;
+}
+
+static void put(buf_t *b, const char *s, size_t n) {
+  reserve(b, n);
+  if (b->failed)
+    return;
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void puts_(buf_t *b, const char *s) { put(b, s, strlen(s)); }
+
+static void printf_(buf_t *b, const char *fmt, ...) {
+  char tmp[128];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Length of a valid UTF-8 sequence at s (1..4), or 0. */
+static int utf8_len(const unsigned char *s) {
+  if (s[0] < 0x80)
+    return 1;
+  int n = (s[0] & 0xe0) == 0xc0   ? 2
+          : (s[0] & 0xf0) == 0xe0 ? 3
+          : (s[0] & 0xf8) == 0xf0 ? 4
+                                  : 0;
+  if (n == 0 || (n == 2 && s[0] < 0xc2))
+    return 0;
+  for (int i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  return n;
+}
+
+static void json_string(buf_t *b, const char *s) {
+  if (!s) {
+    puts_(b, "null");
+    return;
+  }
+  puts_(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    if (*p == '"' || *p == '\\') {
+      char esc[2] = {'\\', (char)*p};
+      put(b, esc, 2);
+      p++;
+    } else if (*p < 0x20) {
+      printf_(b, "\\u%04x", *p);
+      p++;
+    } else {
+      int n = utf8_len(p);
+      if (n == 0) {
+        puts_(b, "\\ufffd"); /* not text: never break the document */
+        p++;
+      } else {
+        put(b, (const char *)p, (size_t)n);
+        p += n;
+      }
+    }
+  }
+  puts_(b, "\"");
+}
+
+static void json_frames(buf_t *b, const snap_stack_t *s) {
+  puts_(b, "[");
+  int n = snap_stack_count(s);
+  for (int i = 0; i < n; i++) {
+    const snap_frame_t *f = snap_stack_frame(s, i);
+    uintptr_t base = f->symbol ? f->symbol_addr : f->image_base;
+    printf_(b, "%s\n    {\"pc\":\"0x%" PRIxPTR "\",\"image\":", i ? "," : "",
+            f->pc);
+    json_string(b, f->image);
+    puts_(b, ",\"symbol\":");
+    json_string(b, f->symbol);
+    printf_(b, ",\"offset\":%" PRIuPTR ",\"in_app\":%s}",
+            base && f->pc >= base ? f->pc - base : f->pc,
+            f->in_app ? "true" : "false");
+  }
+  puts_(b, "]");
+}
+
+int snap__lag_json_prefix(char *out, size_t size, const char *kind,
+                          bool ongoing) {
+  return snprintf(out, size,
+                  "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"%s\","
+                  "\"ongoing\":%s",
+                  kind, ongoing ? "true" : "false");
+}
+
+char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
+  buf_t b = {0};
+  char prefix[128];
+  snap__lag_json_prefix(prefix, sizeof prefix, r->kind, r->ongoing);
+  puts_(&b, prefix);
+  printf_(&b, ",\n\"start_unix_ms\":%" PRId64, r->start_unix_ms);
+  printf_(&b, ",\n\"updated_unix_ms\":%" PRId64, r->updated_unix_ms);
+  printf_(&b, ",\n\"duration_ms\":%" PRIu64, r->duration_ms);
+  printf_(&b, ",\n\"threshold_ms\":%u", r->threshold_ms);
+  printf_(&b, ",\n\"pid\":%" PRId64, (int64_t)snap__plat_process_id());
+  printf_(&b, ",\n\"repeats\":%u", r->repeats);
+  printf_(&b,
+          ",\n\"main_thread\":{\"tid\":%" PRIu64 ",\"cpu_ms\":%" PRId64
+          ",\"wall_ms\":%" PRId64 "}",
+          (uint64_t)r->main_tid, r->main_cpu_ms, r->main_wall_ms);
+  if (r->cpu_window_ms)
+    printf_(&b, ",\n\"cpu\":{\"percent\":%u,\"window_ms\":%u}", r->cpu_percent,
+            r->cpu_window_ms);
+  puts_(&b, ",\n\"main_stack\":");
+  json_frames(&b, r->main_stack);
+  printf_(&b,
+          ",\n\"costliest_stack\":{\"hits\":%u,\"samples\":%u,"
+          "\"cpu_ms\":%" PRId64 ",\"wall_ms\":%" PRId64 ",\"frames\":",
+          r->costliest.hits, r->costliest.samples,
+          r->costliest.cpu_ns / 1000000, r->costliest.wall_ns / 1000000);
+  json_frames(&b, r->costliest.stack);
+  puts_(&b, "}");
+  puts_(&b, ",\n\"class\":{\"l1\":");
+  json_string(&b, r->l1);
+  puts_(&b, ",\"l2\":");
+  json_string(&b, r->l2);
+  puts_(&b, "}");
+  printf_(&b, ",\n\"threads_total\":%d", r->threads_total);
+  puts_(&b, ",\n\"threads\":[");
+  for (int i = 0; i < r->nthreads; i++) {
+    const snap__lag_thread_t *t = &r->threads[i];
+    printf_(&b, "%s\n  {\"tid\":%" PRIu64 ",\"name\":", i ? "," : "",
+            (uint64_t)t->tid);
+    json_string(&b, t->name);
+    printf_(&b, ",\"main\":%s,\"running\":%s", t->main ? "true" : "false",
+            t->running ? "true" : "false");
+    if (t->error != SNAP_OK) {
+      puts_(&b, ",\"error\":");
+      json_string(&b, snap_strerror(t->error));
+    }
+    puts_(&b, ",\"frames\":");
+    json_frames(&b, t->stack);
+    puts_(&b, "}");
+  }
+  puts_(&b, "]\n}\n");
+  if (b.failed) {
+    free(b.p);
+    return NULL;
+  }
+  *len = b.len;
+  return b.p;
+}
+
+void snap__lag_report_clear(snap__lag_report_t *r) {
+  snap_stack_release(r->main_stack);
+  snap_stack_release(r->costliest.stack);
+  for (int i = 0; i < r->nthreads; i++)
+    snap_stack_release(r->threads[i].stack);
+  free(r->threads);
+  memset(r, 0, sizeof *r);
+}

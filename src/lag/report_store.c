@@ -1,0 +1,228 @@
+/*
+ * report_store.c — the report directory: new reports, updates, the daily
+ * cap, retention, and reports left ongoing by a process that died.
+ *
+ * Owns: file names ("<start_unix_ms>-<kind>.json") and what happens to
+ * the files. Must not: build report text (report_json.c) or touch a file
+ * whose name is not ours (a report_dir may hold other things).
+ *
+ * Every write goes through snap__plat_file_replace (temporary file, fsync,
+ * rename, fsync of the directory), so a kill at any instant leaves each
+ * report either as it was or as it is now, never half written. A report is
+ * written "ongoing" and rewritten as the lag goes on; a process killed
+ * during a lag therefore leaves an ongoing report, which the next start
+ * turns into a "hang_killed" one: the same content, kind and flag changed.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lag/lag.h"
+
+#define DAY_MS INT64_C(86400000)
+/* Reports are tens to hundreds of KiB; anything far larger is not ours. */
+#define MAX_REPORT_BYTES (64u << 20)
+
+static const char *const k_kinds[] = {"lag", "hang", "cpu", "hang_killed"};
+
+/* Parses "<ms>-<kind>.json"; false for any other name. */
+static bool parse_name(const char *name, int64_t *ms, const char **kind) {
+  char *end;
+  if (name[0] < '0' || name[0] > '9')
+    return false;
+  long long v = strtoll(name, &end, 10);
+  if (*end != '-')
+    return false;
+  const char *k = end + 1;
+  for (size_t i = 0; i < sizeof k_kinds / sizeof *k_kinds; i++) {
+    size_t kl = strlen(k_kinds[i]);
+    if (strncmp(k, k_kinds[i], kl) == 0 && strcmp(k + kl, ".json") == 0) {
+      *ms = v;
+      *kind = k_kinds[i];
+      return true;
+    }
+  }
+  return false;
+}
+
+static void make_name(char name[64], int64_t ms, const char *kind) {
+  snprintf(name, 64, "%" PRId64 "-%s.json", ms, kind);
+}
+
+static void announce(snap__lag_store_t *st, const char *name) {
+  if (!st->on_report)
+    return;
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", st->dir, name);
+  st->on_report(path, st->ctx);
+}
+
+/* ---- Start: clean up, retention, recovery ---------------------------------
+ */
+
+typedef struct names {
+  char (*v)[64];
+  size_t n, cap;
+  bool failed;
+} names_t;
+
+static void collect(const char *name, void *ctx) {
+  names_t *ns = ctx;
+  if (strlen(name) >= 64)
+    return;
+  if (ns->n == ns->cap) {
+    size_t cap = ns->cap ? ns->cap * 2 : 64;
+    char(*v)[64] = realloc(ns->v, cap * sizeof *v);
+    if (!v) {
+      ns->failed = true;
+      return;
+    }
+    ns->v = v;
+    ns->cap = cap;
+  }
+  strcpy(ns->v[ns->n++], name);
+}
+
+static int list(const snap__lag_store_t *st, names_t *ns) {
+  memset(ns, 0, sizeof *ns);
+  int rc = snap__plat_dir_list(st->dir, collect, ns);
+  if (rc == SNAP_OK && ns->failed)
+    rc = SNAP_ENOMEM;
+  return rc;
+}
+
+/* A temporary file of ours: "." + a report name + ".tmp". */
+static bool is_our_tmp(const char *name) {
+  size_t n = strlen(name);
+  if (name[0] != '.' || n < 5 || strcmp(name + n - 4, ".tmp") != 0 || n > 63)
+    return false;
+  char inner[64];
+  memcpy(inner, name + 1, n - 5);
+  inner[n - 5] = '\0';
+  int64_t ms;
+  const char *kind;
+  return parse_name(inner, &ms, &kind);
+}
+
+/* An ongoing report becomes "<start>-hang_killed.json": its text with the
+   prefix swapped, so the stacks and duration of its last update stay. */
+static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
+                    const char *kind) {
+  char *text;
+  size_t n;
+  if (snap__plat_file_read(st->dir, name, MAX_REPORT_BYTES, &text, &n) !=
+      SNAP_OK)
+    return;
+  char was[128], now[128];
+  snap__lag_json_prefix(was, sizeof was, kind, true);
+  size_t wl = strlen(was);
+  if (n >= wl && memcmp(text, was, wl) == 0) {
+    int nl = snap__lag_json_prefix(now, sizeof now, "hang_killed", false);
+    size_t out_n = (size_t)nl + (n - wl);
+    char *out = malloc(out_n);
+    if (out) {
+      memcpy(out, now, (size_t)nl);
+      memcpy(out + nl, text + wl, n - wl);
+      char to[64];
+      make_name(to, ms, "hang_killed");
+      if (snap__plat_file_replace(st->dir, to, out, out_n) == SNAP_OK) {
+        snap__plat_file_remove(st->dir, name);
+        announce(st, to);
+      }
+      free(out);
+    }
+  }
+  free(text);
+}
+
+int snap__lag_store_open(snap__lag_store_t *st) {
+  if (snap__plat_dir_make(st->dir) != SNAP_OK)
+    return SNAP_EIO;
+  names_t ns;
+  int rc = list(st, &ns);
+  if (rc != SNAP_OK) {
+    free(ns.v);
+    return rc == SNAP_ENOMEM ? rc : SNAP_EIO;
+  }
+  int64_t now = snap__plat_unix_ms();
+  int64_t keep_from = now - (int64_t)st->retention_days * DAY_MS;
+  for (size_t i = 0; i < ns.n; i++) {
+    const char *name = ns.v[i];
+    int64_t ms;
+    const char *kind;
+    if (is_our_tmp(name)) {
+      snap__plat_file_remove(st->dir, name); /* a write cut short */
+    } else if (parse_name(name, &ms, &kind)) {
+      if (ms < keep_from)
+        snap__plat_file_remove(st->dir, name);
+      else if (strcmp(kind, "hang_killed") != 0)
+        recover(st, name, ms, kind);
+    }
+  }
+  free(ns.v);
+  /* Can we write at all? Better an error now than lost reports later. */
+  static const char probe[] = "probe";
+  if (snap__plat_file_replace(st->dir, ".probe.tmp", probe, sizeof probe) !=
+      SNAP_OK)
+    return SNAP_EIO;
+  snap__plat_file_remove(st->dir, ".probe.tmp");
+  return SNAP_OK;
+}
+
+/* ---- Writing --------------------------------------------------------------
+ */
+
+/* Reports dated today (UTC), after deleting those past retention. */
+static unsigned count_today(snap__lag_store_t *st, int64_t now) {
+  names_t ns;
+  unsigned today = 0;
+  if (list(st, &ns) == SNAP_OK) {
+    int64_t day = now - now % DAY_MS;
+    int64_t keep_from = now - (int64_t)st->retention_days * DAY_MS;
+    for (size_t i = 0; i < ns.n; i++) {
+      int64_t ms;
+      const char *kind;
+      if (!parse_name(ns.v[i], &ms, &kind))
+        continue;
+      if (ms < keep_from)
+        snap__plat_file_remove(st->dir, ns.v[i]);
+      else if (ms >= day)
+        today++;
+    }
+  }
+  free(ns.v);
+  return today;
+}
+
+int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
+                        const char *kind, const char *json, size_t n,
+                        char name[64]) {
+  if (count_today(st, snap__plat_unix_ms()) >= st->max_per_day) {
+    st->dropped++;
+    return SNAP_EBUSY;
+  }
+  make_name(name, start_unix_ms, kind);
+  if (snap__plat_file_replace(st->dir, name, json, n) != SNAP_OK)
+    return SNAP_EIO;
+  announce(st, name);
+  return SNAP_OK;
+}
+
+int snap__lag_store_update(snap__lag_store_t *st, char name[64],
+                           int64_t start_unix_ms, const char *kind,
+                           const char *json, size_t n) {
+  char to[64];
+  make_name(to, start_unix_ms, kind);
+  if (snap__plat_file_replace(st->dir, to, json, n) != SNAP_OK)
+    return SNAP_EIO;
+  if (strcmp(to, name) != 0) {
+    /* The kind changed (a lag became a hang): the new file is in place
+       before the old one goes, so a kill in between leaves both, never
+       neither. */
+    snap__plat_file_remove(st->dir, name);
+    strcpy(name, to);
+  }
+  announce(st, name);
+  return SNAP_OK;
+}
