@@ -13,7 +13,11 @@
  * Workload: many samples of threads that spin, recurse deep, wait on a
  * mutex, a condition variable, read() and poll(), with every flag set; a
  * library dlopen'ed between samples (new unwind tables, cold rule cache);
- * and same-thread captures from inside a signal handler.
+ * and same-thread captures from inside a signal handler. Then the lag
+ * watchdog samples the main thread through lags (its point samples,
+ * detection and thread captures all go through the window), and the loop
+ * observer's busy/idle calls themselves are held to the same rule: no
+ * allocation, no lock.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,21 +25,26 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "platform/platform.h"
 #include "stacksnap.h"
 
-static atomic_long g_violations, g_calls_seen;
+static atomic_long g_violations, g_calls_seen, g_loop_call_violations;
+static _Thread_local bool g_in_loop_call;
 
 static void note(void) {
   atomic_fetch_add(&g_calls_seen, 1);
   if (snap__plat_in_stopped_window())
     atomic_fetch_add(&g_violations, 1);
+  if (g_in_loop_call)
+    atomic_fetch_add(&g_loop_call_violations, 1);
 }
 
 __attribute__((unused)) static void alloc_watch_note(void) { note(); }
@@ -130,6 +139,50 @@ static void *poll_thread(void *arg) {
   return NULL;
 }
 
+/* The main thread in lags while the watchdog samples it. */
+NOINLINE static void lagging(int ms) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+static atomic_int g_lag_reports;
+static void on_lag_report(const char *path, void *ctx) {
+  (void)path, (void)ctx;
+  atomic_fetch_add(&g_lag_reports, 1);
+}
+
+static void watchdog_phase(void) {
+  char dir[] = "/tmp/snap_window_lag.XXXXXX";
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  c.report_dir = dir;
+  c.threshold_ms = 30;
+  c.sample_interval_ms = 5;
+  c.hang_ms = 120;
+  c.on_report = on_lag_report;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  for (int i = 0; i < 6; i++) {
+    g_in_loop_call = true;
+    snap_lag_loop_busy();
+    g_in_loop_call = false;
+    lagging(i % 2 ? 60 : 150);
+    g_in_loop_call = true;
+    snap_lag_loop_idle();
+    g_in_loop_call = false;
+    usleep(20000);
+  }
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  CHECK(atomic_load(&g_lag_reports) > 0, "the watchdog wrote no report");
+  CHECK_EQ(atomic_load(&g_loop_call_violations), 0);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0, "rm");
+}
+
 /* Same-thread capture from a signal handler: it is [async-signal-safe]. */
 static atomic_int g_self_frames;
 static void self_capture_handler(int sig) {
@@ -195,6 +248,8 @@ int main(void) {
   raise(SIGUSR1);
   CHECK(atomic_load(&g_self_frames) > 2, "capture in a signal handler: %d",
         atomic_load(&g_self_frames));
+
+  watchdog_phase();
 
   CHECK(atomic_load(&g_calls_seen) > 0, "the watch saw no call at all");
   CHECK_EQ(atomic_load(&g_violations), 0);

@@ -1,0 +1,281 @@
+/*
+ * test_lag_config.c — the lag watchdog's contract at its edges: defaults,
+ * every bad configuration, start twice, stop twice, stop from on_report,
+ * a report_dir that cannot be made, retention, the daily cap, temporary
+ * files left by a killed write, files that are not ours, and the adapters
+ * where their loop is absent.
+ *
+ * Reports are checked with an independent JSON parser in the scenario
+ * tests; here only file names and counts matter.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "stacksnap.h"
+
+static char g_dir[256];
+
+static void touch(const char *name, const char *text) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", g_dir, name);
+  FILE *f = fopen(p, "w");
+  CHECK(f != NULL, "cannot create %s", p);
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+static bool exists(const char *name) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", g_dir, name);
+  return access(p, F_OK) == 0;
+}
+
+static int count_suffix(const char *suffix) {
+  DIR *d = opendir(g_dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t l = strlen(e->d_name), s = strlen(suffix);
+    n += l >= s && strcmp(e->d_name + l - s, suffix) == 0;
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static int64_t unix_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void spin_ms(int ms) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&t, NULL);
+}
+
+static atomic_int g_reports, g_stop_rc = 1;
+static void on_report(const char *path, void *ctx) {
+  (void)path;
+  if (ctx)
+    atomic_store(&g_stop_rc, snap_lag_stop());
+  atomic_fetch_add(&g_reports, 1);
+}
+
+static void test_defaults(void) {
+  snap_lag_config_t c;
+  memset(&c, 0xff, sizeof c);
+  snap_lag_config_default(&c);
+  CHECK_EQ(c.threshold_ms, 250);
+  CHECK_EQ(c.sample_interval_ms, 50);
+  CHECK_EQ(c.ring_size, 20);
+  CHECK_EQ(c.hang_ms, 8000);
+  CHECK_EQ(c.cpu_percent, 80);
+  CHECK_EQ(c.retention_days, 7);
+  CHECK_EQ(c.max_reports_per_day, 20);
+  CHECK(c.report_dir == NULL && c.on_report == NULL && c.ctx == NULL,
+        "defaults");
+  CHECK(!c.report_when_traced, "defaults");
+  snap_lag_config_default(NULL); /* no crash */
+}
+
+static void test_bad_configs(void) {
+  CHECK_EQ(snap_lag_start(NULL), SNAP_EINVAL);
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  CHECK_EQ(snap_lag_start(&c), SNAP_EINVAL); /* no report_dir */
+  c.report_dir = "";
+  CHECK_EQ(snap_lag_start(&c), SNAP_EINVAL);
+#define BAD(field, value)                                                      \
+  do {                                                                         \
+    snap_lag_config_default(&c);                                               \
+    c.report_dir = g_dir;                                                      \
+    c.field = value;                                                           \
+    CHECK_EQ(snap_lag_start(&c), SNAP_EINVAL);                                 \
+  } while (0)
+  BAD(threshold_ms, 0);
+  BAD(threshold_ms, 9);
+  BAD(threshold_ms, 60001);
+  BAD(threshold_ms, 4000000000u);
+  BAD(sample_interval_ms, 251); /* above the threshold */
+  BAD(ring_size, 0);            /* sampling on, nowhere to keep it */
+  BAD(ring_size, 1001);
+  BAD(hang_ms, 0);
+  BAD(hang_ms, 249); /* below the threshold */
+  BAD(hang_ms, 3600001);
+  BAD(cpu_percent, 101);
+  BAD(retention_days, 0);
+  BAD(retention_days, 3651);
+  BAD(max_reports_per_day, 0);
+  BAD(max_reports_per_day, 100001);
+  BAD(cpu_window_ms, 0);
+  BAD(max_threads, 0);
+  BAD(max_threads, 1025);
+#undef BAD
+  /* A directory that cannot be created: its parent is a file. */
+  touch("a_file", "x");
+  char under_file[512];
+  snprintf(under_file, sizeof under_file, "%s/a_file/reports", g_dir);
+  snap_lag_config_default(&c);
+  c.report_dir = under_file;
+  CHECK_EQ(snap_lag_start(&c), SNAP_EIO);
+  /* None of these left a watchdog running. */
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  /* Sampling off: ring_size 0 is fine. */
+  snap_lag_config_default(&c);
+  c.report_dir = g_dir;
+  c.sample_interval_ms = 0;
+  c.ring_size = 0;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+}
+
+static void test_start_stop(void) {
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/made/by/start", g_dir); /* with parents */
+  c.report_dir = dir;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  struct stat st;
+  CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "report_dir not made");
+  CHECK_EQ(snap_lag_start(&c), SNAP_EBUSY);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  /* Busy/idle without a watchdog: no-ops. */
+  snap_lag_loop_busy();
+  snap_lag_loop_idle();
+  /* Restart works, and stop from on_report is refused, not a deadlock. */
+  snap_lag_config_default(&c);
+  c.report_dir = dir;
+  c.threshold_ms = 50;
+  c.sample_interval_ms = 10;
+  c.on_report = on_report;
+  c.ctx = &c; /* ask the callback to try snap_lag_stop */
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  snap_lag_loop_busy();
+  spin_ms(200);
+  snap_lag_loop_idle();
+  for (int i = 0; i < 200 && atomic_load(&g_reports) == 0; i++)
+    sleep_ms(10);
+  CHECK(atomic_load(&g_reports) > 0, "no report for a 200 ms lag");
+  CHECK_EQ(atomic_load(&g_stop_rc), SNAP_EBUSY);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+}
+
+static void test_store(void) {
+  /* A directory with: a report past retention, one inside it, a temporary
+     file of ours left by a kill, and files that are not ours. */
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/store", g_dir);
+  mkdir(dir, 0755);
+  char saved[256];
+  strcpy(saved, g_dir);
+  strcpy(g_dir, dir);
+  int64_t now = unix_ms();
+  char old[64], kept[64], tmp[80];
+  snprintf(old, sizeof old, "%" PRId64 "-lag.json",
+           now - 8 * INT64_C(86400000));
+  snprintf(kept, sizeof kept, "%" PRId64 "-hang.json",
+           now - 6 * INT64_C(86400000));
+  snprintf(tmp, sizeof tmp, ".%" PRId64 "-lag.json.tmp", now - 1000);
+  touch(old,
+        "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"lag\",\"ongoing\":false}");
+  touch(kept,
+        "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"hang\",\"ongoing\":false}");
+  touch(tmp, "{\"schema\":\"stack");
+  touch("notes.txt", "not ours");
+  touch("123-lag.json.bak", "not ours");
+  touch("0-mine.json", "not ours");
+  /* Today's cap is 2, and 2 reports of today are there already. */
+  char t1[64], t2[64];
+  snprintf(t1, sizeof t1, "%" PRId64 "-cpu.json", now - 2000);
+  snprintf(t2, sizeof t2, "%" PRId64 "-cpu.json", now - 1000);
+  int64_t day = now - now % INT64_C(86400000);
+  if (now - 2000 >= day) { /* both still today (not just after midnight) */
+    touch(
+        t1,
+        "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"cpu\",\"ongoing\":false}");
+    touch(
+        t2,
+        "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"cpu\",\"ongoing\":false}");
+  }
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  c.report_dir = dir;
+  c.threshold_ms = 50;
+  c.sample_interval_ms = 10;
+  c.max_reports_per_day = 2;
+  c.cpu_percent = 0;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  CHECK(!exists(old), "a report past retention was kept");
+  CHECK(exists(kept), "a report inside retention was deleted");
+  CHECK(!exists(tmp), "a temporary file of a cut write was kept");
+  CHECK(exists("notes.txt") && exists("123-lag.json.bak") &&
+            exists("0-mine.json"),
+        "a file that is not a report was touched");
+  /* A lag now: over the cap, so no new file. */
+  int before = count_suffix("-lag.json");
+  snap_lag_loop_busy();
+  spin_ms(150);
+  snap_lag_loop_idle();
+  sleep_ms(100);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  if (now - 2000 >= day)
+    CHECK_EQ(count_suffix("-lag.json"), before);
+  /* Raise the cap: the next lag is written. */
+  c.max_reports_per_day = 3;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  snap_lag_loop_busy();
+  spin_ms(150);
+  snap_lag_loop_idle();
+  sleep_ms(100);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  CHECK_EQ(count_suffix("-lag.json"), before + 1);
+  CHECK_EQ(count_suffix(".tmp"), 0);
+  strcpy(g_dir, saved);
+}
+
+static void test_adapters_absent(void) {
+  /* This test program does not load GLib, and Linux has no CFRunLoop. */
+  CHECK_EQ(snap_lag_attach_glib(NULL), SNAP_EUNSUPPORTED);
+#ifdef __APPLE__
+  int rc = snap_lag_attach_cfrunloop(NULL); /* CF may be loaded by libs */
+  CHECK(rc == SNAP_OK || rc == SNAP_EUNSUPPORTED, "%d", rc);
+#else
+  CHECK_EQ(snap_lag_attach_cfrunloop(NULL), SNAP_EUNSUPPORTED);
+#endif
+}
+
+int main(void) {
+  snprintf(g_dir, sizeof g_dir, "/tmp/snap_lag_config.XXXXXX");
+  CHECK(mkdtemp(g_dir) != NULL, "mkdtemp");
+  test_defaults();
+  test_bad_configs();
+  test_start_stop();
+  test_store();
+  test_adapters_absent();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", g_dir);
+  return check_result("test_lag_config");
+}
