@@ -83,32 +83,31 @@ typedef struct cf_api {
 #define MAX_LOOPS 8
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static cf_api_t g_cf;
-static bool g_cf_ok;
+static cf_api_t g_cf;                   /* under g_lock */
 static CFRunLoopRef g_loops[MAX_LOOPS]; /* attached (and retained) */
 static int g_nloops;
 
 /* dlsym hands back data pointers; the casts to function pointers are the
    POSIX-sanctioned use of it. */
-#define FIND(h, field, name) (*(void **)(&g_cf.field) = dlsym(h, name))
+#define FIND(h, api, field, name) (*(void **)(&(api)->field) = dlsym(h, name))
 
-/* Under g_lock. A failure is not remembered: the app may load
-   CoreFoundation later and attach again. */
-static bool find_cf(void) {
-  if (g_cf_ok)
-    return true;
+/* With no lock of ours held: dlopen and dlsym take the loader's lock, and
+   a library constructor that attaches while holding it must never wait for
+   ours (the order that deadlocked the symbol cache once). A failure is not
+   remembered: the app may load CoreFoundation later and attach again. */
+static bool find_cf(cf_api_t *api) {
   /* The reference NOLOAD adds is kept: observers point into the library.
      If the path does not answer (a simulator runtime laid out otherwise),
      the global scope holds CoreFoundation's symbols when it is loaded. */
   void *h = dlopen(CF_PATH, RTLD_LAZY | RTLD_NOLOAD);
   if (!h)
     h = RTLD_DEFAULT;
-  g_cf_ok = FIND(h, get_main, "CFRunLoopGetMain") &&
-            FIND(h, observer_create, "CFRunLoopObserverCreate") &&
-            FIND(h, add_observer, "CFRunLoopAddObserver") &&
-            FIND(h, retain, "CFRetain") && FIND(h, release, "CFRelease") &&
-            FIND(h, common_modes, "kCFRunLoopCommonModes");
-  return g_cf_ok;
+  return FIND(h, api, get_main, "CFRunLoopGetMain") &&
+         FIND(h, api, observer_create, "CFRunLoopObserverCreate") &&
+         FIND(h, api, add_observer, "CFRunLoopAddObserver") &&
+         FIND(h, api, retain, "CFRetain") &&
+         FIND(h, api, release, "CFRelease") &&
+         FIND(h, api, common_modes, "kCFRunLoopCommonModes");
 }
 
 static void on_busy(CFRunLoopObserverRef obs, CFRunLoopActivity act,
@@ -123,7 +122,8 @@ static void on_idle(CFRunLoopObserverRef obs, CFRunLoopActivity act,
   snap_lag_loop_idle();
 }
 
-/* Under g_lock, CoreFoundation found. */
+/* Under g_lock, g_cf filled. CoreFoundation's calls here take no loader
+   lock. */
 static int attach(CFRunLoopRef rl) {
   for (int i = 0; i < g_nloops; i++)
     if (g_loops[i] == rl)
@@ -153,12 +153,15 @@ static int attach(CFRunLoopRef rl) {
 }
 
 int snap__plat_attach_runloop(void *runloop) {
+  cf_api_t api;
+  if (!find_cf(&api))
+    return SNAP_EUNSUPPORTED;
+  CFRunLoopRef rl = runloop ? (CFRunLoopRef)runloop : api.get_main();
+  if (!rl)
+    return SNAP_EUNSUPPORTED;
   pthread_mutex_lock(&g_lock);
-  int rc = SNAP_EUNSUPPORTED;
-  if (find_cf()) {
-    CFRunLoopRef rl = runloop ? (CFRunLoopRef)runloop : g_cf.get_main();
-    rc = rl ? attach(rl) : SNAP_EUNSUPPORTED;
-  }
+  g_cf = api; /* the same addresses every time */
+  int rc = attach(rl);
   pthread_mutex_unlock(&g_lock);
   return rc;
 }
