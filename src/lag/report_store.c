@@ -203,7 +203,9 @@ int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
     return SNAP_EBUSY;
   }
   make_name(name, start_unix_ms, kind);
-  if (snap__plat_file_replace(st->dir, name, json, n) != SNAP_OK)
+  if (snap__plat_file_replace(st->dir, name, json, n) != SNAP_OK &&
+      (snap__plat_dir_make(st->dir) != SNAP_OK || /* deleted under us? */
+       snap__plat_file_replace(st->dir, name, json, n) != SNAP_OK))
     return SNAP_EIO;
   announce(st, name);
   return SNAP_OK;

@@ -510,6 +510,14 @@ static void destroy(wd_t *w) {
   free(w);
 }
 
+/* In a forked child the watchdog thread does not exist: forget it (its
+   memory is left alone; the child may start a watchdog of its own). */
+static void forget_in_child(void) {
+  snap__loop_deactivate();
+  g_wd = NULL;
+  atomic_store(&g_state, 0);
+}
+
 SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg) {
   int rc = check_config(cfg);
   if (rc != SNAP_OK)
@@ -517,6 +525,9 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg) {
   int expect = 0;
   if (!atomic_compare_exchange_strong(&g_state, &expect, 2))
     return SNAP_EBUSY;
+  static bool fork_hooked; /* under g_state == 2 */
+  if (!fork_hooked)
+    fork_hooked = snap__plat_on_fork_child(forget_in_child) == SNAP_OK;
   wd_t *w = calloc(1, sizeof *w);
   if (!w) {
     atomic_store(&g_state, 0);

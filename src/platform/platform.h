@@ -226,6 +226,9 @@ typedef struct snap__plat_thread {
 int snap__plat_thread_start(snap__plat_thread_t *t, void (*fn)(void *),
                             void *arg, const char *name);
 void snap__plat_thread_join(snap__plat_thread_t *t);
+/* Calls fn in the child after each fork() (threads other than the caller
+   do not exist there: state that names them must be reset). */
+int snap__plat_on_fork_child(void (*fn)(void));
 
 /* A symbol of an already loaded library (NULL if none): for adapters of
    loop libraries the app brings, so stacksnap never links them. */

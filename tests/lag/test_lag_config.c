@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -254,6 +255,27 @@ static void test_store(void) {
   strcpy(g_dir, saved);
 }
 
+/* fork() while the watchdog runs: the child has no watchdog thread; stop
+   must not wait for it, and the child can start its own. */
+static void test_fork(void) {
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  c.report_dir = g_dir;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(20); /* a hang in the child fails the test, not the suite */
+    int ok = snap_lag_stop() == SNAP_OK && snap_lag_start(&c) == SNAP_OK &&
+             snap_lag_stop() == SNAP_OK;
+    _exit(ok ? 0 : 1);
+  }
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d",
+        status);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+}
+
 static void test_adapters_absent(void) {
   /* This test program does not load GLib, and Linux has no CFRunLoop. */
   CHECK_EQ(snap_lag_attach_glib(NULL), SNAP_EUNSUPPORTED);
@@ -272,6 +294,7 @@ int main(void) {
   test_bad_configs();
   test_start_stop();
   test_store();
+  test_fork();
   test_adapters_absent();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
