@@ -63,6 +63,7 @@ typedef struct wd {
                               iterations needs them too), never in a
                               stretch's first fifth of an interval */
   bool handled;            /* detection done: reported, annealed or skipped */
+  bool main_running;       /* at the last capture_main */
 
   lag_t lag;
   /* The last lag that wrote a report: annealing compares with it, and
@@ -128,6 +129,9 @@ static const snap_stack_t *name_pcs(const uintptr_t *pcs, int n) {
 
 static const snap_stack_t *capture_main(wd_t *w) {
   uintptr_t pcs[CAPTURE_DEPTH];
+  /* Its state before the sample: right after one it is still on its way
+     out of the signal handler, so it would read "running". */
+  w->main_running = snap_thread_is_running(w->main) == 1;
   int n = snap_capture_thread(w->main, pcs, CAPTURE_DEPTH, 0);
   return n < 0 ? NULL : name_pcs(pcs, n); /* the main thread runs again */
 }
@@ -158,6 +162,8 @@ static void capture_threads(wd_t *w, snap__lag_report_t *r) {
     total = 0;
   int n = total < cap ? total : cap;
   r->threads_total = total;
+  for (int i = 0; i < n; i++)
+    r->threads_total -= all[i] == atomic_load(&w->tid); /* not the app's */
   int max = (int)w->cfg.max_threads;
   snap__lag_thread_t *ts = calloc((size_t)max, sizeof *ts);
   uintptr_t(*pcs)[CAPTURE_DEPTH] = malloc(sizeof *pcs * (size_t)max);
@@ -176,12 +182,13 @@ static void capture_threads(wd_t *w, snap__lag_report_t *r) {
       if (t == 0 || t == atomic_load(&w->tid))
         continue;
       bool is_main = t == w->main;
-      bool running = !is_main && snap_thread_is_running(t) == 1;
+      bool running =
+          is_main ? w->main_running : snap_thread_is_running(t) == 1;
       if ((pass == 0) != is_main || (pass == 1 && !running))
         continue;
       ts[k].tid = t;
       ts[k].main = is_main;
-      ts[k].running = is_main ? snap_thread_is_running(t) == 1 : running;
+      ts[k].running = running;
       all[i] = 0; /* taken */
       int got = snap_capture_thread(t, pcs[k], CAPTURE_DEPTH, 0);
       ts[k].error = got < 0 ? got : SNAP_OK;
@@ -225,17 +232,19 @@ static uint64_t busy_ns(const wd_t *w, uint64_t now) {
 /* Fills what every update refreshes: duration, main-thread CPU, class,
    costliest stack. Takes ownership of main_stack. */
 static void refresh(wd_t *w, snap__lag_report_t *r, const snap_stack_t *main,
-                    uint64_t now, uint64_t busy) {
+                    uint64_t busy) {
   if (main) {
     snap_stack_release(r->main_stack);
     r->main_stack = main;
   }
   r->updated_unix_ms = snap__plat_unix_ms();
   r->duration_ms = busy / MS;
+  /* CPU and wall time read together, now (sampling took a while). */
   int64_t cpu = snap__plat_thread_cpu_ns(w->main);
+  uint64_t t = snap__plat_now_ns();
   if (cpu >= 0 && w->seen_cpu >= 0) {
     r->main_cpu_ms = (cpu - w->seen_cpu) / (int64_t)MS;
-    r->main_wall_ms = (int64_t)((now - w->seen_ns) / MS);
+    r->main_wall_ms = (int64_t)((t - w->seen_ns) / MS);
   }
   snap__classify(r->main_stack, 2, r->l1, sizeof r->l1);
   snap__classify(r->main_stack, 4, r->l2, sizeof r->l2);
@@ -282,7 +291,7 @@ static void detect(wd_t *w, uint64_t now) {
   r->threshold_ms = w->cfg.threshold_ms;
   r->main_tid = w->main;
   r->start_unix_ms = snap__plat_unix_ms() - (int64_t)((now - w->since_ns) / MS);
-  refresh(w, r, main, now, busy);
+  refresh(w, r, main, busy);
   if (w->have_prev && r->kind[0] == 'l' &&
       snap__same_path(r->main_stack, w->prev.main_stack)) {
     l->annealed = true; /* the same lag again: counted, not written */
@@ -309,7 +318,7 @@ static void recheck(wd_t *w, uint64_t now) {
     l->rep.kind = "hang";
     l->annealed = false; /* a hang is always worth its own report */
   }
-  refresh(w, &l->rep, main, now, busy);
+  refresh(w, &l->rep, main, busy);
   if (!l->annealed) {
     if (!l->written) {
       drop_threads(&l->rep);
@@ -339,7 +348,7 @@ static void end_lag(wd_t *w, uint64_t end_ns) {
   } else if (l->written) {
     /* Final figures: duration, CPU and the ring up to the end; the stacks
        stay those of the last check (the main thread has moved on). */
-    refresh(w, &l->rep, NULL, end_ns, busy);
+    refresh(w, &l->rep, NULL, busy);
     l->rep.ongoing = false;
     write_report(w, &l->rep, l->name, false);
     snap__lag_report_clear(&w->prev);
