@@ -7,10 +7,16 @@
 #   scripts/install-deps.sh --demo   just enough to build and run the demo
 set -euo pipefail
 
-demo_pkgs=(build-essential cmake pkg-config uthash-dev)
+demo_pkgs=(
+  build-essential cmake pkg-config uthash-dev
+  libglib2.0-dev                    # the lag demo's GMainLoop (optional)
+  python3                           # scripts/lag-report.py
+)
 test_pkgs=(
   build-essential cmake pkg-config
   uthash-dev                        # the symbol cache's hash table
+  libglib2.0-dev                    # lag watchdog: GLib adapter, lag demo
+  python3 jq                        # lag tests: render and read reports
   libc6-dbg                         # tests: libc's static functions get names
   libdw-dev                         # file:line (optional), libdwfl benchmark
   gobjc gobjc-aarch64-linux-gnu     # tests: Objective-C method names

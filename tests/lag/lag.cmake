@@ -18,3 +18,21 @@ add_test(NAME test_lag_kills
   COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/kill_storm.py
           $<TARGET_FILE:lag_churn> 200 --run-with "${SNAP_RUN_WITH}")
 set_tests_properties(test_lag_kills PROPERTIES TIMEOUT 600)
+
+# The demo's scenarios (demo/lag), each checked for exactly its reports.
+# nm of the target's binutils is the oracle for function sizes.
+# Linux: the demo (GLib, or its poll loop) and nm -S, which Apple's nm lacks.
+if(SNAP_BUILD_DEMO AND SNAP_PLATFORM STREQUAL "linux")
+  if(CMAKE_CROSSCOMPILING)
+    find_program(SNAP_NM NAMES ${CMAKE_SYSTEM_PROCESSOR}-linux-gnu-nm REQUIRED)
+  else()
+    find_program(SNAP_NM NAMES nm REQUIRED)
+  endif()
+  add_test(NAME test_lag_scenarios
+    COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/scenarios.py
+            $<TARGET_FILE:stacksnap_lag_demo> --run-with "${SNAP_RUN_WITH}"
+            --nm ${SNAP_NM})
+  set_tests_properties(test_lag_scenarios PROPERTIES TIMEOUT 600)
+else()
+  message(STATUS "stacksnap: test_lag_scenarios needs the demo (SNAP_BUILD_DEMO)")
+endif()

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""test_lag_scenarios: the lag demo's scenarios produce exactly the
+expected reports, read with Python's json module (not stacksnap's code).
+
+Each scenario runs stacksnap_lag_demo in a fresh report dir; then the
+reports are checked: how many, their kinds, the scenario's own function on
+the main stack (an app frame, its offset inside the function's size as
+`nm -S` gives it), the lock holder in the threads, class keys stable across
+two runs, annealing (one report for a lag repeated with the same stack),
+a SIGSTOP of 2 s giving nothing, and a SIGKILL mid-hang turned into a
+hang_killed report by the next start.
+
+usage: scenarios.py DEMO [--run-with "EMULATOR ARGS"] [--nm NM]
+"""
+import argparse
+import glob
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+failures = []
+# Scenario functions that compute; the others wait (a lock, a read).
+COMPUTING = {"demo_heavy_compute", "demo_repeat_compute"}
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg, flush=True)
+
+
+class Demo:
+    def __init__(self, args):
+        self.cmd = shlex.split(args.run_with) + [args.demo]
+        self.sizes = nm_sizes(args.nm, args.demo)
+        self.work = tempfile.mkdtemp(prefix="snap_lag_scenarios.")
+
+    def dir(self, name):
+        d = os.path.join(self.work, name)
+        return d
+
+    def start(self, scenario, d, *extra):
+        return subprocess.Popen(self.cmd + ["--dir", d, "--scenario", scenario,
+                                            "--quiet", *extra],
+                                stdout=subprocess.PIPE, text=True)
+
+    def run(self, scenario, d, *extra, timeout=120):
+        p = self.start(scenario, d, *extra)
+        out, _ = p.communicate(timeout=timeout)
+        if p.returncode != 0:
+            fail(f"{scenario}: exit status {p.returncode}")
+        return out
+
+
+def nm_sizes(nm, path):
+    """Function sizes from nm -S: the oracle for 'this pc is in f'."""
+    sizes = {}
+    try:
+        out = subprocess.run([nm, "-S", "--defined-only", path],
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        fail(f"nm failed: {e}")
+        return sizes
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tT":
+            sizes[parts[3]] = int(parts[1], 16)
+    return sizes
+
+
+def reports(d):
+    out = []
+    for f in sorted(glob.glob(os.path.join(d, "*.json"))):
+        with open(f) as fh:
+            try:
+                r = json.load(fh)
+            except ValueError as e:
+                fail(f"{f} does not parse: {e}")
+                continue
+        r["_file"] = os.path.basename(f)
+        out.append(r)
+    return out
+
+
+def frames_with(frames, name):
+    return [f for f in frames if f.get("symbol") == name]
+
+
+def check_app_frame(demo, scenario, frames, name, where):
+    hits = frames_with(frames, name)
+    if not hits:
+        fail(f"{scenario}: {name} not on the {where}: "
+             f"{[f.get('symbol') for f in frames][:12]}")
+        return
+    for f in hits:
+        if not f["in_app"]:
+            fail(f"{scenario}: {name} on the {where} is not marked in_app")
+        size = demo.sizes.get(name)
+        if size is None:
+            fail(f"{scenario}: nm does not list {name}")
+        elif not (0 <= f["offset"] <= size):
+            fail(f"{scenario}: {name}+{f['offset']} is outside its "
+                 f"{size} bytes (nm -S)")
+
+
+def check_schema(scenario, r):
+    for k in ["schema", "kind", "ongoing", "start_unix_ms", "duration_ms",
+              "threshold_ms", "main_stack", "costliest_stack", "class",
+              "threads"]:
+        if k not in r:
+            fail(f"{scenario}: {r['_file']} lacks {k}")
+            return False
+    if r["schema"] != "stacksnap.lag/1":
+        fail(f"{scenario}: schema {r['schema']}")
+    if r["_file"] != f"{r['start_unix_ms']}-{r['kind']}.json":
+        fail(f"{scenario}: file name {r['_file']} vs content")
+    if r["ongoing"]:
+        fail(f"{scenario}: {r['_file']} still ongoing after a clean exit")
+    for f in r["main_stack"] + r["costliest_stack"]["frames"]:
+        if not (isinstance(f["pc"], str) and f["pc"].startswith("0x")):
+            fail(f"{scenario}: bad pc {f['pc']}")
+    return True
+
+
+def expect_one(demo, scenario, d, kind, func, lo_ms, hi_ms):
+    rs = [r for r in reports(d) if check_schema(scenario, r)]
+    if len(rs) != 1 or rs[0]["kind"] != kind:
+        fail(f"{scenario}: expected one {kind} report, got "
+             f"{[r['_file'] for r in rs]}")
+        return rs[0] if rs else None
+    r = rs[0]
+    check_app_frame(demo, scenario, r["main_stack"], func, "main stack")
+    check_app_frame(demo, scenario, r["costliest_stack"]["frames"], func,
+                    "costliest stack")
+    if not (lo_ms <= r["duration_ms"] <= hi_ms):
+        fail(f"{scenario}: duration {r['duration_ms']} ms not in "
+             f"[{lo_ms}, {hi_ms}]")
+    if func not in r["class"]["l1"] or not \
+            r["class"]["l2"].startswith(r["class"]["l1"]):
+        fail(f"{scenario}: class {r['class']} does not start at {func}")
+    main = [t for t in r["threads"] if t["main"]]
+    if len(main) != 1 or main[0]["tid"] != r["main_thread"]["tid"]:
+        fail(f"{scenario}: main thread not listed once in threads")
+    # Running or waiting, as the scheduler said before it was sampled.
+    elif kind == "lag" and main[0]["running"] != (func in COMPUTING):
+        fail(f"{scenario}: main thread running={main[0]['running']} in "
+             f"{func}")
+    print(f"ok {scenario}: {r['_file']} {r['duration_ms']} ms, "
+          f"class {r['class']['l1']!r}, costliest "
+          f"{r['costliest_stack']['hits']}/{r['costliest_stack']['samples']}, "
+          f"main cpu {r['main_thread']['cpu_ms']}/{r['main_thread']['wall_ms']} ms",
+          flush=True)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("demo")
+    ap.add_argument("--run-with", default="")
+    ap.add_argument("--nm", default="nm")
+    args = ap.parse_args()
+    demo = Demo(args)
+
+    # Computation: the function is on the stack, the thread computing.
+    r1 = expect_one(demo, "heavy", run_in(demo, "heavy"), "lag",
+                    "demo_heavy_compute", 500, 1500)
+    if r1 and r1["main_thread"]["cpu_ms"] < r1["main_thread"]["wall_ms"] / 2:
+        fail(f"heavy: main thread cpu {r1['main_thread']} says waiting")
+    # Class keys are stable across runs (new process, new addresses).
+    r2 = expect_one(demo, "heavy (again)", run_in(demo, "heavy"), "lag",
+                    "demo_heavy_compute", 500, 1500)
+    if r1 and r2 and r1["class"] != r2["class"]:
+        fail(f"class keys differ across runs: {r1['class']} vs {r2['class']}")
+
+    # A lock held by a worker: the main thread waits, the holder is listed.
+    r = expect_one(demo, "lock", run_in(demo, "lock"), "lag",
+                   "demo_wait_for_lock", 500, 2000)
+    if r:
+        holders = [t for t in r["threads"] if not t["main"] and
+                   frames_with(t["frames"], "demo_lock_holder")]
+        if not holders:
+            fail("lock: no thread shows demo_lock_holder: " +
+                 str([[f.get("symbol") for f in t["frames"]][:6]
+                      for t in r["threads"]]))
+        else:
+            check_app_frame(demo, "lock", holders[0]["frames"],
+                            "demo_lock_holder", "holder's stack")
+        if r["main_thread"]["cpu_ms"] > r["main_thread"]["wall_ms"] / 2:
+            fail(f"lock: main thread cpu {r['main_thread']} says computing")
+
+    # Blocking I/O.
+    r = expect_one(demo, "io", run_in(demo, "io"), "lag", "demo_slow_io",
+                   400, 1500)
+
+    # Annealing: two identical lags, one report, counting the repeat.
+    r = expect_one(demo, "repeat", run_in(demo, "repeat"), "lag",
+                   "demo_repeat_compute", 300, 1000)
+    if r and r["repeats"] != 1:
+        fail(f"repeat: repeats {r['repeats']}, expected 1")
+
+    # A hang: kind "hang" once past hang_ms, duration to the end.
+    expect_one(demo, "hang", run_in(demo, "hang", "--hang-ms", "1500",
+                                    "--hang-seconds", "3"),
+               "hang", "demo_hang", 2700, 4500)
+
+    # CPU: short iterations, main thread hot: a cpu report, no lag.
+    d = run_in(demo, "cpu", "--seconds", "4", "--cpu-window", "1500")
+    rs = reports(d)
+    kinds = sorted(r["kind"] for r in rs)
+    if not kinds or set(kinds) != {"cpu"}:
+        fail(f"cpu: expected cpu reports only, got {kinds}")
+    else:
+        r = rs[0]
+        check_schema("cpu", r)
+        if r["cpu"]["percent"] < 80:
+            fail(f"cpu: percent {r['cpu']}")
+        check_app_frame(demo, "cpu", r["costliest_stack"]["frames"],
+                        "demo_cpu_burner", "costliest stack")
+        print(f"ok cpu: {len(rs)} report(s), {r['cpu']}, costliest "
+              f"{r['costliest_stack']['hits']}/{r['costliest_stack']['samples']}",
+              flush=True)
+
+    # SIGSTOP for 2 s during busy stretches below the threshold: nothing.
+    d = demo.dir("steady")
+    p = demo.start("steady", d, "--seconds", "5")
+    time.sleep(1.5)
+    p.send_signal(signal.SIGSTOP)
+    time.sleep(2.0)
+    p.send_signal(signal.SIGCONT)
+    p.communicate(timeout=60)
+    rs = reports(d)
+    if rs:
+        fail(f"steady + SIGSTOP 2 s: reports {[r['_file'] for r in rs]}")
+    else:
+        print("ok steady + SIGSTOP 2 s: no report", flush=True)
+
+    # Killed mid-hang: SIGKILL once the hang report exists, then restart.
+    d = demo.dir("killed")
+    p = demo.start("hang", d, "--hang-ms", "1000", "--hang-seconds", "30")
+    deadline = time.time() + 60
+    while time.time() < deadline and not glob.glob(os.path.join(d, "*-hang.json")):
+        time.sleep(0.01)
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=60)
+    before = [os.path.basename(f) for f in glob.glob(os.path.join(d, "*.json"))]
+    demo.run("none", d)
+    rs = reports(d)
+    if len(rs) != 1 or rs[0]["kind"] != "hang_killed":
+        fail(f"killed: before restart {before}, after "
+             f"{[r['_file'] for r in rs]}")
+    else:
+        r = rs[0]
+        check_schema("killed", r)
+        check_app_frame(demo, "killed", r["main_stack"], "demo_hang",
+                        "main stack")
+        if r["duration_ms"] < 1000:
+            fail(f"killed: duration {r['duration_ms']} below hang_ms")
+        print(f"ok killed mid-hang: {before} -> {r['_file']}, "
+              f"{r['duration_ms']} ms at the last update", flush=True)
+
+    if failures:
+        print(f"{len(failures)} failure(s); reports kept in {demo.work}")
+        return 1
+    shutil.rmtree(demo.work)
+    return 0
+
+
+def run_in(demo, scenario, *extra):
+    d = demo.dir(scenario + "-" + str(len(os.listdir(demo.work))))
+    demo.run(scenario, d, *extra)
+    return d
+
+
+if __name__ == "__main__":
+    sys.exit(main())
