@@ -58,8 +58,7 @@ static void announce(snap__lag_store_t *st, const char *name) {
   st->on_report(path, st->ctx);
 }
 
-/* ---- Start: clean up, retention, recovery ---------------------------------
- */
+/* ---- Start: clean up, retention, recovery -------------------------------- */
 
 typedef struct names {
   char (*v)[64];
@@ -170,8 +169,7 @@ int snap__lag_store_open(snap__lag_store_t *st) {
   return SNAP_OK;
 }
 
-/* ---- Writing --------------------------------------------------------------
- */
+/* ---- Writing ------------------------------------------------------------- */
 
 /* Reports dated today (UTC), after deleting those past retention. */
 static unsigned count_today(snap__lag_store_t *st, int64_t now) {

@@ -81,8 +81,7 @@ typedef struct wd {
 static _Atomic int g_state; /* 0 stopped, 1 running, 2 starting/stopping */
 static wd_t *g_wd;
 
-/* ---- Configuration --------------------------------------------------------
- */
+/* ---- Configuration ------------------------------------------------------- */
 
 SNAP_EXPORT void snap_lag_config_default(snap_lag_config_t *cfg) {
   if (!cfg)
@@ -120,8 +119,7 @@ static int check_config(const snap_lag_config_t *c) {
   return SNAP_OK;
 }
 
-/* ---- Sampling and naming --------------------------------------------------
- */
+/* ---- Sampling and naming ------------------------------------------------- */
 
 static const snap_stack_t *name_pcs(const uintptr_t *pcs, int n) {
   return snap_symbolicate(pcs, n, SNAP_SYMBOLICATE_EXACT_PC0);
@@ -182,8 +180,7 @@ static void capture_threads(wd_t *w, snap__lag_report_t *r) {
       if (t == 0 || t == atomic_load(&w->tid))
         continue;
       bool is_main = t == w->main;
-      bool running =
-          is_main ? w->main_running : snap_thread_is_running(t) == 1;
+      bool running = is_main ? w->main_running : snap_thread_is_running(t) == 1;
       if ((pass == 0) != is_main || (pass == 1 && !running))
         continue;
       ts[k].tid = t;
@@ -221,8 +218,7 @@ static void drop_threads(snap__lag_report_t *r) {
   r->nthreads = 0;
 }
 
-/* ---- Reports ---------------------------------------------------------------
- */
+/* ---- Reports ------------------------------------------------------------- */
 
 static uint64_t busy_ns(const wd_t *w, uint64_t now) {
   uint64_t age = now > w->since_ns ? now - w->since_ns : 0;
@@ -399,8 +395,7 @@ static void check_cpu(wd_t *w, uint64_t now) {
   w->cpu0 = cpu;
 }
 
-/* ---- The thread ------------------------------------------------------------
- */
+/* ---- The thread ---------------------------------------------------------- */
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -508,8 +503,7 @@ static void run(void *arg) {
   }
 }
 
-/* ---- Start and stop ---------------------------------------------------------
- */
+/* ---- Start and stop ------------------------------------------------------ */
 
 static void destroy(wd_t *w) {
   snap__lag_report_clear(&w->lag.rep);
