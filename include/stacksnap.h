@@ -303,10 +303,11 @@ SNAP_EXPORT int snap_lag_stop(void);
 
 /* Loop observer calls, from the main thread, on every loop iteration:
    busy when the loop woke and starts handling events, idle when it is
-   about to sleep. Each is a clock read and an atomic exchange; busy also
-   posts a semaphore when the watchdog is parked, which it does only after
-   a whole sample interval with no busy call (so at most a few times a
-   second, and a loop that sleeps costs the watchdog no wakeups).
+   about to sleep. Each is a clock read (no syscall: vDSO / commpage) and
+   two atomic stores (busy's second one an exchange); busy also posts a
+   semaphore when it finds the watchdog parked, which the watchdog does only
+   after a whole sample interval with no busy call (so at most a few times
+   a second, and a loop that sleeps costs the watchdog no wakeups).
    No lock, no allocation. Cheap no-ops when the watchdog is not running. */
 SNAP_EXPORT void snap_lag_loop_busy(void);
 SNAP_EXPORT void snap_lag_loop_idle(void);

@@ -54,11 +54,16 @@ SNAP_EXPORT void snap_lag_loop_busy(void) {
 SNAP_EXPORT void snap_lag_loop_idle(void) {
   if (!atomic_load_explicit(&g_wake, memory_order_relaxed))
     return;
+  uint32_t cur = atomic_load_explicit(&g_word, memory_order_relaxed);
+  if (!(cur & SNAP__LOOP_BUSY))
+    return; /* idle already: keep the state (and a parked watchdog's flag) */
   atomic_store_explicit(&g_idle_since, snap__plat_now_ns(),
                         memory_order_release);
-  /* Keeps PARKED: an idle call after an idle call must not hide a parked
-     watchdog from the next busy call. */
-  atomic_fetch_and_explicit(&g_word, ~SNAP__LOOP_BUSY, memory_order_release);
+  /* A plain store, no read-modify-write: while the loop is busy the
+     watchdog never sets PARKED (it parks only from idle), so `cur` is the
+     whole state. */
+  atomic_store_explicit(&g_word, cur & ~SNAP__LOOP_BUSY,
+                        memory_order_release);
 }
 
 snap__loop_view_t snap__loop_read(void) {
