@@ -58,10 +58,9 @@ typedef struct wd {
   uint64_t since_ns, stolen_ns;
   uint64_t seen_ns;        /* when the watchdog first saw it ... */
   int64_t seen_cpu;        /* ... and the main thread's CPU time then */
-  uint64_t next_sample_ns; /* point samples: every interval while busy,
-                              across stretches (a CPU report of short
-                              iterations needs them too), never in a
-                              stretch's first fifth of an interval */
+  uint64_t next_sample_ns; /* point samples: at most one per interval
+                                while busy, across stretches (a CPU report of
+                                short iterations needs them too) */
   bool handled;            /* detection done: reported, annealed or skipped */
   bool main_running;       /* at the last capture_main */
 
@@ -438,18 +437,18 @@ static void run(void *arg) {
       w->seen_ns = now;
       w->seen_cpu = snap__plat_thread_cpu_ns(w->main);
       w->handled = false;
-      /* Not at the very start of a stretch (the loop's own dispatch, and
-         a cost paid by every short iteration), but soon enough that an
-         iteration of 40 ms in a hot loop is seen. */
-      uint64_t first = w->since_ns + w->interval_ns / 5;
-      if (w->next_sample_ns < first)
-        w->next_sample_ns = first;
     }
 
     uint64_t next = UINT64_MAX;
     if (v.busy && v.seq == w->seq) {
       uint64_t due = w->since_ns + w->stolen_ns + w->threshold_ns;
-      if (w->interval_ns && now >= w->next_sample_ns) {
+      /* A point sample when one is due and the stretch is not brand new
+         (that would be the loop's own dispatch). Wakes are planned only
+         for a stretch that reaches a whole interval; a wake that happens
+         anyway (a tick) samples a shorter stretch, so an iteration of
+         40 ms in a hot loop is still seen, without a wake of its own. */
+      if (w->interval_ns && now >= w->next_sample_ns &&
+          now - w->since_ns >= w->interval_ns / 5) {
         take_point(w, now);
         w->next_sample_ns = now + w->interval_ns;
       }
@@ -458,8 +457,10 @@ static void run(void *arg) {
       else if (w->lag.active && now >= w->lag.next_check_ns)
         recheck(w, now);
       now = snap__plat_now_ns();
-      if (w->interval_ns)
-        next = min_u64(next, w->next_sample_ns);
+      if (w->interval_ns) {
+        uint64_t at = w->since_ns + w->interval_ns;
+        next = min_u64(next, at > w->next_sample_ns ? at : w->next_sample_ns);
+      }
       if (!w->handled)
         next = min_u64(next, due);
       if (w->lag.active) {
