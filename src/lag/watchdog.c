@@ -145,6 +145,10 @@ static void take_point(wd_t *w, uint64_t now) {
   p->t_ns = now;
   p->cpu_ns = snap__plat_thread_cpu_ns(w->main);
   snap__ring_commit(&w->ring);
+  /* Named now, once the main thread runs again: the first naming of an
+     image parses its symbol table (tens of ms for libc with its debug
+     file), better spent here than between detection and the report. */
+  snap_stack_release(name_pcs(p->pcs, n));
 }
 
 /* Every thread but the watchdog: main first, then running ones, then the
@@ -401,6 +405,9 @@ static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static void run(void *arg) {
   wd_t *w = arg;
   atomic_store(&w->tid, snap_thread_self());
+  /* Warm the symbol tables of what every stack holds (the executable, libc,
+     this library) before the first lag needs them. */
+  snap_stack_release(snap_callstack_symbols(SNAP_MAX_FRAMES, 0));
   uint32_t last_seq = 0;
   uint64_t planned = snap__plat_now_ns();
   bool from_park = false;
