@@ -77,11 +77,12 @@ void demo_cpu_burner(unsigned ms);
 typedef struct options {
   const char *dir;
   const char *scenario;
-  unsigned threshold_ms, hang_ms, hang_seconds, cpu_window_ms, seconds;
+  unsigned threshold_ms, hang_ms, hang_seconds, cpu_window_ms, cpu_percent,
+      seconds;
   bool quiet;
 } options_t;
 
-static options_t g_opt = {NULL, "all", 250, 8000, 10, 2000, 5, false};
+static options_t g_opt = {NULL, "all", 250, 8000, 10, 2000, 80, 5, false};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
@@ -553,8 +554,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: stacksnap_lag_demo --dir DIR [--scenario NAME] "
           "[--threshold MS] [--hang-ms MS]\n"
-          "         [--hang-seconds S] [--cpu-window MS] [--seconds S] "
-          "[--quiet]\n"
+          "         [--hang-seconds S] [--cpu-window MS] [--cpu-percent P] "
+          "[--seconds S] [--quiet]\n"
           "scenarios: all (default: heavy lock io repeat hang), heavy, lock, "
           "io, hang, repeat,\n"
           "           steady, cpu, killme, none\n");
@@ -580,6 +581,7 @@ static void parse_args(int argc, char **argv) {
       {"hang-ms", required_argument, NULL, 'H'},
       {"hang-seconds", required_argument, NULL, 'S'},
       {"cpu-window", required_argument, NULL, 'w'},
+      {"cpu-percent", required_argument, NULL, 'p'},
       {"seconds", required_argument, NULL, 'n'},
       {"quiet", no_argument, NULL, 'q'},
       {NULL, 0, NULL, 0},
@@ -593,6 +595,7 @@ static void parse_args(int argc, char **argv) {
     case 'H': g_opt.hang_ms = parse_uint("--hang-ms", optarg); break;
     case 'S': g_opt.hang_seconds = parse_uint("--hang-seconds", optarg); break;
     case 'w': g_opt.cpu_window_ms = parse_uint("--cpu-window", optarg); break;
+    case 'p': g_opt.cpu_percent = parse_uint("--cpu-percent", optarg); break;
     case 'n': g_opt.seconds = parse_uint("--seconds", optarg); break;
     case 'q': g_opt.quiet = true; break;
     default: usage();
@@ -626,6 +629,7 @@ int main(int argc, char **argv) {
   cfg.threshold_ms = g_opt.threshold_ms;
   cfg.hang_ms = g_opt.hang_ms;
   cfg.cpu_window_ms = g_opt.cpu_window_ms;
+  cfg.cpu_percent = g_opt.cpu_percent;
   cfg.max_reports_per_day = 1000; /* the demo makes many */
   cfg.on_report = on_report;
   /* A run killed during a lag left its report "ongoing": this start turns

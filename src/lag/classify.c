@@ -40,6 +40,8 @@ void snap__classify(const snap_stack_t *s, int frames, char *out, size_t size) {
     return;
   out[0] = '\0';
   int n = snap_stack_count(s);
+  if (n == 0)
+    return; /* no stack (it could not be sampled): no class */
   bool any_app = false;
   for (int i = 0; i < n && !any_app; i++)
     any_app = snap_stack_frame(s, i)->in_app;

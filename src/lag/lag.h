@@ -116,7 +116,8 @@ typedef struct snap__lag_report {
   unsigned repeats;
   snap_thread_t main_tid;
   int64_t main_cpu_ms, main_wall_ms;
-  const snap_stack_t *main_stack; /* owned */
+  const snap_stack_t *main_stack; /* owned; NULL when never sampled */
+  int main_error;                 /* why main_stack is NULL */
   snap__costliest_t costliest;    /* its stack owned */
   char l1[512], l2[1024];
   unsigned cpu_percent, cpu_window_ms; /* kind "cpu" */

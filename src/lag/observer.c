@@ -62,8 +62,7 @@ SNAP_EXPORT void snap_lag_loop_idle(void) {
   /* A plain store, no read-modify-write: while the loop is busy the
      watchdog never sets PARKED (it parks only from idle), so `cur` is the
      whole state. */
-  atomic_store_explicit(&g_word, cur & ~SNAP__LOOP_BUSY,
-                        memory_order_release);
+  atomic_store_explicit(&g_word, cur & ~SNAP__LOOP_BUSY, memory_order_release);
 }
 
 snap__loop_view_t snap__loop_read(void) {

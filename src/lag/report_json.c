@@ -148,6 +148,10 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   if (r->cpu_window_ms)
     printf_(&b, ",\n\"cpu\":{\"percent\":%u,\"window_ms\":%u}", r->cpu_percent,
             r->cpu_window_ms);
+  if (!r->main_stack && r->main_error != SNAP_OK) {
+    puts_(&b, ",\n\"main_stack_error\":");
+    json_string(&b, snap_strerror(r->main_error));
+  }
   puts_(&b, ",\n\"main_stack\":");
   json_frames(&b, r->main_stack);
   printf_(&b,

@@ -104,6 +104,16 @@ static bool is_our_tmp(const char *name) {
   return parse_name(inner, &ms, &kind);
 }
 
+/* True when names holds "<ms>-<kind>.json". */
+static bool listed(const names_t *ns, int64_t ms, const char *kind) {
+  char name[64];
+  make_name(name, ms, kind);
+  for (size_t i = 0; i < ns->n; i++)
+    if (strcmp(ns->v[i], name) == 0)
+      return true;
+  return false;
+}
+
 /* An ongoing report becomes "<start>-hang_killed.json": its text with the
    prefix swapped, so the stacks and duration of its last update stay. */
 static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
@@ -154,6 +164,10 @@ int snap__lag_store_open(snap__lag_store_t *st) {
       snap__plat_file_remove(st->dir, name); /* a write cut short */
     } else if (parse_name(name, &ms, &kind)) {
       if (ms < keep_from)
+        snap__plat_file_remove(st->dir, name);
+      else if (strcmp(kind, "lag") == 0 && listed(&ns, ms, "hang"))
+        /* Killed while a lag became a hang: the hang file is in place,
+           the lag file it replaces was not yet removed. */
         snap__plat_file_remove(st->dir, name);
       else if (strcmp(kind, "hang_killed") != 0)
         recover(st, name, ms, kind);

@@ -63,6 +63,7 @@ typedef struct wd {
                                 short iterations needs them too) */
   bool handled;            /* detection done: reported, annealed or skipped */
   bool main_running;       /* at the last capture_main */
+  int main_error;          /* of the last capture_main */
 
   lag_t lag;
   /* The last lag that wrote a report: annealing compares with it, and
@@ -124,13 +125,18 @@ static const snap_stack_t *name_pcs(const uintptr_t *pcs, int n) {
   return snap_symbolicate(pcs, n, SNAP_SYMBOLICATE_EXACT_PC0);
 }
 
+/* NULL when the main thread could not be sampled (w->main_error says why:
+   it did not answer in time, e.g. under TSan, which holds signals back
+   while a thread blocks). */
 static const snap_stack_t *capture_main(wd_t *w) {
   uintptr_t pcs[CAPTURE_DEPTH];
   /* Its state before the sample: right after one it is still on its way
      out of the signal handler, so it would read "running". */
   w->main_running = snap_thread_is_running(w->main) == 1;
   int n = snap_capture_thread(w->main, pcs, CAPTURE_DEPTH, 0);
-  return n < 0 ? NULL : name_pcs(pcs, n); /* the main thread runs again */
+  const snap_stack_t *s = n < 0 ? NULL : name_pcs(pcs, n); /* it runs again */
+  w->main_error = n < 0 ? n : s ? SNAP_OK : SNAP_ENOMEM;
+  return s;
 }
 
 static void take_point(wd_t *w, uint64_t now) {
@@ -274,9 +280,9 @@ static void detect(wd_t *w, uint64_t now) {
   w->handled = true;
   if (skip_traced(w))
     return;
+  /* A main thread that cannot be sampled still lags: the report says
+     why its stack is missing. */
   const snap_stack_t *main = capture_main(w);
-  if (!main)
-    return; /* the main thread did not answer: try at the next stretch */
   lag_t *l = &w->lag;
   memset(l, 0, sizeof *l);
   l->active = true;
@@ -291,6 +297,7 @@ static void detect(wd_t *w, uint64_t now) {
   r->main_tid = w->main;
   r->start_unix_ms = snap__plat_unix_ms() - (int64_t)((now - w->since_ns) / MS);
   refresh(w, r, main, busy);
+  r->main_error = main ? SNAP_OK : w->main_error;
   if (w->have_prev && r->kind[0] == 'l' &&
       snap__same_path(r->main_stack, w->prev.main_stack)) {
     l->annealed = true; /* the same lag again: counted, not written */
@@ -318,6 +325,8 @@ static void recheck(wd_t *w, uint64_t now) {
     l->annealed = false; /* a hang is always worth its own report */
   }
   refresh(w, &l->rep, main, busy);
+  if (main)
+    l->rep.main_error = SNAP_OK;
   if (!l->annealed) {
     if (!l->written) {
       drop_threads(&l->rep);
@@ -385,6 +394,7 @@ static void check_cpu(wd_t *w, uint64_t now) {
     r.main_cpu_ms = (cpu - w->cpu0) / (int64_t)MS;
     r.main_wall_ms = (int64_t)(wall / MS);
     r.main_stack = capture_main(w);
+    r.main_error = r.main_stack ? SNAP_OK : w->main_error;
     snap__classify(r.main_stack, 2, r.l1, sizeof r.l1);
     snap__classify(r.main_stack, 4, r.l2, sizeof r.l2);
     snap__ring_costliest(&w->ring, 0, w->cpu_t0, &r.costliest);

@@ -17,7 +17,8 @@ string(JOIN " " SNAP_RUN_WITH ${CMAKE_CROSSCOMPILING_EMULATOR})
 add_test(NAME test_lag_kills
   COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/kill_storm.py
           $<TARGET_FILE:lag_churn> 200 --run-with "${SNAP_RUN_WITH}")
-set_tests_properties(test_lag_kills PROPERTIES TIMEOUT 600)
+set_tests_properties(test_lag_kills PROPERTIES TIMEOUT 600
+                     RESOURCE_LOCK lag_processes)
 
 # The demo's scenarios (demo/lag), each checked for exactly its reports.
 # nm of the target's binutils is the oracle for function sizes.
@@ -31,8 +32,11 @@ if(SNAP_BUILD_DEMO AND SNAP_PLATFORM STREQUAL "linux")
   add_test(NAME test_lag_scenarios
     COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/scenarios.py
             $<TARGET_FILE:stacksnap_lag_demo> --run-with "${SNAP_RUN_WITH}"
-            --nm ${SNAP_NM})
-  set_tests_properties(test_lag_scenarios PROPERTIES TIMEOUT 600)
+            --nm ${SNAP_NM} $<$<STREQUAL:${SNAP_SANITIZE},thread>:--tsan>)
+  # Not beside the kill storm: CPU shares and timings would be the other
+  # test's as much as the demo's.
+  set_tests_properties(test_lag_scenarios PROPERTIES TIMEOUT 600
+                       RESOURCE_LOCK lag_processes)
 else()
   message(STATUS "stacksnap: test_lag_scenarios needs the demo (SNAP_BUILD_DEMO)")
 endif()

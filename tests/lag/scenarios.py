@@ -25,6 +25,9 @@ import tempfile
 import time
 
 failures = []
+TSAN = False
+# Scenarios whose main thread blocks (TSan may withhold its samples).
+WAITING = {"demo_wait_for_lock", "demo_slow_io", "demo_hang"}
 # Scenario functions that compute; the others wait (a lock, a read).
 COMPUTING = {"demo_heavy_compute", "demo_repeat_compute"}
 
@@ -134,13 +137,22 @@ def expect_one(demo, scenario, d, kind, func, lo_ms, hi_ms):
              f"{[r['_file'] for r in rs]}")
         return rs[0] if rs else None
     r = rs[0]
+    if TSAN and func in WAITING and not r["main_stack"]:
+        # Only here may a stack be missing, and the report must say why.
+        if "did not stop in time" not in r.get("main_stack_error", ""):
+            fail(f"{scenario}: empty main stack without the reason")
+        print(f"ok {scenario} (TSan: main thread not sampled while it "
+              f"blocks: {r.get('main_stack_error')}): {r['_file']}",
+              flush=True)
+        return r
     check_app_frame(demo, scenario, r["main_stack"], func, "main stack")
     check_app_frame(demo, scenario, r["costliest_stack"]["frames"], func,
                     "costliest stack")
     if not (lo_ms <= r["duration_ms"] <= hi_ms):
         fail(f"{scenario}: duration {r['duration_ms']} ms not in "
              f"[{lo_ms}, {hi_ms}]")
-    if func not in r["class"]["l1"] or not \
+    key = r["class"]["l2" if TSAN else "l1"]  # TSan: interceptors first
+    if func not in key or not \
             r["class"]["l2"].startswith(r["class"]["l1"]):
         fail(f"{scenario}: class {r['class']} does not start at {func}")
     main = [t for t in r["threads"] if t["main"]]
@@ -163,7 +175,14 @@ def main():
     ap.add_argument("demo")
     ap.add_argument("--run-with", default="")
     ap.add_argument("--nm", default="nm")
+    ap.add_argument("--tsan", action="store_true",
+                    help="ThreadSanitizer build: TSan holds the sampling "
+                    "signal back while a thread blocks, so a waiting main "
+                    "thread may have no stack (the report says why), and "
+                    "TSan's interceptors are app frames")
     args = ap.parse_args()
+    global TSAN
+    TSAN = args.tsan
     demo = Demo(args)
 
     # Computation: the function is on the stack, the thread computing.
@@ -209,7 +228,10 @@ def main():
                "hang", "demo_hang", 2700, 4500)
 
     # CPU: short iterations, main thread hot: a cpu report, no lag.
-    d = run_in(demo, "cpu", "--seconds", "4", "--cpu-window", "1500")
+    # 50 %: the demo computes ~89 % of the time, but the test shares two
+    # cores with other tests; what is checked is the trigger, not the load.
+    d = run_in(demo, "cpu", "--seconds", "4", "--cpu-window", "1500",
+               "--cpu-percent", "50")
     rs = reports(d)
     kinds = sorted(r["kind"] for r in rs)
     if not kinds or set(kinds) != {"cpu"}:
@@ -217,7 +239,7 @@ def main():
     else:
         r = rs[0]
         check_schema("cpu", r)
-        if r["cpu"]["percent"] < 80:
+        if r["cpu"]["percent"] < 50:
             fail(f"cpu: percent {r['cpu']}")
         check_app_frame(demo, "cpu", r["costliest_stack"]["frames"],
                         "demo_cpu_burner", "costliest stack")

@@ -11,6 +11,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -203,6 +205,15 @@ static void test_store(void) {
   touch(kept,
         "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"hang\",\"ongoing\":false}");
   touch(tmp, "{\"schema\":\"stack");
+  /* Killed while a lag turned into a hang: both files, both ongoing. */
+  char klag[64], khang[64], kkilled[64];
+  snprintf(klag, sizeof klag, "%" PRId64 "-lag.json", now - 5000);
+  snprintf(khang, sizeof khang, "%" PRId64 "-hang.json", now - 5000);
+  snprintf(kkilled, sizeof kkilled, "%" PRId64 "-hang_killed.json", now - 5000);
+  touch(klag, "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"lag\","
+              "\"ongoing\":true,\"duration_ms\":750}");
+  touch(khang, "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"hang\","
+               "\"ongoing\":true,\"duration_ms\":1000}");
   touch("notes.txt", "not ours");
   touch("123-lag.json.bak", "not ours");
   touch("0-mine.json", "not ours");
@@ -230,6 +241,19 @@ static void test_store(void) {
   CHECK(!exists(old), "a report past retention was kept");
   CHECK(exists(kept), "a report inside retention was deleted");
   CHECK(!exists(tmp), "a temporary file of a cut write was kept");
+  CHECK(!exists(klag) && !exists(khang) && exists(kkilled),
+        "lag+hang of one killed stretch: not one hang_killed report");
+  char kpath[600], ktext[256] = "";
+  snprintf(kpath, sizeof kpath, "%s/%s", dir, kkilled);
+  FILE *kf = fopen(kpath, "r");
+  if (kf) {
+    ktext[fread(ktext, 1, sizeof ktext - 1, kf)] = '\0';
+    fclose(kf);
+  }
+  CHECK(strcmp(ktext, "{\"schema\":\"stacksnap.lag/1\",\"kind\":"
+                      "\"hang_killed\",\"ongoing\":false,"
+                      "\"duration_ms\":1000}") == 0,
+        "hang_killed from the wrong file: %s", ktext);
   CHECK(exists("notes.txt") && exists("123-lag.json.bak") &&
             exists("0-mine.json"),
         "a file that is not a report was touched");
@@ -242,8 +266,8 @@ static void test_store(void) {
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
   if (now - 2000 >= day)
     CHECK_EQ(count_suffix("-lag.json"), before);
-  /* Raise the cap: the next lag is written. */
-  c.max_reports_per_day = 3;
+  /* Raise the cap by one: the next lag is written. */
+  c.max_reports_per_day = 4; /* 2 cpu + the hang_killed + 1 */
   CHECK_EQ(snap_lag_start(&c), SNAP_OK);
   snap_lag_loop_busy();
   spin_ms(150);
@@ -291,8 +315,60 @@ static void test_park_wakeups(void) {
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
 }
 
-/* fork() while the watchdog runs: the child has no watchdog thread; stop
-   must not wait for it, and the child can start its own. */
+#ifdef __linux__
+/* A main thread that cannot be sampled (its sampling signal blocked, as
+   TSan effectively does while it blocks) still gets its lag reported,
+   with the reason instead of a stack. */
+static void test_unsampleable_main(void) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/unsampled", g_dir);
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  c.report_dir = dir;
+  c.threshold_ms = 50;
+  c.sample_interval_ms = 10;
+  CHECK_EQ(snap_set_sample_timeout_ms(20), SNAP_OK);
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGRTMIN + 5); /* the default sample signal */
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  snap_lag_loop_busy();
+  spin_ms(200);
+  snap_lag_loop_idle();
+  sleep_ms(100);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  CHECK_EQ(snap_set_sample_timeout_ms(100), SNAP_OK);
+  DIR *d = opendir(dir);
+  int reports = 0, with_reason = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (!strstr(e->d_name, "-lag.json"))
+      continue;
+    reports++;
+    char p[1024], text[4096] = "";
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(p, "r");
+    if (f) {
+      size_t n = fread(text, 1, sizeof text - 1, f);
+      text[n] = '\0';
+      fclose(f);
+    }
+    with_reason += strstr(text, "\"main_stack_error\":\"the target thread "
+                                "did not stop in time\"") != NULL &&
+                   strstr(text, "\"main_stack\":[]") != NULL;
+  }
+  if (d)
+    closedir(d);
+  CHECK_EQ(reports, 1);
+  CHECK_EQ(with_reason, 1);
+}
+#endif
+
+/* fork() while the watchdog runs: the child has no watchdog thread, and
+   stop must not wait for it. (Starting a new watchdog there is plain
+   thread creation after fork, which TSan and qemu-user do not support.) */
 static void test_fork(void) {
   snap_lag_config_t c;
   snap_lag_config_default(&c);
@@ -301,8 +377,9 @@ static void test_fork(void) {
   pid_t pid = fork();
   if (pid == 0) {
     alarm(20); /* a hang in the child fails the test, not the suite */
-    int ok = snap_lag_stop() == SNAP_OK && snap_lag_start(&c) == SNAP_OK &&
-             snap_lag_stop() == SNAP_OK;
+    int ok = snap_lag_stop() == SNAP_OK && snap_lag_stop() == SNAP_OK;
+    snap_lag_loop_busy(); /* no-ops: nothing watches */
+    snap_lag_loop_idle();
     _exit(ok ? 0 : 1);
   }
   int status = -1;
@@ -331,6 +408,9 @@ int main(void) {
   test_start_stop();
   test_store();
   test_park_wakeups();
+#ifdef __linux__
+  test_unsampleable_main();
+#endif
   test_fork();
   test_adapters_absent();
   char cmd[300];
