@@ -29,10 +29,14 @@ if(SNAP_BUILD_DEMO AND SNAP_PLATFORM STREQUAL "linux")
   else()
     find_program(SNAP_NM NAMES nm REQUIRED)
   endif()
+  set(snap_scenarios_tsan "")
+  if(SNAP_SANITIZE STREQUAL "thread")
+    set(snap_scenarios_tsan --tsan)
+  endif()
   add_test(NAME test_lag_scenarios
     COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/scenarios.py
             $<TARGET_FILE:stacksnap_lag_demo> --run-with "${SNAP_RUN_WITH}"
-            --nm ${SNAP_NM} $<$<STREQUAL:${SNAP_SANITIZE},thread>:--tsan>)
+            --nm ${SNAP_NM} ${snap_scenarios_tsan})
   # Not beside the kill storm: CPU shares and timings would be the other
   # test's as much as the demo's.
   set_tests_properties(test_lag_scenarios PROPERTIES TIMEOUT 600
