@@ -73,7 +73,8 @@ typedef struct wd {
   snap__lag_report_t prev;
 
   /* CPU trigger. */
-  uint64_t cpu_t0;
+  uint64_t cpu_t0; /* window start, moved by time the process was stopped */
+  uint64_t cpu_ring_t0; /* window start as it was: the ring's points since */
   int64_t cpu0;
   bool cpu_hot; /* reported this hot episode already */
 } wd_t;
@@ -151,10 +152,13 @@ static void take_point(wd_t *w, uint64_t now) {
   p->t_ns = now;
   p->cpu_ns = snap__plat_thread_cpu_ns(w->main);
   snap__ring_commit(&w->ring);
-  /* Named now, once the main thread runs again: the first naming of an
-     image parses its symbol table (tens of ms for libc with its debug
-     file), better spent here than between detection and the report. */
-  snap_stack_release(name_pcs(p->pcs, n));
+  /* A stretch a whole interval old may become a lag: its point is named
+     now, once the main thread runs again, so that the first naming of an
+     image (tens of ms for libc with its debug file) is not paid between
+     detection and the report. Points of short stretches are named only if
+     a report needs them: a hot loop's samples cost no naming. */
+  if (now - w->since_ns >= w->interval_ns)
+    snap_stack_release(name_pcs(p->pcs, n));
 }
 
 /* Every thread but the watchdog: main first, then running ones, then the
@@ -234,6 +238,16 @@ static uint64_t busy_ns(const wd_t *w, uint64_t now) {
   return age > w->stolen_ns ? age - w->stolen_ns : 0;
 }
 
+/* Class keys from the costliest stack, the main stack when no point sample
+   was taken: one snapshot may land anywhere (a clock read inside the hot
+   loop), the most frequent stack is what groups one lag across runs. */
+static void classify(snap__lag_report_t *r) {
+  const snap_stack_t *s =
+      snap_stack_count(r->costliest.stack) ? r->costliest.stack : r->main_stack;
+  snap__classify(s, 2, r->l1, sizeof r->l1);
+  snap__classify(s, 4, r->l2, sizeof r->l2);
+}
+
 /* Fills what every update refreshes: duration, main-thread CPU, class,
    costliest stack. Takes ownership of main_stack. */
 static void refresh(wd_t *w, snap__lag_report_t *r, const snap_stack_t *main,
@@ -251,10 +265,9 @@ static void refresh(wd_t *w, snap__lag_report_t *r, const snap_stack_t *main,
     r->main_cpu_ms = (cpu - w->seen_cpu) / (int64_t)MS;
     r->main_wall_ms = (int64_t)((t - w->seen_ns) / MS);
   }
-  snap__classify(r->main_stack, 2, r->l1, sizeof r->l1);
-  snap__classify(r->main_stack, 4, r->l2, sizeof r->l2);
   snap_stack_release(r->costliest.stack);
   snap__ring_costliest(&w->ring, w->seq, w->since_ns, &r->costliest);
+  classify(r);
 }
 
 static int write_report(wd_t *w, snap__lag_report_t *r, char name[64],
@@ -395,9 +408,8 @@ static void check_cpu(wd_t *w, uint64_t now) {
     r.main_wall_ms = (int64_t)(wall / MS);
     r.main_stack = capture_main(w);
     r.main_error = r.main_stack ? SNAP_OK : w->main_error;
-    snap__classify(r.main_stack, 2, r.l1, sizeof r.l1);
-    snap__classify(r.main_stack, 4, r.l2, sizeof r.l2);
-    snap__ring_costliest(&w->ring, 0, w->cpu_t0, &r.costliest);
+    snap__ring_costliest(&w->ring, 0, w->cpu_ring_t0, &r.costliest);
+    classify(&r);
     capture_threads(w, &r);
     char name[64];
     write_report(w, &r, name, true);
@@ -405,6 +417,7 @@ static void check_cpu(wd_t *w, uint64_t now) {
   }
   w->cpu_hot = hot;
   w->cpu_t0 = now;
+  w->cpu_ring_t0 = now;
   w->cpu0 = cpu;
 }
 
@@ -421,7 +434,7 @@ static void run(void *arg) {
   uint32_t last_seq = 0;
   uint64_t planned = snap__plat_now_ns();
   bool from_park = false;
-  w->cpu_t0 = planned;
+  w->cpu_t0 = w->cpu_ring_t0 = planned;
   w->cpu0 = snap__plat_thread_cpu_ns(w->main);
   while (!atomic_load(&w->stop)) {
     uint64_t now = snap__plat_now_ns();
@@ -459,13 +472,16 @@ static void run(void *arg) {
     uint64_t next = UINT64_MAX;
     if (v.busy && v.seq == w->seq) {
       uint64_t due = w->since_ns + w->stolen_ns + w->threshold_ns;
-      /* A point sample when one is due and the stretch is not brand new
-         (that would be the loop's own dispatch). Wakes are planned only
-         for a stretch that reaches a whole interval; a wake that happens
-         anyway (a tick) samples a shorter stretch, so an iteration of
-         40 ms in a hot loop is still seen, without a wake of its own. */
+      /* A point sample when one is due, unless the stretch has only just
+         begun (a wake by a busy call's post: that would be the loop's own
+         dispatch). Wakes are planned only for a stretch that reaches a
+         whole interval; wakes that happen anyway (ticks) sample shorter
+         stretches, so a hot loop of 40 ms iterations is seen without wakes
+         of its own (and without locking onto the loop's phase, which a
+         "not in the first 10 ms" rule did: every planned wake landed 5 ms
+         into the next iteration). */
       if (w->interval_ns && now >= w->next_sample_ns &&
-          now - w->since_ns >= w->interval_ns / 5) {
+          now - w->since_ns >= MS) {
         take_point(w, now);
         w->next_sample_ns = now + w->interval_ns;
       }

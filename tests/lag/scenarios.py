@@ -188,8 +188,6 @@ def main():
     # Computation: the function is on the stack, the thread computing.
     r1 = expect_one(demo, "heavy", run_in(demo, "heavy"), "lag",
                     "demo_heavy_compute", 500, 1500)
-    if r1 and r1["main_thread"]["cpu_ms"] < r1["main_thread"]["wall_ms"] / 2:
-        fail(f"heavy: main thread cpu {r1['main_thread']} says waiting")
     # Class keys are stable across runs (new process, new addresses).
     r2 = expect_one(demo, "heavy (again)", run_in(demo, "heavy"), "lag",
                     "demo_heavy_compute", 500, 1500)
@@ -209,8 +207,14 @@ def main():
         else:
             check_app_frame(demo, "lock", holders[0]["frames"],
                             "demo_lock_holder", "holder's stack")
-        if r["main_thread"]["cpu_ms"] > r["main_thread"]["wall_ms"] / 2:
-            fail(f"lock: main thread cpu {r['main_thread']} says computing")
+        # Computing vs waiting, relative: the test shares the machine
+        # (under qemu a computing thread may get a third of a core).
+        share = lambda m: m["cpu_ms"] / max(1, m["wall_ms"])
+        heavy = share(r1["main_thread"]) if r1 else 0
+        lock = share(r["main_thread"])
+        if not (heavy > 0.2 and heavy > 4 * lock):
+            fail(f"CPU share: heavy {r1['main_thread']} vs lock "
+                 f"{r['main_thread']}: computing not told from waiting")
 
     # Blocking I/O.
     r = expect_one(demo, "io", run_in(demo, "io"), "lag", "demo_slow_io",
