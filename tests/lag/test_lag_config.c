@@ -279,17 +279,24 @@ static void test_store(void) {
   strcpy(g_dir, saved);
 }
 
+/* A quick watchdog (lag at 50 ms, points every 10 ms) reporting into
+   g_dir/sub, which dir receives. */
+static void quick_config(snap_lag_config_t *c, char *dir, size_t size,
+                         const char *sub) {
+  snprintf(dir, size, "%s/%s", g_dir, sub);
+  snap_lag_config_default(c);
+  c->report_dir = dir;
+  c->threshold_ms = 50;
+  c->sample_interval_ms = 10;
+}
+
 /* The watchdog parks (no deadline: CPU trigger off) while the loop is
    idle; the next busy call must wake it, even after a second idle call
    and after a busy stretch below the threshold. */
 static void test_park_wakeups(void) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/park", g_dir);
   snap_lag_config_t c;
-  snap_lag_config_default(&c);
-  c.report_dir = dir;
-  c.threshold_ms = 50;
-  c.sample_interval_ms = 10;
+  quick_config(&c, dir, sizeof dir, "park");
   c.cpu_percent = 0;
   c.on_report = on_report;
   atomic_store(&g_reports, 0);
@@ -321,12 +328,8 @@ static void test_park_wakeups(void) {
    with the reason instead of a stack. */
 static void test_unsampleable_main(void) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/unsampled", g_dir);
   snap_lag_config_t c;
-  snap_lag_config_default(&c);
-  c.report_dir = dir;
-  c.threshold_ms = 50;
-  c.sample_interval_ms = 10;
+  quick_config(&c, dir, sizeof dir, "unsampled");
   CHECK_EQ(snap_set_sample_timeout_ms(20), SNAP_OK);
   CHECK_EQ(snap_lag_start(&c), SNAP_OK);
   sigset_t block, old;
