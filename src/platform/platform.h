@@ -262,5 +262,10 @@ int snap__plat_file_remove(const char *dir, const char *name);
 /* Hooks the platform's own event loop (Apple: CFRunLoop observers calling
    snap_lag_loop_busy/idle); SNAP_EUNSUPPORTED where there is none. */
 int snap__plat_attach_runloop(void *runloop);
+/* Wraps a GLib main context's poll function (NULL = the default context)
+   with idle/busy calls; SNAP_EUNSUPPORTED without GLib's headers at build
+   time or GLib in the process, SNAP_EBUSY for a second context whose poll
+   function differs from the first one's. */
+int snap__plat_attach_glib(void *main_context);
 
 #endif /* SNAP_PLATFORM_H */

@@ -1,0 +1,63 @@
+/*
+ * glib_loop.c — the lag watchdog's adapter for GLib's main loop: the
+ * context's poll function is wrapped so that the loop calls
+ * snap_lag_loop_idle before it sleeps and snap_lag_loop_busy after.
+ *
+ * Why the poll function: GLib calls it exactly where the loop sleeps, so
+ * "idle before poll, busy after" brackets each wait the way Apple's run
+ * loop observers (BeforeWaiting / AfterWaiting) do. Dispatching, prepare
+ * and check all count as busy, which is what the user feels.
+ *
+ * Must not: link GLib. Only a process that already runs a GLib loop can
+ * use the adapter, so GLib's functions are looked up in the process; its
+ * headers are used for types only, and without them (cross builds, Apple)
+ * the adapter is SNAP_EUNSUPPORTED. One wrapped poll function per process:
+ * GLib's default g_poll in every real program.
+ */
+#include <stdatomic.h>
+
+#include "platform/platform.h"
+
+#ifdef SNAP_HAVE_GLIB
+#include <glib.h>
+
+typedef GPollFunc (*get_poll_fn)(GMainContext *);
+typedef void (*set_poll_fn)(GMainContext *, GPollFunc);
+typedef GMainContext *(*default_fn)(void);
+
+/* The poll function we wrapped. */
+static _Atomic(GPollFunc) g_inner;
+
+static gint snap_glib_poll(GPollFD *fds, guint nfds, gint timeout) {
+  GPollFunc inner = atomic_load_explicit(&g_inner, memory_order_acquire);
+  snap_lag_loop_idle();
+  gint rc = inner(fds, nfds, timeout);
+  snap_lag_loop_busy();
+  return rc;
+}
+
+int snap__plat_attach_glib(void *main_context) {
+  get_poll_fn get =
+      (get_poll_fn)snap__plat_find_symbol("g_main_context_get_poll_func");
+  set_poll_fn set =
+      (set_poll_fn)snap__plat_find_symbol("g_main_context_set_poll_func");
+  default_fn dflt =
+      (default_fn)snap__plat_find_symbol("g_main_context_default");
+  if (!get || !set || !dflt)
+    return SNAP_EUNSUPPORTED; /* GLib is not in this process */
+  GMainContext *ctx = main_context ? main_context : dflt();
+  GPollFunc cur = get(ctx);
+  if (cur == snap_glib_poll)
+    return SNAP_OK; /* attached already */
+  GPollFunc expect = NULL;
+  if (!atomic_compare_exchange_strong(&g_inner, &expect, cur) && expect != cur)
+    return SNAP_EBUSY; /* another context with another poll function */
+  set(ctx, snap_glib_poll);
+  return SNAP_OK;
+}
+#else
+int snap__plat_attach_glib(void *main_context) {
+  (void)main_context;
+  return SNAP_EUNSUPPORTED; /* built without GLib's headers */
+}
+#endif
