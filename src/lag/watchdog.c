@@ -64,6 +64,8 @@ typedef struct wd {
   bool handled;            /* detection done: reported, annealed or skipped */
   bool main_running;       /* at the last capture_main */
   int main_error;          /* of the last capture_main */
+  int main_n;              /* its pcs (or its error) */
+  uintptr_t main_pcs[CAPTURE_DEPTH];
 
   lag_t lag;
   /* The last lag that wrote a report: annealing compares with it, and
@@ -130,12 +132,13 @@ static const snap_stack_t *name_pcs(const uintptr_t *pcs, int n) {
    it did not answer in time, e.g. under TSan, which holds signals back
    while a thread blocks). */
 static const snap_stack_t *capture_main(wd_t *w) {
-  uintptr_t pcs[CAPTURE_DEPTH];
   /* Its state before the sample: right after one it is still on its way
      out of the signal handler, so it would read "running". */
   w->main_running = snap_thread_is_running(w->main) == 1;
-  int n = snap_capture_thread(w->main, pcs, CAPTURE_DEPTH, 0);
-  const snap_stack_t *s = n < 0 ? NULL : name_pcs(pcs, n); /* it runs again */
+  int n = snap_capture_thread(w->main, w->main_pcs, CAPTURE_DEPTH, 0);
+  w->main_n = n; /* kept for the thread list */
+  const snap_stack_t *s =
+      n < 0 ? NULL : name_pcs(w->main_pcs, n); /* it runs again */
   w->main_error = n < 0 ? n : s ? SNAP_OK : SNAP_ENOMEM;
   return s;
 }
@@ -161,46 +164,52 @@ static void take_point(wd_t *w, uint64_t now) {
     snap_stack_release(name_pcs(p->pcs, n));
 }
 
-/* Every thread but the watchdog: main first, then running ones, then the
-   rest, up to max_threads. All are captured first, named after. */
+/* Every thread but the watchdog: main first (its stack as capture_main
+   took it), then running ones, then the rest, up to max_threads. Running
+   states are read before any of them is sampled (a thread just sampled is
+   still leaving the signal handler); all are captured, then named. */
 static void capture_threads(wd_t *w, snap__lag_report_t *r) {
-  int cap = 4096;
+  int cap = 4096, max = (int)w->cfg.max_threads;
   snap_thread_t *all = malloc(sizeof *all * (size_t)cap);
-  if (!all)
-    return;
-  int total = snap_thread_list(all, cap);
-  if (total < 0)
-    total = 0;
-  int n = total < cap ? total : cap;
-  r->threads_total = total;
-  for (int i = 0; i < n; i++)
-    r->threads_total -= all[i] == atomic_load(&w->tid); /* not the app's */
-  int max = (int)w->cfg.max_threads;
+  bool *running = malloc(sizeof *running * (size_t)cap);
   snap__lag_thread_t *ts = calloc((size_t)max, sizeof *ts);
   uintptr_t(*pcs)[CAPTURE_DEPTH] = malloc(sizeof *pcs * (size_t)max);
   int *npcs = calloc((size_t)max, sizeof *npcs);
-  if (!ts || !pcs || !npcs) {
+  int total = all ? snap_thread_list(all, cap) : SNAP_ENOMEM;
+  if (!running || !ts || !pcs || !npcs || total < 0) {
+    free(all);
+    free(running);
     free(ts);
     free(pcs);
     free(npcs);
-    free(all);
     return;
+  }
+  int n = total < cap ? total : cap;
+  snap_thread_t self = atomic_load(&w->tid);
+  r->threads_total = total;
+  for (int i = 0; i < n; i++) {
+    if (all[i] == self) { /* not the app's */
+      r->threads_total--;
+      all[i] = 0;
+    }
+    running[i] = all[i] == w->main
+                     ? w->main_running
+                     : all[i] && snap_thread_is_running(all[i]) == 1;
   }
   int k = 0;
   for (int pass = 0; pass < 3 && k < max; pass++) {
     for (int i = 0; i < n && k < max; i++) {
-      snap_thread_t t = all[i];
-      if (t == 0 || t == atomic_load(&w->tid))
+      bool is_main = all[i] == w->main;
+      if (!all[i] || (pass == 0) != is_main || (pass == 1 && !running[i]))
         continue;
-      bool is_main = t == w->main;
-      bool running = is_main ? w->main_running : snap_thread_is_running(t) == 1;
-      if ((pass == 0) != is_main || (pass == 1 && !running))
-        continue;
-      ts[k].tid = t;
-      ts[k].main = is_main;
-      ts[k].running = running;
+      ts[k] = (snap__lag_thread_t){
+          .tid = all[i], .main = is_main, .running = running[i]};
       all[i] = 0; /* taken */
-      int got = snap_capture_thread(t, pcs[k], CAPTURE_DEPTH, 0);
+      int got = w->main_n;
+      if (is_main)
+        memcpy(pcs[k], w->main_pcs, sizeof(uintptr_t) * (size_t)got);
+      else
+        got = snap_capture_thread(ts[k].tid, pcs[k], CAPTURE_DEPTH, 0);
       ts[k].error = got < 0 ? got : SNAP_OK;
       npcs[k] = got < 0 ? 0 : got;
       k++;
@@ -220,6 +229,7 @@ static void capture_threads(wd_t *w, snap__lag_report_t *r) {
   r->nthreads = k;
   free(pcs);
   free(npcs);
+  free(running);
   free(all);
 }
 
