@@ -44,7 +44,7 @@ typedef struct lag {
 typedef struct wd {
   snap_lag_config_t cfg;
   snap__lag_store_t store;
-  snap__sem_t wake;
+  snap__sem_t *wake; /* g_wake */
   snap__plat_thread_t thread;
   _Atomic snap_thread_t tid; /* the watchdog thread, once running */
   _Atomic bool stop;
@@ -524,8 +524,8 @@ static void run(void *arg) {
     bool quiet = !v.busy && v.seq == last_seq; /* idle for a whole tick */
     if (quiet && snap__loop_park(v.seq)) {
       /* Parked: until the next busy call posts (or the CPU window ends). */
-      int rc = next == UINT64_MAX ? (snap__plat_sem_wait(&w->wake), SNAP_OK)
-                                  : snap__plat_sem_timedwait(&w->wake, next);
+      int rc = next == UINT64_MAX ? (snap__plat_sem_wait(w->wake), SNAP_OK)
+                                  : snap__plat_sem_timedwait(w->wake, next);
       snap__loop_unpark();
       from_park = rc == SNAP_OK;
       planned = from_park ? snap__plat_now_ns() : next;
@@ -533,7 +533,7 @@ static void run(void *arg) {
       uint64_t before = snap__plat_now_ns();
       next = min_u64(next, before + w->tick_ns);
       planned = next > before ? next : before;
-      if (snap__plat_sem_timedwait(&w->wake, next) == SNAP_OK)
+      if (snap__plat_sem_timedwait(w->wake, next) == SNAP_OK)
         planned = snap__plat_now_ns(); /* posted early: not late */
     } else {
       planned = snap__plat_now_ns(); /* it went busy meanwhile: look again */
@@ -553,7 +553,6 @@ static void destroy(wd_t *w) {
   snap__lag_report_clear(&w->lag.rep);
   snap__lag_report_clear(&w->prev);
   snap__ring_free(&w->ring);
-  snap__plat_sem_destroy(&w->wake);
   free(w);
 }
 
@@ -600,12 +599,21 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg) {
      busy; generous, so a loaded machine's scheduling delay is not taken
      for a stop (which hides time from a lag instead of adding it). */
   w->slack_ns = w->threshold_ns > 100 * MS ? w->threshold_ns : 100 * MS;
-  rc = snap__plat_sem_init(&w->wake, 0);
-  if (rc != SNAP_OK) {
-    free(w);
-    atomic_store(&g_state, 0);
-    return rc;
+  /* One semaphore for the life of the process, never destroyed: a busy
+     call that read the pointer just before a stop may still post to it. A
+     post left over from an earlier watchdog is one spurious wake. */
+  static snap__sem_t g_wake;
+  static bool g_wake_ready; /* under g_state == 2 */
+  if (!g_wake_ready) {
+    rc = snap__plat_sem_init(&g_wake, 0);
+    if (rc != SNAP_OK) {
+      free(w);
+      atomic_store(&g_state, 0);
+      return rc;
+    }
+    g_wake_ready = true;
   }
+  w->wake = &g_wake;
   if ((rc = snap__ring_init(&w->ring,
                             cfg->sample_interval_ms ? cfg->ring_size : 0)) !=
           SNAP_OK ||
@@ -614,7 +622,7 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg) {
     atomic_store(&g_state, 0);
     return rc;
   }
-  snap__loop_activate(&w->wake);
+  snap__loop_activate(w->wake);
   rc = snap__plat_thread_start(&w->thread, run, w, "stacksnap-lag");
   if (rc != SNAP_OK) {
     snap__loop_deactivate();
@@ -638,7 +646,7 @@ SNAP_EXPORT int snap_lag_stop(void) {
     return SNAP_EBUSY;
   }
   atomic_store(&w->stop, true);
-  snap__plat_sem_post(&w->wake);
+  snap__plat_sem_post(w->wake);
   snap__plat_thread_join(&w->thread);
   snap__loop_deactivate();
   g_wd = NULL;
