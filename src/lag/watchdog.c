@@ -204,11 +204,11 @@ static void capture_threads(wd_t *w, snap__lag_report_t *r) {
         continue;
       ts[k] = (snap__lag_thread_t){
           .tid = all[i], .main = is_main, .running = running[i]};
-      all[i] = 0; /* taken */
-      int got = w->main_n;
-      if (is_main)
+      all[i] = 0;          /* taken */
+      int got = w->main_n; /* a count, or why there is none */
+      if (is_main && got > 0)
         memcpy(pcs[k], w->main_pcs, sizeof(uintptr_t) * (size_t)got);
-      else
+      else if (!is_main)
         got = snap_capture_thread(ts[k].tid, pcs[k], CAPTURE_DEPTH, 0);
       ts[k].error = got < 0 ? got : SNAP_OK;
       npcs[k] = got < 0 ? 0 : got;
