@@ -137,13 +137,19 @@ def expect_one(demo, scenario, d, kind, func, lo_ms, hi_ms):
              f"{[r['_file'] for r in rs]}")
         return rs[0] if rs else None
     r = rs[0]
-    if TSAN and func in WAITING and not r["main_stack"]:
-        # Only here may a stack be missing, and the report must say why.
-        if "did not stop in time" not in r.get("main_stack_error", ""):
+    if TSAN and func in WAITING:
+        # TSan delivers the sampling signal only once the thread leaves the
+        # blocking call: the sample times out (the report must say so) or
+        # lands after the wait, back in the loop. The report's existence,
+        # kind and duration are checked; its stacks in the other builds.
+        if not r["main_stack"] and \
+                "did not stop in time" not in r.get("main_stack_error", ""):
             fail(f"{scenario}: empty main stack without the reason")
-        print(f"ok {scenario} (TSan: main thread not sampled while it "
-              f"blocks: {r.get('main_stack_error')}): {r['_file']}",
-              flush=True)
+        if not (lo_ms <= r["duration_ms"] <= hi_ms):
+            fail(f"{scenario}: duration {r['duration_ms']} ms not in "
+                 f"[{lo_ms}, {hi_ms}]")
+        print(f"ok {scenario} (TSan: a blocked main thread is sampled late "
+              f"or not at all: stacks not checked): {r['_file']}", flush=True)
         return r
     check_app_frame(demo, scenario, r["main_stack"], func, "main stack")
     check_app_frame(demo, scenario, r["costliest_stack"]["frames"], func,
