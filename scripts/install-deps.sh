@@ -16,7 +16,7 @@ test_pkgs=(
   build-essential cmake pkg-config
   uthash-dev                        # the symbol cache's hash table
   libglib2.0-dev                    # lag watchdog: GLib adapter, lag demo
-  python3 jq                        # lag tests: render and read reports
+  python3                           # lag tests read reports with its json module
   libc6-dbg                         # tests: libc's static functions get names
   libdw-dev                         # file:line (optional), libdwfl benchmark
   gobjc gobjc-aarch64-linux-gnu     # tests: Objective-C method names
