@@ -29,6 +29,7 @@
 
 #define MS ((uint64_t)1000000)
 #define CAPTURE_DEPTH 256
+#define HEARTBEAT_NS (1000 * MS)
 
 typedef struct lag {
   bool active;   /* a lag is going on */
@@ -39,6 +40,7 @@ typedef struct lag {
   snap__lag_report_t rep;
   snap__backoff_t fib;
   uint64_t next_check_ns;
+  uint64_t written_ns; /* last write of its file */
 } lag_t;
 
 typedef struct wd {
@@ -328,6 +330,7 @@ static void detect(wd_t *w, uint64_t now) {
   }
   capture_threads(w, r);
   l->written = write_report(w, r, l->name, true) == SNAP_OK;
+  l->written_ns = snap__plat_now_ns();
 }
 
 /* A re-check of an ongoing lag (Fibonacci-spaced), or its turn into a hang. */
@@ -355,16 +358,28 @@ static void recheck(wd_t *w, uint64_t now) {
       drop_threads(&l->rep);
       capture_threads(w, &l->rep);
       l->written = write_report(w, &l->rep, l->name, true) == SNAP_OK;
+      l->written_ns = snap__plat_now_ns();
     } else {
       if (becomes_hang) { /* a hang shows every thread as it is now */
         drop_threads(&l->rep);
         capture_threads(w, &l->rep);
       }
       write_report(w, &l->rep, l->name, false);
+      l->written_ns = snap__plat_now_ns();
     }
   }
   uint64_t step = w->threshold_ns * snap__backoff_next(&l->fib);
   l->next_check_ns = now + step;
+}
+
+/* Between re-checks, which grow apart, an ongoing report's duration is
+   rewritten every HEARTBEAT_NS (no new sample): a process killed in a long
+   hang leaves a hang_killed report at most that stale. */
+static void heartbeat(wd_t *w, uint64_t now) {
+  lag_t *l = &w->lag;
+  refresh(w, &l->rep, NULL, busy_ns(w, now));
+  write_report(w, &l->rep, l->name, false);
+  l->written_ns = snap__plat_now_ns();
 }
 
 /* The lag ended at end_ns (the loop went idle or moved on). */
@@ -499,6 +514,9 @@ static void run(void *arg) {
         detect(w, now);
       else if (w->lag.active && now >= w->lag.next_check_ns)
         recheck(w, now);
+      else if (w->lag.active && w->lag.written && !w->lag.annealed &&
+               now >= w->lag.written_ns + HEARTBEAT_NS)
+        heartbeat(w, now);
       now = snap__plat_now_ns();
       if (w->interval_ns) {
         uint64_t at = w->since_ns + w->interval_ns;
