@@ -22,10 +22,7 @@ bool snap__same_path(const snap_stack_t *a, const snap_stack_t *b) {
   for (int i = 0; i < n; i++) {
     const snap_frame_t *fa = snap_stack_frame(a, i);
     const snap_frame_t *fb = snap_stack_frame(b, i);
-    /* The function when it is named; the pc itself when it is not. */
-    uintptr_t ka = fa->symbol_addr ? fa->symbol_addr : fa->pc;
-    uintptr_t kb = fb->symbol_addr ? fb->symbol_addr : fb->pc;
-    if (ka != kb)
+    if (snap__frame_function(fa) != snap__frame_function(fb))
       return false;
   }
   return true;

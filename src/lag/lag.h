@@ -80,6 +80,12 @@ void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,
 
 /* ---- Annealing (annealing.c) --------------------------------------------- */
 
+/* The function a frame is in: its start when named, else the pc itself.
+   The key by which samples and lags count as "the same". */
+static inline uintptr_t snap__frame_function(const snap_frame_t *f) {
+  return f->symbol_addr ? f->symbol_addr : f->pc;
+}
+
 /* True when two named stacks are the same call path: the same functions in
    the same order (the pcs inside a function may differ). */
 bool snap__same_path(const snap_stack_t *a, const snap_stack_t *b);

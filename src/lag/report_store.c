@@ -145,6 +145,16 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
   free(text);
 }
 
+/* Removes report `name` (dated ms) if it is past retention; true if so.
+   Applied at start and before each new report is counted. */
+static bool expire(snap__lag_store_t *st, const char *name, int64_t ms,
+                   int64_t now) {
+  if (ms >= now - (int64_t)st->retention_days * DAY_MS)
+    return false;
+  snap__plat_file_remove(st->dir, name);
+  return true;
+}
+
 int snap__lag_store_open(snap__lag_store_t *st) {
   if (snap__plat_dir_make(st->dir) != SNAP_OK)
     return SNAP_EIO;
@@ -155,17 +165,14 @@ int snap__lag_store_open(snap__lag_store_t *st) {
     return rc == SNAP_ENOMEM ? rc : SNAP_EIO;
   }
   int64_t now = snap__plat_unix_ms();
-  int64_t keep_from = now - (int64_t)st->retention_days * DAY_MS;
   for (size_t i = 0; i < ns.n; i++) {
     const char *name = ns.v[i];
     int64_t ms;
     const char *kind;
     if (is_our_tmp(name)) {
       snap__plat_file_remove(st->dir, name); /* a write cut short */
-    } else if (parse_name(name, &ms, &kind)) {
-      if (ms < keep_from)
-        snap__plat_file_remove(st->dir, name);
-      else if (strcmp(kind, "lag") == 0 && listed(&ns, ms, "hang"))
+    } else if (parse_name(name, &ms, &kind) && !expire(st, name, ms, now)) {
+      if (strcmp(kind, "lag") == 0 && listed(&ns, ms, "hang"))
         /* Killed while a lag became a hang: the hang file is in place,
            the lag file it replaces was not yet removed. */
         snap__plat_file_remove(st->dir, name);
@@ -191,16 +198,11 @@ static unsigned count_today(snap__lag_store_t *st, int64_t now) {
   unsigned today = 0;
   if (list(st, &ns) == SNAP_OK) {
     int64_t day = now - now % DAY_MS;
-    int64_t keep_from = now - (int64_t)st->retention_days * DAY_MS;
     for (size_t i = 0; i < ns.n; i++) {
       int64_t ms;
       const char *kind;
-      if (!parse_name(ns.v[i], &ms, &kind))
-        continue;
-      if (ms < keep_from)
-        snap__plat_file_remove(st->dir, ns.v[i]);
-      else if (ms >= day)
-        today++;
+      if (parse_name(ns.v[i], &ms, &kind) && !expire(st, ns.v[i], ms, now))
+        today += ms >= day;
     }
   }
   free(ns.v);

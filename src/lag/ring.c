@@ -38,12 +38,10 @@ snap__point_t *snap__ring_next(snap__ring_t *r) {
 
 void snap__ring_commit(snap__ring_t *r) { r->written++; }
 
-/* The function a point stopped in: its start when named, else its pc. */
+/* The function a point stopped in. */
 static uintptr_t innermost_function(const snap_stack_t *s) {
   const snap_frame_t *f = snap_stack_frame(s, 0);
-  if (!f)
-    return 0;
-  return f->symbol_addr ? f->symbol_addr : f->pc;
+  return f ? snap__frame_function(f) : 0;
 }
 
 void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,

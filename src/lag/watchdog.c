@@ -245,6 +245,12 @@ static void drop_threads(snap__lag_report_t *r) {
 
 /* ---- Reports ------------------------------------------------------------- */
 
+/* When the watched stretch will have been busy for d (stolen time does not
+   count). */
+static uint64_t busy_until(const wd_t *w, uint64_t d) {
+  return w->since_ns + w->stolen_ns + d;
+}
+
 static uint64_t busy_ns(const wd_t *w, uint64_t now) {
   uint64_t age = now > w->since_ns ? now - w->since_ns : 0;
   return age > w->stolen_ns ? age - w->stolen_ns : 0;
@@ -496,7 +502,7 @@ static void run(void *arg) {
 
     uint64_t next = UINT64_MAX;
     if (v.busy && v.seq == w->seq) {
-      uint64_t due = w->since_ns + w->stolen_ns + w->threshold_ns;
+      uint64_t due = busy_until(w, w->threshold_ns);
       /* A point sample when one is due, unless the stretch has only just
          begun (a wake by a busy call's post: that would be the loop's own
          dispatch). Wakes are planned only for a stretch that reaches a
@@ -525,9 +531,9 @@ static void run(void *arg) {
       if (!w->handled)
         next = min_u64(next, due);
       if (w->lag.active) {
-        uint64_t hang_due = w->since_ns + w->stolen_ns + w->hang_ns;
-        if (strcmp(w->lag.rep.kind ? w->lag.rep.kind : "", "lag") == 0)
-          w->lag.next_check_ns = min_u64(w->lag.next_check_ns, hang_due);
+        if (strcmp(w->lag.rep.kind, "lag") == 0) /* set by detect() */
+          w->lag.next_check_ns =
+              min_u64(w->lag.next_check_ns, busy_until(w, w->hang_ns));
         next = min_u64(next, min_u64(w->lag.next_check_ns, now + w->tick_ns));
       }
     }
