@@ -21,6 +21,7 @@ test_pkgs=(
   libdw-dev                         # file:line (optional), libdwfl benchmark
   gobjc gobjc-aarch64-linux-gnu     # tests: Objective-C method names
   clang libclang-rt-14-dev          # async-frame test, sanitizers, libFuzzer
+  lld llvm                          # check-darwin: ld64.lld, llvm-ar, llvm-nm, llvm-objdump (Debian's, not the Swift toolchain's)
   libunwind-dev                     # benchmarks: unw_backtrace
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 suite
 )

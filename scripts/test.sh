@@ -41,14 +41,19 @@ run_config() {
   fi
 }
 
+# Each C configuration runs on the compiler it names: Debian's gcc and
+# clang, by full path, so the Swift toolchain's own clang (also on PATH on
+# a machine that carries Swift) never replaces them.
+cc_gcc=/usr/bin/gcc
+cc_clang=/usr/bin/clang
 mkdir -p "$root/build"
 # gcc also builds the benchmarks (not run: speed is measured, not tested),
 # so they keep compiling.
-run_config gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=gcc -DSNAP_BUILD_BENCH=ON
-run_config clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang
-run_config asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+run_config gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_gcc -DSNAP_BUILD_BENCH=ON
+run_config clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_clang
+run_config asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=$cc_clang \
   -DSNAP_SANITIZE=address,undefined -DSNAP_FUZZ_SECONDS=60
-run_config tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+run_config tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=$cc_clang \
   -DSNAP_SANITIZE=thread
 run_config arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \

@@ -161,6 +161,8 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
   img->unwind_hdr = r->unwind_hdr;
   img->unwind_lo = r->unwind_lo;
   img->unwind_hi = r->unwind_hi;
+  img->func_index = r->func_index;
+  img->func_index_size = r->func_index_size;
   img->path = path; /* a copy until build() interns it and sets name */
 }
 

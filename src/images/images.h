@@ -15,6 +15,7 @@
 #define SNAP_IMAGES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct snap__image {
@@ -23,6 +24,8 @@ typedef struct snap__image {
   uintptr_t unwind_hdr; /* .eh_frame_hdr, 0 if none */
   uintptr_t unwind_lo;  /* every CFI read stays in [unwind_lo, unwind_hi) */
   uintptr_t unwind_hi;
+  uintptr_t func_index; /* the platform's function-start index, 0 if none */
+  size_t func_index_size;
   const char *path; /* points into the table's string pool */
   const char *name; /* base name of path */
   bool in_app;

@@ -84,10 +84,23 @@ typedef struct snap__plat_range {
   uintptr_t unwind_hdr; /* .eh_frame_hdr address, 0 if none */
   uintptr_t unwind_lo;  /* readable segment holding the unwind */
   uintptr_t unwind_hi;  /*   tables: every CFI read stays inside */
-  const char *path;     /* valid during the callback only */
+  uintptr_t func_index; /* the platform's own index of function starts
+                           (Apple: the image's __unwind_info), 0 if none */
+  size_t func_index_size;
+  const char *path; /* valid during the callback only */
 } snap__plat_range_t;
 
 typedef void (*snap__plat_range_cb)(const snap__plat_range_t *r, void *ctx);
+
+/* The function holding pc, [*start, *end), from an image's func_index
+   (snap__plat_range_t) at load address base: what tells a stale link
+   register from a live one when the image has no call-frame information
+   (Apple). Every read of the index survives an unmapped image. False when
+   the index does not know pc (or there is none: Linux, whose function
+   bounds are the .eh_frame entries capture/cfi.c reads). [signal-safe] */
+bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
+                                uintptr_t base, uintptr_t pc, uintptr_t *start,
+                                uintptr_t *end);
 
 /* Calls cb once per executable range of every loaded image. [setup] */
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx);
