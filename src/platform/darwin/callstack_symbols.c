@@ -23,14 +23,13 @@
  * runtime and loader locks); that is checked, not only promised.
  */
 #include <dlfcn.h>
-#include <objc/objc.h>
-#include <objc/runtime.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "platform/darwin/callstack_lines.h"
 #include "platform/darwin/darwin.h"
+#include "platform/darwin/objc_messaging.h"
 
 /* The runtime entry points we use, found once. */
 typedef struct objc_api {
@@ -39,7 +38,7 @@ typedef struct objc_api {
   Method (*class_method)(Class, SEL);
   void *(*pool_push)(void);
   void (*pool_pop)(void *);
-  void (*msg_send)(void); /* cast to the exact type at each call */
+  snap__objc_fn send; /* objc_msgSend (objc_messaging.h) */
   Class cls;
   SEL make, count, at, describe, utf8;
 } objc_api_t;
@@ -58,7 +57,7 @@ static void find_objc(void) {
       !FIND(class_method, "class_getClassMethod") ||
       !FIND(pool_push, "objc_autoreleasePoolPush") ||
       !FIND(pool_pop, "objc_autoreleasePoolPop") ||
-      !FIND(msg_send, "objc_msgSend"))
+      !FIND(send, SNAP__OBJC_DISPATCH))
     return;
   g_objc.cls = g_objc.get_class("_NSCallStackArray");
   if (!g_objc.cls)
@@ -96,6 +95,9 @@ static void answer(namer_t *nm, int i, const char *name, size_t len,
   nm->cb(i, nm->buf, symbol_addr, nm->ctx);
 }
 
+/* The function that runs selector `sel` for `recv`, as type T. */
+#define METHOD(T, recv, sel) ((T)snap__objc_method(g_objc.send, (recv), (sel)))
+
 /* Step 1: the lines of _NSCallStackArray. */
 static void name_by_class(namer_t *nm) {
   void **frames = malloc((size_t)nm->n * sizeof *frames);
@@ -106,15 +108,19 @@ static void name_by_class(namer_t *nm) {
 
   const objc_api_t *o = &g_objc;
   void *pool = o->pool_push();
-  id arr = ((id(*)(Class, SEL, void **, unsigned long, BOOL))o->msg_send)(
-      o->cls, o->make, frames, (unsigned long)nm->n, YES);
+  id arr = METHOD(id(*)(Class, SEL, void **, unsigned long, BOOL), o->cls,
+                  o->make)(o->cls, o->make, frames, (unsigned long)nm->n, YES);
   unsigned long count =
-      arr ? ((unsigned long (*)(id, SEL))o->msg_send)(arr, o->count) : 0;
+      arr ? METHOD(unsigned long (*)(id, SEL), arr, o->count)(arr, o->count)
+          : 0;
   for (unsigned long k = 0; k < count && k < (unsigned long)nm->n; k++) {
-    id item = ((id(*)(id, SEL, unsigned long))o->msg_send)(arr, o->at, k);
-    id text = item ? ((id(*)(id, SEL))o->msg_send)(item, o->describe) : NULL;
+    id item = METHOD(id(*)(id, SEL, unsigned long), arr, o->at)(arr, o->at, k);
+    id text =
+        item ? METHOD(id(*)(id, SEL), item, o->describe)(item, o->describe)
+             : NULL;
     const char *line =
-        text ? ((const char *(*)(id, SEL))o->msg_send)(text, o->utf8) : NULL;
+        text ? METHOD(const char *(*)(id, SEL), text, o->utf8)(text, o->utf8)
+             : NULL;
     snap__cs_line_t parsed;
     if (!line || !snap__cs_line_parse(line, strlen(line), &parsed))
       continue;
