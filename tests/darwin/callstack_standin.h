@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-/* ---- Knobs ---------------------------------------------------------------- */
+/* ---- Knobs --------------------------------------------------------------- */
 
 /* Entries +arrayWithFrames:count:symbols: skips (_ignore; _cnt is count
    minus it). Foundation: 2. */
@@ -25,7 +25,7 @@ extern int cs_standin_symbols_fail;
    "<redacted>" itself is printed with the offset from dli_saddr. */
 extern int cs_standin_have_uuid;
 
-/* ---- What the stand-in saw ---------------------------------------------- */
+/* ---- What the stand-in saw ----------------------------------------------- */
 
 /* Nonzero while the stand-in's backtrace_symbols calls dladdr (the test's
    dladdr uses it to answer only the class when it models "names only the

@@ -55,7 +55,7 @@ static void die(const char *why) {
   abort();
 }
 
-/* ---- Reference counting and the autorelease pool ------------------------ */
+/* ---- Reference counting and the autorelease pool ------------------------- */
 
 /* A root class of its own: GCC's Object has no reference counting, and a
    -dealloc that ends the chain is the root's. */
@@ -206,7 +206,8 @@ static void format_line(char *out, size_t size, int i, const void *addr,
     symbol = image;
     offset = a - (uintptr_t)info->dli_fbase;
   } else {
-    snprintf(hex, sizeof hex, "0x%lx", (unsigned long)(uintptr_t)info->dli_saddr);
+    snprintf(hex, sizeof hex, "0x%lx",
+             (unsigned long)(uintptr_t)info->dli_saddr);
     symbol = hex;
     offset = a - (uintptr_t)info->dli_saddr;
   }
@@ -240,7 +241,7 @@ static char **cs_backtrace_symbols(void *const *frames, int n) {
   return lines;
 }
 
-/* ---- _NSCallStackArray ------------------------------------------------------ */
+/* ---- _NSCallStackArray --------------------------------------------------- */
 
 @interface _NSCallStackArray : CSObject {
   void **_frames;

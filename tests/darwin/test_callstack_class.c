@@ -46,7 +46,7 @@
 static bool g_in_window;
 bool snap__plat_in_stopped_window(void) { return g_in_window; }
 
-/* ---- dyld, modelled on glibc's dladdr ------------------------------------- */
+/* ---- dyld, modelled on glibc's dladdr ------------------------------------ */
 
 typedef struct range {
   uintptr_t lo, hi;
@@ -77,7 +77,7 @@ int dladdr(const void *addr, Dl_info *info) {
   return 1;
 }
 
-/* ---- Functions to name ----------------------------------------------------- */
+/* ---- Functions to name --------------------------------------------------- */
 
 /* Exported (this executable is linked with -rdynamic), so in .dynsym: dladdr
    names them. */
@@ -121,7 +121,7 @@ static __attribute__((noinline)) int cs_header(int x) {
   return g_sink % 5;
 }
 
-/* ---- The oracle: nm -D of this executable --------------------------------- */
+/* ---- The oracle: nm -D of this executable -------------------------------- */
 
 typedef struct nm_sym {
   uintptr_t value, size;
@@ -140,7 +140,11 @@ static void load_nm(void) {
   if (!f)
     return;
   char line[512];
-  while (fgets(line, sizeof line, f) && g_nsyms < 8192) {
+  int cap = (int)(sizeof g_syms / sizeof g_syms[0]);
+  while (fgets(line, sizeof line, f)) {
+    CHECK(g_nsyms < cap, "more than %d functions in %s", cap, CS_NM_DYNAMIC);
+    if (g_nsyms == cap)
+      break;
     unsigned long v, s;
     char type, name[96];
     if (sscanf(line, "%lx %lx %c %95s", &v, &s, &type, name) == 4 &&
@@ -172,7 +176,7 @@ static const nm_sym_t *nm_cover(uintptr_t addr) {
   return NULL;
 }
 
-/* ---- The queries ------------------------------------------------------------- */
+/* ---- The queries --------------------------------------------------------- */
 
 enum {
   Q_ALPHA,
@@ -275,7 +279,7 @@ static void build_queries(void) {
   }
 }
 
-/* ---- Running a case -------------------------------------------------------------- */
+/* ---- Running a case ------------------------------------------------------ */
 
 typedef struct got {
   int calls;
