@@ -3,6 +3,10 @@
 #   test_callstack_lines  Apple's call-stack lines -> frames (always)
 #   test_macho_app_root   the app's directory tree from the executable path
 #                         of each real layout (always)
+#   test_callstack_class  callstack_symbols.c (the _NSCallStackArray naming
+#                         code) against a stand-in that keeps Foundation's
+#                         contract (Linux, with gcc's Objective-C; label
+#                         darwin-contract)
 #   check_darwin          scripts/check-darwin.sh: the Apple build against
 #                         the SDKs (only when an SDK variable was set when
 #                         this build was configured)
@@ -23,6 +27,48 @@ snap_darwin_pure_test(test_callstack_lines ${SNAP_DARWIN_SRC}/callstack_lines.c)
 add_test(NAME test_callstack_lines COMMAND test_callstack_lines)
 snap_darwin_pure_test(test_macho_app_root ${SNAP_DARWIN_SRC}/macho_ranges.c)
 add_test(NAME test_macho_app_root COMMAND test_macho_app_root)
+
+# The Apple naming code itself, compiled for GCC's runtime (objc_messaging.h)
+# and linked with callstack_standin.m, a _NSCallStackArray built by gcc as
+# objc.cmake builds its fixture (SNAP_OBJC_GCC, objc_flags, SNAP_LIBOBJC,
+# objc_ok come from there; the reasons for gcc and for leaving sanitizers
+# out of its objects are written there). Only the code under test and the
+# test are instrumented: the stand-in's free() is the sanitizer's all the
+# same, so a double free of the frames buffer is caught wherever it happens.
+# -rdynamic: the stand-in's autorelease pool functions must be found by
+# dlsym, the test's dladdr must replace glibc's for everyone, and the test
+# functions must be in .dynsym for dladdr (and nm -D, the oracle) to name.
+if(SNAP_PLATFORM STREQUAL "linux" AND objc_ok)
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/darwin)
+  set(cs_standin_obj ${CMAKE_CURRENT_BINARY_DIR}/darwin/callstack_standin.o)
+  add_custom_command(OUTPUT ${cs_standin_obj}
+    COMMAND ${SNAP_OBJC_GCC} ${objc_flags} -std=gnu11 -D_GNU_SOURCE
+            -c ${CMAKE_CURRENT_SOURCE_DIR}/darwin/callstack_standin.m -o ${cs_standin_obj}
+    DEPENDS darwin/callstack_standin.m darwin/callstack_standin.h
+    COMMENT "gcc: the _NSCallStackArray stand-in for test_callstack_class")
+  add_executable(test_callstack_class darwin/test_callstack_class.c
+    ${SNAP_DARWIN_SRC}/callstack_symbols.c ${SNAP_DARWIN_SRC}/callstack_lines.c
+    ${cs_standin_obj})
+  target_include_directories(test_callstack_class PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+    ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  set(cs_nm ${CMAKE_CURRENT_BINARY_DIR}/darwin/test_callstack_class.nm)
+  target_compile_definitions(test_callstack_class PRIVATE _GNU_SOURCE
+    CS_NM_DYNAMIC="${cs_nm}")
+  target_compile_options(test_callstack_class PRIVATE -O1 -fno-omit-frame-pointer)
+  target_link_libraries(test_callstack_class PRIVATE ${SNAP_LIBOBJC}
+    Threads::Threads ${CMAKE_DL_LIBS})
+  set_target_properties(test_callstack_class PROPERTIES ENABLE_EXPORTS ON)
+  add_custom_command(TARGET test_callstack_class POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DFILE=$<TARGET_FILE:test_callstack_class>
+            -DOUT=${cs_nm} -P ${CMAKE_CURRENT_SOURCE_DIR}/darwin/nm_dynamic.cmake
+    COMMENT "nm -D: the oracle of test_callstack_class")
+  add_test(NAME test_callstack_class COMMAND test_callstack_class)
+  # LeakSanitizer checks that a buffer the class did not take is freed;
+  # objc_lsan.supp names only libobjc's own class registration.
+  set_tests_properties(test_callstack_class PROPERTIES TIMEOUT 120
+    LABELS darwin-contract ENVIRONMENT
+    "ASAN_OPTIONS=fast_unwind_on_malloc=0;LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/symbols/objc_lsan.supp")
+endif()
 
 set(snap_ios_sdk "$ENV{SNAP_DARWIN_SDK}")
 set(snap_mac_sdk "$ENV{SNAP_DARWIN_MACOS_SDK}")

@@ -7,7 +7,9 @@
  *    backtraces, backtrace_symbols): Objective-C methods with categories,
  *    mangled Swift and C++, images whose names hold spaces or run past the
  *    35-column field, unknown images ("???"), no symbol ("0x0 + <address>",
- *    "0x<image base> + <offset>"), "<redacted>";
+ *    "<image> + <offset from the image base>", older Libc's "0x<image
+ *    base> + <offset>"), "<redacted>" and the image UUID Libc prints in
+ *    its place;
  *  - lines we format with Libc's own format string, "%-4d%-35s 0x%016lx %s
  *    + %lu", over the same names, at every index width.
  * And lines that are not in the layout, which must be rejected whole.
@@ -66,7 +68,16 @@ static const expect_t printed[] = {
      "-[Foo bar:baz:] + 8",
      10, "com.apple.AppSupport.SomeVeryLongFramework", 0x00000001a2b3c4d5ull,
      "-[Foo bar:baz:]", 8},
-    /* The image is known but no symbol: "0x<image base> + <offset>". */
+    /* The image is known but no symbol: Libc today prints the image's own
+       name with the offset from the image base (gen/backtrace.c)... */
+    {"11  MyApp                               0x0000000102a60010 MyApp + "
+     "65552",
+     11, "MyApp", 0x0000000102a60010ull, NULL, 65552},
+    /* ... cut to 35 characters, as the image column is... */
+    {"11  com.apple.AppSupport.SomeVeryLongFr 0x00000001a2b3c4d5 "
+     "com.apple.AppSupport.SomeVeryLongFr + 8",
+     11, "com.apple.AppSupport.SomeVeryLongFr", 0x00000001a2b3c4d5ull, NULL, 8},
+    /* ... and older Libc printed "0x<dli_saddr>" there. */
     {"11  MyApp                               0x0000000102a60010 0x102a50000 + "
      "65552",
      11, "MyApp", 0x0000000102a60010ull, NULL, 65552},
@@ -74,6 +85,14 @@ static const expect_t printed[] = {
     {"12  UIKitCore                           0x00000001a1f2f5d8 <redacted> + "
      "1012",
      12, "UIKitCore", 0x00000001a1f2f5d8ull, NULL, 1012},
+    /* Libc today prints the image's UUID in place of "<redacted>", with the
+       offset from the image base: no function name either. */
+    {"12  UIKitCore                           0x00000001a1f2f5d8 "
+     "8A9C1F2E-3B4D-3E5F-9A1B-2C3D4E5F6A7B + 9876",
+     12, "UIKitCore", 0x00000001a1f2f5d8ull, NULL, 9876},
+    {"12  UIKitCore                           0x00000001a1f2f5d8 "
+     "8a9c1f2e-3b4d-3e5f-9a1b-2c3d4e5f6a7b + 9876",
+     12, "UIKitCore", 0x00000001a1f2f5d8ull, NULL, 9876},
     /* Demangled Swift as some tools print it: spaces, '#', dots. */
     {"13  MyApp                               0x0000000102a5c1e4 closure #1 in "
      "ContentView.body.getter + 120",
@@ -151,6 +170,27 @@ static void check_line(const expect_t *e) {
         (unsigned long long)l.offset, e->line);
 }
 
+/* Names that merely look like the placeholders are names. */
+static const expect_t lookalikes[] = {
+    /* A function named like another image. */
+    {"3   MyApp                               0x0000000102a60010 UIKitCore + "
+     "16",
+     3, "MyApp", 0x0000000102a60010ull, "UIKitCore", 16},
+    /* UUID-like but not 8-4-4-4-12 hex. */
+    {"3   MyApp                               0x0000000102a60010 "
+     "8A9C1F2E-3B4D-3E5F-9A1B-2C3D4E5F6A7G + 16",
+     3, "MyApp", 0x0000000102a60010ull,
+     "8A9C1F2E-3B4D-3E5F-9A1B-2C3D4E5F6A7G", 16},
+    {"3   MyApp                               0x0000000102a60010 "
+     "8A9C1F2E3B4D-3E5F-9A1B-2C3D4E5F6A7B- + 16",
+     3, "MyApp", 0x0000000102a60010ull,
+     "8A9C1F2E3B4D-3E5F-9A1B-2C3D4E5F6A7B-", 16},
+    /* The image's name with something after it. */
+    {"3   MyApp                               0x0000000102a60010 MyAppMain + "
+     "16",
+     3, "MyApp", 0x0000000102a60010ull, "MyAppMain", 16},
+};
+
 /* Libc's format, for every name above and index widths 1 to 4. */
 static void check_formatted(void) {
   static const unsigned long indexes[] = {0, 7, 42, 511, 1000, 4095};
@@ -206,6 +246,8 @@ static void check_length_bound(void) {
 int main(void) {
   for (size_t i = 0; i < sizeof printed / sizeof printed[0]; i++)
     check_line(&printed[i]);
+  for (size_t i = 0; i < sizeof lookalikes / sizeof lookalikes[0]; i++)
+    check_line(&lookalikes[i]);
   for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++) {
     snap__cs_line_t l;
     CHECK(!snap__cs_line_parse(rejected[i], strlen(rejected[i]), &l),

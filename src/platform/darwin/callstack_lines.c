@@ -12,7 +12,10 @@
  *     everything between the address and that " + " (Objective-C, Swift
  *     and C++ names hold spaces, brackets and '+' signs, but never end in
  *     " + <digits>").
- * A symbol that is only a hex number, or "<redacted>", is no name.
+ * A symbol that is a hex number, "<redacted>", a UUID (8-4-4-4-12 hex
+ * digits) or the line's own image name is no name: Libc prints those where
+ * dladdr had none (callstack_lines.h). A function really named like its
+ * image is lost here; the provider's dladdr fallback names it.
  *
  * Must not: read past len, allocate, or guess: a line that does not fit the
  * layout is rejected whole.
@@ -54,6 +57,26 @@ static bool is_hex_number(const char *s, size_t len) {
     if (hexval(s[i]) < 0)
       return false;
   return true;
+}
+
+/* uuid_unparse's form: 8-4-4-4-12 hex digits, either case. */
+static bool is_uuid(const char *s, size_t len) {
+  if (len != 36)
+    return false;
+  for (size_t i = 0; i < len; i++) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : hexval(s[i]) < 0)
+      return false;
+  }
+  return true;
+}
+
+/* What Libc prints in the symbol's place when dladdr gave no name. */
+static bool is_placeholder(const char *sym, size_t sym_len, const char *image,
+                           size_t image_len) {
+  return is_hex_number(sym, sym_len) || is_uuid(sym, sym_len) ||
+         (sym_len == 10 && memcmp(sym, "<redacted>", 10) == 0) ||
+         (image && sym_len == image_len && memcmp(sym, image, sym_len) == 0);
 }
 
 bool snap__cs_line_parse(const char *line, size_t len, snap__cs_line_t *out) {
@@ -128,8 +151,7 @@ bool snap__cs_line_parse(const char *line, size_t len, snap__cs_line_t *out) {
   }
   const char *sym = line + sym_at;
   size_t sym_len = plus - sym_at;
-  if (!is_hex_number(sym, sym_len) &&
-      !(sym_len == 10 && memcmp(sym, "<redacted>", 10) == 0)) {
+  if (!is_placeholder(sym, sym_len, out->image, out->image_len)) {
     out->symbol = sym;
     out->symbol_len = sym_len;
   }

@@ -2,35 +2,63 @@
  * callstack_symbols.c — the system symbol provider on Apple: the names
  * +[NSThread callStackSymbols] would print.
  *
- * Algorithm, per batch of addresses:
- *  1. Foundation's private _NSCallStackArray does the work behind
- *     callStackSymbols: +arrayWithFrames:count:symbols: takes raw addresses
- *     and its elements describe themselves as the familiar lines. We call
- *     it with all n addresses, read each element's description as UTF-8,
- *     and parse it (callstack_lines.c). A line's address must equal the one
- *     asked for; its symbol's address is address - offset.
- *  2. Any address the class did not name (no class, a line we could not
- *     parse, a placeholder name) gets dladdr: dli_sname and dli_saddr.
+ * Foundation's private _NSCallStackArray does the work behind
+ * callStackSymbols. Its contract, as class-dumps (iOS 14.2, 15.2) and
+ * decompilations (iOS 18.0, 18.2) of Foundation show it (sources in
+ * docs/apple.md, "Contract: _NSCallStackArray"):
+ *  - +arrayWithFrames:(void **)frames count:(NSUInteger)count
+ *    symbols:(BOOL)wantSyms stores `frames` itself, no copy, and -dealloc
+ *    calls free(_frames): from the call on, the buffer is the array's. It
+ *    must come from malloc, and the caller never frees it.
+ *    +[NSThread callStackSymbols] mallocs it, passes it, never frees it.
+ *  - It sets _ignore = 2 and _cnt = count - 2 (0 when count < 2): the
+ *    first two entries are never printed (in callStackSymbols they are its
+ *    own frames).
+ *  - -count is _cnt. -objectAtIndex: i, i < _cnt, is line i of
+ *    backtrace_symbols(&_frames[_ignore], _cnt) (made once) as an NSString,
+ *    or, if backtrace_symbols failed, an NSNumber of the address; i >= _cnt
+ *    raises NSRangeException.
+ *
+ * Algorithm, per batch of n addresses:
+ *  1. frames = two empty entries for the class to skip, our n addresses,
+ *     and two more empty entries past the counted ones (a class skipping
+ *     more than it subtracts from count would read those: a 0 names
+ *     nothing); count = n + 2. Inside our own autorelease pool: the array;
+ *     for each k below its -count, element k's -description (an
+ *     NSString's is itself; an NSNumber's is a string, where -UTF8String
+ *     would raise), its UTF-8, parsed (callstack_lines.c). A line is
+ *     matched to our pcs by the address it prints, never by its position:
+ *     an OS whose class skips another number of entries leaves pcs
+ *     unnamed, never named wrongly. Every pc with that address is named.
+ *     Popping the pool frees the array, and its -dealloc frees frames; we
+ *     free frames only when the array is nil.
+ *  2. Any address still unnamed gets dladdr.
+ * Neither step takes a placeholder for a name: the parser refuses Libc's
+ * (the image's own name, its UUID, "<redacted>", a hex number), step 2
+ * refuses dladdr's "<redacted>", and both refuse a symbol that starts at
+ * its image's base: the Mach-O header (_mh_execute_header, _mh_dylib_header)
+ * is the nearest symbol below code that has none, not a function.
  *
  * The Objective-C runtime is reached through dlsym at first use, not
  * linked: a process that never loaded libobjc or Foundation (a plain C
  * tool) still works, through dladdr, and users link nothing extra. The
  * class and its method are checked before any message is sent, since an
- * unrecognised selector would raise in the host app. Messages run inside an
- * autorelease pool we push and pop, so no object outlives the call.
+ * unrecognised selector would raise in the host app. Messages go through
+ * objc_messaging.h (objc_msgSend here; GCC's runtime in the Linux test).
  *
  * Must not: run in the stopped window (ObjC messages and dladdr take
- * runtime and loader locks); that is checked, not only promised.
+ * runtime and loader locks), checked, not only promised; free a buffer the
+ * array owns; read a line as a frame's by its position; let an object
+ * outlive the call.
  */
 #include <dlfcn.h>
-#include <objc/objc.h>
-#include <objc/runtime.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "platform/darwin/callstack_lines.h"
 #include "platform/darwin/darwin.h"
+#include "platform/darwin/objc_messaging.h"
 
 /* The runtime entry points we use, found once. */
 typedef struct objc_api {
@@ -39,7 +67,7 @@ typedef struct objc_api {
   Method (*class_method)(Class, SEL);
   void *(*pool_push)(void);
   void (*pool_pop)(void *);
-  void (*msg_send)(void); /* cast to the exact type at each call */
+  snap__objc_fn send; /* objc_msgSend (objc_messaging.h) */
   Class cls;
   SEL make, count, at, describe, utf8;
 } objc_api_t;
@@ -58,7 +86,7 @@ static void find_objc(void) {
       !FIND(class_method, "class_getClassMethod") ||
       !FIND(pool_push, "objc_autoreleasePoolPush") ||
       !FIND(pool_pop, "objc_autoreleasePoolPop") ||
-      !FIND(msg_send, "objc_msgSend"))
+      !FIND(send, SNAP__OBJC_DISPATCH))
     return;
   g_objc.cls = g_objc.get_class("_NSCallStackArray");
   if (!g_objc.cls)
@@ -96,37 +124,62 @@ static void answer(namer_t *nm, int i, const char *name, size_t len,
   nm->cb(i, nm->buf, symbol_addr, nm->ctx);
 }
 
-/* Step 1: the lines of _NSCallStackArray. */
+/* The function that runs selector `sel` for `recv`, as type T. */
+#define METHOD(T, recv, sel) ((T)snap__objc_method(g_objc.send, (recv), (sel)))
+
+/* Entries before and after ours in the class's buffer (see the head). */
+enum { SKIPPED = 2, SPARE = 2 };
+
+/* Names every pc still unnamed that has the line's address. */
+static void name_by_line(namer_t *nm, const snap__cs_line_t *l) {
+  if (!l->symbol || !l->addr || l->offset > l->addr)
+    return;
+  uintptr_t start = l->addr - l->offset;
+  for (int i = 0; i < nm->n; i++) {
+    const snap__plat_sym_query_t *q = &nm->q[i];
+    if (!nm->named[i] && q->addr == l->addr && start != q->image_base)
+      answer(nm, i, l->symbol, l->symbol_len, start);
+  }
+}
+
+/* Step 1: the lines of _NSCallStackArray. Each line scans the n pcs:
+   quadratic, but n is one stack's pcs and every line has cost the class a
+   dladdr already. */
 static void name_by_class(namer_t *nm) {
-  void **frames = malloc((size_t)nm->n * sizeof *frames);
+  const objc_api_t *o = &g_objc;
+  size_t count = (size_t)nm->n + SKIPPED;
+  void **frames = calloc(count + SPARE, sizeof *frames); /* free()-able */
   if (!frames)
     return;
   for (int i = 0; i < nm->n; i++)
-    frames[i] = (void *)nm->q[i].addr;
+    frames[SKIPPED + i] = (void *)nm->q[i].addr;
 
-  const objc_api_t *o = &g_objc;
   void *pool = o->pool_push();
-  id arr = ((id(*)(Class, SEL, void **, unsigned long, BOOL))o->msg_send)(
-      o->cls, o->make, frames, (unsigned long)nm->n, YES);
-  unsigned long count =
-      arr ? ((unsigned long (*)(id, SEL))o->msg_send)(arr, o->count) : 0;
-  for (unsigned long k = 0; k < count && k < (unsigned long)nm->n; k++) {
-    id item = ((id(*)(id, SEL, unsigned long))o->msg_send)(arr, o->at, k);
-    id text = item ? ((id(*)(id, SEL))o->msg_send)(item, o->describe) : NULL;
-    const char *line =
-        text ? ((const char *(*)(id, SEL))o->msg_send)(text, o->utf8) : NULL;
-    snap__cs_line_t parsed;
-    if (!line || !snap__cs_line_parse(line, strlen(line), &parsed))
-      continue;
-    int i = (int)k;
-    if (parsed.addr != nm->q[i].addr || !parsed.symbol ||
-        parsed.offset > parsed.addr)
-      continue;
-    answer(nm, i, parsed.symbol, parsed.symbol_len,
-           parsed.addr - parsed.offset);
+  id arr = METHOD(id(*)(Class, SEL, void **, unsigned long, BOOL), o->cls,
+                  o->make)(o->cls, o->make, frames, (unsigned long)count, YES);
+  if (!arr) {
+    free(frames); /* the class took nothing */
+  } else {
+    /* frames is the array's now: popping the pool frees both. */
+    unsigned long lines =
+        METHOD(unsigned long (*)(id, SEL), arr, o->count)(arr, o->count);
+    if (lines > count)
+      lines = count; /* more lines than entries: not the class we know */
+    for (unsigned long k = 0; k < lines; k++) {
+      id item =
+          METHOD(id(*)(id, SEL, unsigned long), arr, o->at)(arr, o->at, k);
+      id text =
+          item ? METHOD(id(*)(id, SEL), item, o->describe)(item, o->describe)
+               : NULL;
+      const char *line =
+          text ? METHOD(const char *(*)(id, SEL), text, o->utf8)(text, o->utf8)
+               : NULL;
+      snap__cs_line_t parsed;
+      if (line && snap__cs_line_parse(line, strlen(line), &parsed))
+        name_by_line(nm, &parsed);
+    }
   }
   o->pool_pop(pool);
-  free(frames);
 }
 
 /* Step 2: dladdr for whatever is still unnamed. */
@@ -135,8 +188,9 @@ static void name_by_dladdr(namer_t *nm) {
     Dl_info info;
     if (nm->named[i] || !nm->q[i].addr ||
         !dladdr((const void *)nm->q[i].addr, &info) || !info.dli_sname ||
-        !info.dli_saddr || strcmp(info.dli_sname, "<redacted>") == 0)
-      continue;
+        !info.dli_saddr || info.dli_saddr == info.dli_fbase ||
+        strcmp(info.dli_sname, "<redacted>") == 0)
+      continue; /* no name, a Mach-O header, or a name dyld hides */
     answer(nm, i, info.dli_sname, strlen(info.dli_sname),
            (uintptr_t)info.dli_saddr);
   }
