@@ -3,6 +3,8 @@
 #   test_callstack_lines  Apple's call-stack lines -> frames (always)
 #   test_macho_app_root   the app's directory tree from the executable path
 #                         of each real layout (always)
+#   test_runloop_nesting  busy/idle from CFRunLoop observer callbacks with
+#                         nested runs (always; darwin-contract)
 #   check_darwin          scripts/check-darwin.sh: the Apple build against
 #                         the SDKs (only when an SDK variable was set when
 #                         this build was configured)
@@ -23,6 +25,9 @@ snap_darwin_pure_test(test_callstack_lines ${SNAP_DARWIN_SRC}/callstack_lines.c)
 add_test(NAME test_callstack_lines COMMAND test_callstack_lines)
 snap_darwin_pure_test(test_macho_app_root ${SNAP_DARWIN_SRC}/macho_ranges.c)
 add_test(NAME test_macho_app_root COMMAND test_macho_app_root)
+snap_darwin_pure_test(test_runloop_nesting ${SNAP_DARWIN_SRC}/runloop_nesting.c)
+add_test(NAME test_runloop_nesting COMMAND test_runloop_nesting)
+set_tests_properties(test_runloop_nesting PROPERTIES LABELS darwin-contract)
 
 set(snap_ios_sdk "$ENV{SNAP_DARWIN_SDK}")
 set(snap_mac_sdk "$ENV{SNAP_DARWIN_MACOS_SDK}")
