@@ -5,6 +5,9 @@
 #                         of each real layout (always)
 #   test_runloop_nesting  busy/idle from CFRunLoop observer callbacks with
 #                         nested runs (always; darwin-contract)
+#   test_image_registry   the image table from dyld's add/remove callbacks,
+#                         with images unmapped under it (always;
+#                         darwin-contract)
 #   test_compact_unwind   function bounds from __unwind_info over crafted and
 #                         hostile tables (always; darwin-contract), and, as
 #                         test_compact_unwind_real, over the real tables of
@@ -38,6 +41,14 @@ snap_darwin_pure_test(test_compact_unwind ${SNAP_DARWIN_SRC}/compact_unwind.c
 target_include_directories(test_compact_unwind PRIVATE ${PROJECT_SOURCE_DIR}/include)
 add_test(NAME test_compact_unwind COMMAND test_compact_unwind)
 set_tests_properties(test_compact_unwind PROPERTIES LABELS darwin-contract)
+snap_darwin_pure_test(test_image_registry ${SNAP_DARWIN_SRC}/image_registry.c
+  ${SNAP_DARWIN_SRC}/macho_ranges.c)
+target_include_directories(test_image_registry PRIVATE ${PROJECT_SOURCE_DIR}/include)
+find_package(Threads REQUIRED)
+target_link_libraries(test_image_registry PRIVATE Threads::Threads)
+add_test(NAME test_image_registry COMMAND test_image_registry)
+set_tests_properties(test_image_registry PROPERTIES LABELS darwin-contract
+  TIMEOUT 300)
 
 set(snap_ios_sdk "$ENV{SNAP_DARWIN_SDK}")
 set(snap_mac_sdk "$ENV{SNAP_DARWIN_MACOS_SDK}")
@@ -73,4 +84,10 @@ if(snap_ios_sdk)
     set_tests_properties(test_compact_unwind_real PROPERTIES
       FIXTURES_REQUIRED snap_darwin_build LABELS darwin-contract)
   endif()
+  # The image registry with real load commands among the synthetic images.
+  add_test(NAME test_image_registry_real COMMAND test_image_registry
+    ${d}/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke
+    ${d}/stacksnap/libstacksnap.dylib)
+  set_tests_properties(test_image_registry_real PROPERTIES
+    FIXTURES_REQUIRED snap_darwin_build LABELS darwin-contract TIMEOUT 300)
 endif()
