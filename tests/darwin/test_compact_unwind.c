@@ -308,8 +308,8 @@ static void crafted(void) {
     }
 
   /* Big enough that both levels probe before the one run is read. */
-  end = build(&g_t, 300, 1000, false);
-  check_all(&g_t, end, 14, "300 pages x 1000");
+  end = build(&g_t, 150, 1000, false);
+  check_all(&g_t, end, 14, "150 pages x 1000");
   end = build(&g_t, 3, 1000, true);
   check_all(&g_t, end, 10, "regular 1000");
 }

@@ -24,6 +24,7 @@
  *    shows: a dlclose between "get the header" and "parse it" is fatal.
  */
 #define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,9 +42,32 @@
 
 static long g_page;
 
+static int g_pipe[2] = {-1, -1};
+
+/* write(2) from a bad address fails with EFAULT instead of faulting: the
+   fallback where process_vm_readv is missing (qemu-user, which runs the
+   arm64 configuration). Only the main thread (and the forked child) read. */
+static bool pipe_read(uintptr_t addr, unsigned char *dst, size_t n) {
+  if (g_pipe[0] < 0 && pipe(g_pipe) != 0)
+    return false;
+  while (n) {
+    size_t chunk = n < 4096 ? n : 4096;
+    ssize_t w = write(g_pipe[1], (const void *)addr, chunk);
+    if (w > 0 && read(g_pipe[0], dst, (size_t)w) != w)
+      return false;
+    if (w != (ssize_t)chunk)
+      return false;
+    addr += chunk, dst += chunk, n -= chunk;
+  }
+  return true;
+}
+
 static bool safe_read(uintptr_t addr, void *dst, size_t n) {
   struct iovec local = {dst, n}, remote = {(void *)addr, n};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
+  ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  if (got < 0 && (errno == ENOSYS || errno == EPERM))
+    return pipe_read(addr, dst, n);
+  return got == (ssize_t)n;
 }
 
 /* An image: two pages, the header and commands, then the path. */
