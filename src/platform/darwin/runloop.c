@@ -188,8 +188,13 @@ static int attach(CFRunLoopRef rl) {
   }
   /* Before the observers can fire: a run already going (we are attached
      from one of its handlers, or the loop runs on another thread) has had
-     its Entry. A race with a run starting right now can count one level
-     too many or too few; the next BeforeWaiting makes the state right. */
+     its Entry. Only whether a run is going can be known, not how deep, and
+     a run starting or ending on another thread right now can be miscounted
+     by one. A miscount changes only what an Exit means: one too many keeps
+     the outermost run's Exit busy until the next BeforeWaiting (the loop
+     re-enters at once in UIKit and AppKit); one too few makes a nested Exit
+     idle, the behaviour before nesting was counted. The CF lock that
+     CFRunLoopAddObserver takes publishes this state to the loop's thread. */
   CFStringRef running = g_cf.copy_mode(rl);
   snap__rl_nesting_init(nest, running ? 1u : 0u, running != NULL);
   if (running)
