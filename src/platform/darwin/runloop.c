@@ -190,10 +190,13 @@ static int attach(CFRunLoopRef rl) {
      from one of its handlers, or the loop runs on another thread) has had
      its Entry. Only whether a run is going can be known, not how deep, and
      a run starting or ending on another thread right now can be miscounted
-     by one. A miscount changes only what an Exit means: one too many keeps
-     the outermost run's Exit busy until the next BeforeWaiting (the loop
-     re-enters at once in UIKit and AppKit); one too few makes a nested Exit
-     idle, the behaviour before nesting was counted. The CF lock that
+     by one. A miscount changes only what an Exit means, and it lasts: one
+     too many leaves every outermost Exit busy until the next BeforeWaiting
+     (harmless where the loop re-enters at once, as UIKit's and AppKit's
+     main loops do; the watchdog watches the main loop); one too few makes
+     the Exit of a run nested one level idle, as before nesting was
+     counted. Counting 1 matters: the main loop's outermost run, which we
+     are usually attached from, never exits, so its Entry is never seen. The CF lock that
      CFRunLoopAddObserver takes publishes this state to the loop's thread. */
   CFStringRef running = g_cf.copy_mode(rl);
   snap__rl_nesting_init(nest, running ? 1u : 0u, running != NULL);
