@@ -19,6 +19,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/sample.c
   src/platform/darwin/memory.c
   src/platform/darwin/images_darwin.c
+  src/platform/darwin/image_registry.c
   src/platform/darwin/macho_ranges.c
   src/platform/darwin/signal_frames.c
   src/platform/darwin/async_task.c
@@ -27,6 +28,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/semaphore.c
   src/platform/darwin/thread_info.c
   src/platform/darwin/runloop.c
+  src/platform/darwin/runloop_nesting.c
   src/platform/darwin/compact_unwind.c
 )
 

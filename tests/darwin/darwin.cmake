@@ -7,6 +7,16 @@
 #                         code) against a stand-in that keeps Foundation's
 #                         contract (Linux, with gcc's Objective-C; label
 #                         darwin-contract)
+#   test_runloop_nesting  busy/idle from CFRunLoop observer callbacks with
+#                         nested runs (always; darwin-contract)
+#   test_image_registry   the image table from dyld's add/remove callbacks,
+#                         with images unmapped under it (always;
+#                         darwin-contract)
+#   test_compact_unwind   function bounds from __unwind_info over crafted and
+#                         hostile tables (always; darwin-contract), and, as
+#                         test_compact_unwind_real, over the real tables of
+#                         check_darwin's iOS arm64 files with llvm-objdump
+#                         as the oracle (only with SNAP_DARWIN_SDK)
 #   check_darwin          scripts/check-darwin.sh: the Apple build against
 #                         the SDKs (only when an SDK variable was set when
 #                         this build was configured)
@@ -27,6 +37,22 @@ snap_darwin_pure_test(test_callstack_lines ${SNAP_DARWIN_SRC}/callstack_lines.c)
 add_test(NAME test_callstack_lines COMMAND test_callstack_lines)
 snap_darwin_pure_test(test_macho_app_root ${SNAP_DARWIN_SRC}/macho_ranges.c)
 add_test(NAME test_macho_app_root COMMAND test_macho_app_root)
+snap_darwin_pure_test(test_runloop_nesting ${SNAP_DARWIN_SRC}/runloop_nesting.c)
+add_test(NAME test_runloop_nesting COMMAND test_runloop_nesting)
+set_tests_properties(test_runloop_nesting PROPERTIES LABELS darwin-contract)
+snap_darwin_pure_test(test_compact_unwind ${SNAP_DARWIN_SRC}/compact_unwind.c
+  ${SNAP_DARWIN_SRC}/macho_ranges.c)
+target_include_directories(test_compact_unwind PRIVATE ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME test_compact_unwind COMMAND test_compact_unwind)
+set_tests_properties(test_compact_unwind PROPERTIES LABELS darwin-contract)
+snap_darwin_pure_test(test_image_registry ${SNAP_DARWIN_SRC}/image_registry.c
+  ${SNAP_DARWIN_SRC}/macho_ranges.c)
+target_include_directories(test_image_registry PRIVATE ${PROJECT_SOURCE_DIR}/include)
+find_package(Threads REQUIRED)
+target_link_libraries(test_image_registry PRIVATE Threads::Threads)
+add_test(NAME test_image_registry COMMAND test_image_registry)
+set_tests_properties(test_image_registry PROPERTIES LABELS darwin-contract
+  TIMEOUT 300)
 
 # The Apple naming code itself, compiled for GCC's runtime (objc_messaging.h)
 # and linked with callstack_standin.m, a _NSCallStackArray built by gcc as
@@ -89,4 +115,25 @@ if(snap_ios_sdk)
     ${d}/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke
     ${d}/libsnapsmoke_embedded.dylib ${d}/libsnapsmoke_system.dylib)
   set_tests_properties(test_macho_ranges PROPERTIES FIXTURES_REQUIRED snap_darwin_build)
+  # The same lookup over the real __unwind_info of those files, with
+  # llvm-objdump --unwind-info as the oracle (lld/llvm: install-deps).
+  find_program(SNAP_LLVM_OBJDUMP NAMES llvm-objdump PATHS /usr/bin NO_DEFAULT_PATH)
+  if(NOT SNAP_LLVM_OBJDUMP)
+    find_program(SNAP_LLVM_OBJDUMP NAMES llvm-objdump)
+  endif()
+  if(SNAP_LLVM_OBJDUMP)
+    add_test(NAME test_compact_unwind_real COMMAND test_compact_unwind
+      ${SNAP_LLVM_OBJDUMP}
+      ${d}/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke
+      ${d}/stacksnap/libstacksnap.dylib
+      ${d}/libsnapsmoke_embedded.dylib ${d}/libsnapsmoke_system.dylib)
+    set_tests_properties(test_compact_unwind_real PROPERTIES
+      FIXTURES_REQUIRED snap_darwin_build LABELS darwin-contract)
+  endif()
+  # The image registry with real load commands among the synthetic images.
+  add_test(NAME test_image_registry_real COMMAND test_image_registry
+    ${d}/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke
+    ${d}/stacksnap/libstacksnap.dylib)
+  set_tests_properties(test_image_registry_real PROPERTIES
+    FIXTURES_REQUIRED snap_darwin_build LABELS darwin-contract TIMEOUT 300)
 endif()

@@ -1,31 +1,32 @@
 /*
  * images_darwin.c — loaded images through dyld.
  *
- * Enumeration: _dyld_image_count, then per index _dyld_get_image_header,
- * _dyld_get_image_vmaddr_slide and _dyld_get_image_name. Each image gives
- * one range, its whole __TEXT segment (macho_ranges.c: the load commands
- * are read from the header dyld mapped), slid by the image's slide. The
- * image's base is its header's address. There is no .eh_frame_hdr in a
- * Mach-O image (Apple's unwind tables are __unwind_info, plus __eh_frame
- * for a few functions), so unwind_hdr is 0: on Apple the walker follows
- * frame records, which the arm64 and x86_64 Apple ABIs keep in every
- * function.
+ * The image table comes from dyld's add/remove callbacks, kept by
+ * image_registry.c: the add callback records (header, slide), the remove
+ * callback — which dyld runs before it unmaps the image — marks it dead.
+ * Enumeration copies each live image's header, load commands and path
+ * through snap__plat_read and keeps the copy only if the image was not
+ * removed meanwhile, so a concurrent dlclose can never make us read an
+ * unmapped header (as _dyld_get_image_header(i) followed by a parse of the
+ * header could) or hand out a path string dyld has freed (the path is
+ * copied). Names come from dladdr on the header: dyld's own path for the
+ * image, the same spelling for the main executable as for the app's other
+ * images (iOS prefixes /private/var/... or /var/... alike).
  *
- * Staying current: _dyld_register_func_for_add_image and
- * _dyld_register_func_for_remove_image callbacks bump an atomic stamp,
- * nothing else — dyld may call them with its loader lock held, so they must
- * not call back into dyld, allocate or lock. The image table (images.c)
- * compares stamps and rebuilds outside any window. Indices shift if an
- * image is loaded or unloaded during an enumeration; the stamp has then
- * moved too, and the next refresh rebuilds.
+ * Each image gives one range, its whole __TEXT segment (macho_ranges.c),
+ * slid by the image's slide; its base is its header's address. There is
+ * no .eh_frame_hdr in a Mach-O image (Apple's unwind tables are
+ * __unwind_info, plus __eh_frame for a few functions), so unwind_hdr is 0
+ * and the walker follows frame records, which the arm64 and x86_64 Apple
+ * ABIs keep in every function; func_index is the image's __unwind_info,
+ * which compact_unwind.c reads for function bounds.
  *
- * The main executable's path is the name dyld gives the MH_EXECUTE image,
- * so it is spelled exactly like the names of the app's other images (iOS
- * prefixes /private/var/... or /var/... the same way for both), with
- * _NSGetExecutablePath as the fallback.
+ * Staying current: the callbacks also bump an atomic stamp. The image
+ * table (images.c) compares stamps and rebuilds outside any window.
  *
- * Must not: run from the stopped window (every dyld call may take the
- * loader lock, which a stopped thread may hold).
+ * Must not: run enumeration from the stopped window (dladdr takes dyld's
+ * lock, which a stopped thread may hold); read an image's memory except
+ * through snap__plat_read; allocate, lock or call dyld in the callbacks.
  */
 #include <dlfcn.h>
 #include <mach-o/dyld.h>
@@ -35,9 +36,11 @@
 #include <string.h>
 
 #include "platform/darwin/darwin.h"
+#include "platform/darwin/image_registry.h"
 #include "platform/darwin/macho_ranges.h"
 
 static _Atomic uint64_t g_stamp;
+static snap__image_registry_t g_images; /* written by dyld's callbacks */
 
 /* Headers of removed images, for snap__plat_image_holds: a ring of
    REMOVED_LOG slots written with one atomic store each (the callback runs
@@ -49,13 +52,13 @@ static _Atomic uintptr_t g_removed_log[REMOVED_LOG];
 static _Atomic uint64_t g_removed;
 
 static void on_image_add(const struct mach_header *mh, intptr_t slide) {
-  (void)mh;
-  (void)slide;
+  snap__imgreg_add(&g_images, (uintptr_t)mh, slide);
   atomic_fetch_add_explicit(&g_stamp, 1, memory_order_release);
 }
 
 static void on_image_remove(const struct mach_header *mh, intptr_t slide) {
   (void)slide;
+  snap__imgreg_remove(&g_images, (uintptr_t)mh);
   /* dyld runs remove callbacks one at a time: the entry is written before
      the count that makes readers look at it. */
   uint64_t i = atomic_load_explicit(&g_removed, memory_order_relaxed);
@@ -102,34 +105,45 @@ uint64_t snap__plat_images_stamp(void) {
   return atomic_load_explicit(&g_stamp, memory_order_acquire);
 }
 
-/* The load commands of a mapped image: the header says how long they are;
-   dyld has validated them when it mapped the image. */
-static bool parse_loaded(const struct mach_header *mh,
-                         snap__macho_info_t *info) {
-  if (!mh || mh->magic != MH_MAGIC_64)
-    return false;
-  size_t size = sizeof(struct mach_header_64) + mh->sizeofcmds;
-  return snap__macho_parse(mh, size, info);
+/* dyld's path for the image at header: the string dladdr points to lives
+   in dyld's record of the image and dies with it; the registry reads it
+   only through snap__plat_read. */
+static const char *image_name(uintptr_t header) {
+  Dl_info info;
+  if (!dladdr((const void *)header, &info) ||
+      (uintptr_t)info.dli_fbase != header)
+    return NULL;
+  return info.dli_fname;
+}
+
+typedef struct ranges_ctx {
+  snap__plat_range_cb cb;
+  void *ctx;
+} ranges_ctx_t;
+
+static void report_range(const snap__imgreg_image_t *img, void *arg) {
+  const ranges_ctx_t *rc = arg;
+  const snap__macho_info_t *info = &img->info;
+  if (info->text_vmsize == 0 || !img->path[0])
+    return; /* no code, or dyld no longer names it */
+  snap__plat_range_t r;
+  memset(&r, 0, sizeof r);
+  r.start = (uintptr_t)(info->text_vmaddr + (uint64_t)img->slide);
+  r.end = r.start + (uintptr_t)info->text_vmsize;
+  r.base = img->header;
+  if (info->unwind_info_addr && info->unwind_info_size) {
+    r.func_index = (uintptr_t)(info->unwind_info_addr + (uint64_t)img->slide);
+    r.func_index_size = (size_t)info->unwind_info_size;
+  }
+  r.path = img->path;
+  rc->cb(&r, rc->ctx);
 }
 
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx) {
-  uint32_t count = _dyld_image_count();
-  for (uint32_t i = 0; i < count; i++) {
-    const struct mach_header *mh = _dyld_get_image_header(i);
-    const char *path = _dyld_get_image_name(i);
-    intptr_t slide = _dyld_get_image_vmaddr_slide(i);
-    snap__macho_info_t info;
-    if (!path || !parse_loaded(mh, &info) || info.text_vmsize == 0)
-      continue; /* unloaded while we looked, or not a 64-bit image */
-    snap__plat_range_t r;
-    memset(&r, 0, sizeof r);
-    r.start = (uintptr_t)(info.text_vmaddr + (uint64_t)slide);
-    r.end = r.start + (uintptr_t)info.text_vmsize;
-    r.base = (uintptr_t)mh;
-    r.path = path;
-    cb(&r, ctx);
-  }
-  return SNAP_OK;
+  ranges_ctx_t rc = {cb, ctx};
+  int n = snap__imgreg_enumerate(&g_images, snap__plat_read, image_name,
+                                 report_range, &rc);
+  return n < 0 ? n : SNAP_OK;
 }
 
 /* iOS: App.app/App; macOS: App.app/Contents/MacOS/App, with the app's
@@ -140,21 +154,31 @@ bool snap__plat_app_root(char *buf, size_t size) {
          snap__macho_app_root(exe, buf, size);
 }
 
+typedef struct exe_ctx {
+  char *buf;
+  size_t size;
+  bool found, fits;
+} exe_ctx_t;
+
+static void find_executable(const snap__imgreg_image_t *img, void *arg) {
+  exe_ctx_t *e = arg;
+  if (e->found || img->info.filetype != MH_EXECUTE || !img->path[0])
+    return;
+  size_t len = strlen(img->path);
+  e->found = true;
+  e->fits = len < e->size;
+  if (e->fits)
+    memcpy(e->buf, img->path, len + 1);
+}
+
 bool snap__plat_main_executable(char *buf, size_t size) {
   if (!buf || size == 0)
     return false;
-  uint32_t count = _dyld_image_count();
-  for (uint32_t i = 0; i < count; i++) {
-    const struct mach_header *mh = _dyld_get_image_header(i);
-    const char *path = _dyld_get_image_name(i);
-    if (mh && path && mh->filetype == MH_EXECUTE) {
-      size_t len = strlen(path);
-      if (len >= size)
-        return false;
-      memcpy(buf, path, len + 1);
-      return true;
-    }
-  }
+  exe_ctx_t e = {buf, size, false, false};
+  snap__imgreg_enumerate(&g_images, snap__plat_read, image_name,
+                         find_executable, &e);
+  if (e.found)
+    return e.fits;
   uint32_t len = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
   return _NSGetExecutablePath(buf, &len) == 0;
 }

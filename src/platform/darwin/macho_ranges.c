@@ -1,6 +1,6 @@
 /*
- * macho_ranges.c — __TEXT range and app-or-system from Mach-O load
- * commands.
+ * macho_ranges.c — __TEXT range, the __unwind_info section and
+ * app-or-system from Mach-O load commands.
  *
  * Why __TEXT and not each executable section: __TEXT is the one segment
  * that holds code (__text, __stubs, __auth_stubs, the Swift and ObjC
@@ -11,7 +11,9 @@
  * Algorithm: check the 32-byte header (magic, 64-bit, sizeofcmds inside the
  * bytes given), then step through the commands by cmdsize (each at least 8,
  * 8-byte multiple per the ABI, inside sizeofcmds), keeping LC_SEGMENT_64
- * "__TEXT" and LC_ID_DYLIB. Reads are memcpy from checked offsets: the
+ * "__TEXT" (and, among its section headers, all inside cmdsize,
+ * "__unwind_info": compact_unwind.c reads it for function bounds) and
+ * LC_ID_DYLIB. Reads are memcpy from checked offsets: the
  * bytes may come from a file with any alignment.
  *
  * Must not: name an Apple API or header (tested on Linux), read past the
@@ -35,8 +37,27 @@ static uint64_t u64(const unsigned char *p) {
 
 #define HEADER_64_SIZE 32u  /* struct mach_header_64 */
 #define SEGMENT_64_SIZE 72u /* struct segment_command_64 */
+#define SECTION_64_SIZE 80u /* struct section_64 */
 #define DYLIB_CMD_SIZE 24u  /* struct dylib_command */
 #define MAX_CMDS 100000u    /* more than any linker writes */
+
+/* The __unwind_info section header of the __TEXT segment command c: its
+   nsects headers must all lie inside the command. */
+static void find_unwind_info(const unsigned char *c, uint32_t cmdsize,
+                             snap__macho_info_t *out) {
+  uint32_t nsects = u32(c + 64);
+  if (nsects > (cmdsize - SEGMENT_64_SIZE) / SECTION_64_SIZE)
+    return;
+  for (uint32_t i = 0; i < nsects; i++) {
+    const unsigned char *sec = c + SEGMENT_64_SIZE + i * SECTION_64_SIZE;
+    if (memcmp(sec, "__unwind_info\0\0\0", 16) == 0 &&
+        memcmp(sec + 16, "__TEXT\0\0\0\0\0\0\0\0\0\0", 16) == 0) {
+      out->unwind_info_addr = u64(sec + 32);
+      out->unwind_info_size = u64(sec + 40);
+      return;
+    }
+  }
+}
 
 bool snap__macho_parse(const void *hdr, size_t size, snap__macho_info_t *out) {
   const unsigned char *b = hdr;
@@ -63,6 +84,7 @@ bool snap__macho_parse(const void *hdr, size_t size, snap__macho_info_t *out) {
         memcmp(c + 8, "__TEXT\0\0\0\0\0\0\0\0\0\0", 16) == 0) {
       out->text_vmaddr = u64(c + 24);
       out->text_vmsize = u64(c + 32);
+      find_unwind_info(c, cmdsize, out);
     } else if (cmd == SNAP__LC_ID_DYLIB && cmdsize > DYLIB_CMD_SIZE) {
       uint32_t name_off = u32(c + 8);
       if (name_off >= DYLIB_CMD_SIZE && name_off < cmdsize) {

@@ -1,7 +1,7 @@
 /*
  * macho_ranges.h — what the image table needs from a Mach-O image's load
- * commands: its __TEXT range and whether it belongs to the app or to the
- * system.
+ * commands: its __TEXT range, where its __TEXT,__unwind_info section is,
+ * and whether it belongs to the app or to the system.
  *
  * Pure: no Apple API and no Apple header (the constants are the documented
  * <mach-o/loader.h> values, spelled out here), so the parser is built and
@@ -28,6 +28,8 @@ typedef struct snap__macho_info {
   uint32_t cputype, filetype, flags;
   uint64_t text_vmaddr;     /* __TEXT as linked (add the slide when loaded) */
   uint64_t text_vmsize;     /* 0 if the image has no __TEXT segment */
+  uint64_t unwind_info_addr; /* __TEXT,__unwind_info as linked, 0 if none */
+  uint64_t unwind_info_size;
   const char *install_name; /* LC_ID_DYLIB inside the parsed bytes, or NULL */
   size_t install_name_len;
 } snap__macho_info_t;

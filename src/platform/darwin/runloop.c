@@ -1,27 +1,33 @@
 /*
  * runloop.c — the lag watchdog's adapter for CFRunLoop, the loop every
- * Apple app's main thread runs: two run-loop observers that call
+ * Apple app's main thread runs: run-loop observers that call
  * snap_lag_loop_busy and snap_lag_loop_idle, so the app needs no manual
  * calls.
  *
- * One iteration of a run loop, as CFRunLoopRun reports it to observers:
- *   Entry → BeforeTimers → BeforeSources → (sources, blocks, maybe the main
- *   queue) → BeforeWaiting → sleep → AfterWaiting → (the timer, port or
- *   main-queue work that woke it) → BeforeTimers → … → Exit.
- * The loop's busy stretch runs from waking to the next sleep:
- *  - busy on AfterWaiting (it woke up) and BeforeSources (an iteration
- *    that did not sleep is still work, and a nested run's first iteration
- *    starts here), with order LONG_MIN: observers run in ascending order,
- *    so ours comes before any other observer of the same activity and the
- *    time they take counts as busy;
- *  - idle on BeforeWaiting (about to sleep) and Exit (the run ends, e.g. a
- *    nested modal run returning), with order LONG_MAX: after every other
- *    observer — Core Animation's commit, UIKit's layout, the autorelease
- *    pool's drain all run at BeforeWaiting, and their cost is the app's.
+ * What each activity means, nested runs included, is decided by the pure
+ * state machine in runloop_nesting.c (its head has the rules and the
+ * CFRunLoop order they follow): in short, busy from waking (AfterWaiting,
+ * BeforeSources, an outermost Entry) to the next sleep (BeforeWaiting) at
+ * any depth, and a run's Exit is idle only when it leaves the outermost
+ * run — a nested run returning hands the thread back to a busy handler.
+ * Two observers feed it, one state per run loop (the observer context):
+ *  - Entry, BeforeSources and AfterWaiting at order LONG_MIN: observers run
+ *    in ascending order, so ours comes before any other observer of the
+ *    same activity and the time they take counts as busy;
+ *  - BeforeWaiting and Exit at order LONG_MAX: after every other observer
+ *    — Core Animation's commit, UIKit's layout, the autorelease pool's
+ *    drain all run at BeforeWaiting, and their cost is the app's.
  * WeChat's Matrix and Apple's own hang detection bracket the run loop the
  * same way: the first observer starts the clock, the last one stops it.
- * The observers sit in kCFRunLoopCommonModes, so scrolling (the tracking
- * mode) and modal panels are watched, not only the default mode.
+ *
+ * Modes: kCFRunLoopCommonModes (default and tracking: scrolling and modal
+ * panels are watched) and UIInitializationRunLoopMode, by name: UIKit runs
+ * the main loop in that private mode while the app launches, it is not a
+ * common mode, and a launch hang happens there. Adding an observer to a
+ * mode creates the mode if needed; on macOS it stays unused. The nesting
+ * count starts at 1 when the loop is already running as we attach
+ * (CFRunLoopCopyCurrentMode is non-NULL only between a run's Entry and
+ * Exit), so the Exit of the run we were attached from is still idle.
  *
  * CoreFoundation is found at run time, never linked: dlopen with
  * RTLD_NOLOAD hands back the framework only if the process already has it
@@ -38,7 +44,8 @@
  * loop; there is no detach.
  *
  * Must not: load or link CoreFoundation; do anything in the observers but
- * the two calls (they run on every iteration of the app's main loop).
+ * one step of the state machine and the call it answers (they run on every
+ * iteration of the app's main loop).
  */
 #include <CoreFoundation/CFRunLoop.h>
 #include <dlfcn.h>
@@ -46,6 +53,7 @@
 #include <pthread.h>
 
 #include "platform/darwin/darwin.h"
+#include "platform/darwin/runloop_nesting.h"
 
 #define CF_PATH                                                                \
   "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation"
@@ -58,6 +66,9 @@ typedef CFRunLoopObserverRef (*observer_create_fn)(CFAllocatorRef,
                                                    CFRunLoopObserverContext *);
 typedef void (*add_observer_fn)(CFRunLoopRef, CFRunLoopObserverRef,
                                 CFRunLoopMode);
+typedef CFStringRef (*copy_mode_fn)(CFRunLoopRef);
+typedef CFStringRef (*string_create_fn)(CFAllocatorRef, const char *,
+                                        CFStringEncoding);
 typedef CFTypeRef (*retain_fn)(CFTypeRef);
 typedef void (*release_fn)(CFTypeRef);
 
@@ -68,13 +79,29 @@ typedef void (*release_fn)(CFTypeRef);
 SAME_TYPE(CFRunLoopGetMain, get_main_fn);
 SAME_TYPE(CFRunLoopObserverCreate, observer_create_fn);
 SAME_TYPE(CFRunLoopAddObserver, add_observer_fn);
+SAME_TYPE(CFRunLoopCopyCurrentMode, copy_mode_fn);
+SAME_TYPE(CFStringCreateWithCString, string_create_fn);
 SAME_TYPE(CFRetain, retain_fn);
+
+/* The state machine's activity values are CF's. */
+_Static_assert(SNAP__RL_ENTRY == kCFRunLoopEntry &&
+                   SNAP__RL_BEFORE_TIMERS == kCFRunLoopBeforeTimers &&
+                   SNAP__RL_BEFORE_SOURCES == kCFRunLoopBeforeSources &&
+                   SNAP__RL_BEFORE_WAITING == kCFRunLoopBeforeWaiting &&
+                   SNAP__RL_AFTER_WAITING == kCFRunLoopAfterWaiting &&
+                   SNAP__RL_EXIT == kCFRunLoopExit,
+               "CFRunLoopActivity values");
+
+/* UIKit's private launch mode (not a common mode). */
+#define UI_INIT_MODE "UIInitializationRunLoopMode"
 SAME_TYPE(CFRelease, release_fn);
 
 typedef struct cf_api {
   get_main_fn get_main;
   observer_create_fn observer_create;
   add_observer_fn add_observer;
+  copy_mode_fn copy_mode;
+  string_create_fn string_create;
   retain_fn retain;
   release_fn release;
   const CFRunLoopMode *common_modes; /* the address of the constant */
@@ -86,6 +113,9 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static cf_api_t g_cf;                   /* under g_lock */
 static CFRunLoopRef g_loops[MAX_LOOPS]; /* attached (and retained) */
 static int g_nloops;
+/* One nesting state per attached loop, the observers' context: written
+   only by that loop's thread, in its observers, once attached. */
+static snap__rl_nesting_t g_nest[MAX_LOOPS];
 
 /* dlsym hands back data pointers; the casts to function pointers are the
    POSIX-sanctioned use of it. */
@@ -105,21 +135,28 @@ static bool find_cf(cf_api_t *api) {
   return FIND(h, api, get_main, "CFRunLoopGetMain") &&
          FIND(h, api, observer_create, "CFRunLoopObserverCreate") &&
          FIND(h, api, add_observer, "CFRunLoopAddObserver") &&
+         FIND(h, api, copy_mode, "CFRunLoopCopyCurrentMode") &&
+         FIND(h, api, string_create, "CFStringCreateWithCString") &&
          FIND(h, api, retain, "CFRetain") &&
          FIND(h, api, release, "CFRelease") &&
          FIND(h, api, common_modes, "kCFRunLoopCommonModes");
 }
 
-static void on_busy(CFRunLoopObserverRef obs, CFRunLoopActivity act,
-                    void *info) {
-  (void)obs, (void)act, (void)info;
-  snap_lag_loop_busy();
-}
-
-static void on_idle(CFRunLoopObserverRef obs, CFRunLoopActivity act,
-                    void *info) {
-  (void)obs, (void)act, (void)info;
-  snap_lag_loop_idle();
+/* Both observers: the earliest (LONG_MIN) and the latest (LONG_MAX) of
+   their activities; the state machine tells which call to make. */
+static void on_activity(CFRunLoopObserverRef obs, CFRunLoopActivity act,
+                        void *info) {
+  (void)obs;
+  switch (snap__rl_nesting_step(info, (unsigned)act)) {
+  case SNAP__RL_BUSY:
+    snap_lag_loop_busy();
+    break;
+  case SNAP__RL_IDLE:
+    snap_lag_loop_idle();
+    break;
+  case SNAP__RL_NOTHING:
+    break;
+  }
 }
 
 /* Under g_lock, g_cf filled. CoreFoundation's calls here take no loader
@@ -130,24 +167,49 @@ static int attach(CFRunLoopRef rl) {
       return SNAP_OK; /* already watched */
   if (g_nloops == MAX_LOOPS)
     return SNAP_ENOMEM;
-  CFRunLoopObserverRef busy = g_cf.observer_create(
-      NULL, kCFRunLoopAfterWaiting | kCFRunLoopBeforeSources, true, LONG_MIN,
-      on_busy, NULL);
-  CFRunLoopObserverRef idle =
-      g_cf.observer_create(NULL, kCFRunLoopBeforeWaiting | kCFRunLoopExit, true,
-                           LONG_MAX, on_idle, NULL);
-  if (!busy || !idle) {
-    if (busy)
-      g_cf.release(busy);
-    if (idle)
-      g_cf.release(idle);
+  snap__rl_nesting_t *nest = &g_nest[g_nloops];
+  CFRunLoopObserverContext ctx = {0, nest, NULL, NULL, NULL};
+  CFRunLoopObserverRef first = g_cf.observer_create(
+      NULL, kCFRunLoopEntry | kCFRunLoopAfterWaiting | kCFRunLoopBeforeSources,
+      true, LONG_MIN, on_activity, &ctx);
+  CFRunLoopObserverRef last =
+      g_cf.observer_create(NULL, kCFRunLoopBeforeWaiting | kCFRunLoopExit,
+                           true, LONG_MAX, on_activity, &ctx);
+  CFStringRef init_mode = g_cf.string_create(NULL, UI_INIT_MODE,
+                                             kCFStringEncodingUTF8);
+  if (!first || !last || !init_mode) {
+    if (first)
+      g_cf.release(first);
+    if (last)
+      g_cf.release(last);
+    if (init_mode)
+      g_cf.release(init_mode);
     return SNAP_ENOMEM;
   }
-  CFRunLoopMode modes = *g_cf.common_modes;
-  g_cf.add_observer(rl, busy, modes);
-  g_cf.add_observer(rl, idle, modes);
-  g_cf.release(busy); /* the run loop holds them now */
-  g_cf.release(idle);
+  /* Before the observers can fire: a run already going (we are attached
+     from one of its handlers, or the loop runs on another thread) has had
+     its Entry. Only whether a run is going can be known, not how deep, and
+     a run starting or ending on another thread right now can be miscounted
+     by one. A miscount changes only what an Exit means, and it lasts: one
+     too many leaves every outermost Exit busy until the next BeforeWaiting
+     (harmless where the loop re-enters at once, as UIKit's and AppKit's
+     main loops do; the watchdog watches the main loop); one too few makes
+     the Exit of a run nested one level idle, as before nesting was
+     counted. Counting 1 matters: the main loop's outermost run, which we
+     are usually attached from, never exits, so its Entry is never seen. The CF lock that
+     CFRunLoopAddObserver takes publishes this state to the loop's thread. */
+  CFStringRef running = g_cf.copy_mode(rl);
+  snap__rl_nesting_init(nest, running ? 1u : 0u, running != NULL);
+  if (running)
+    g_cf.release(running);
+  CFRunLoopMode common = *g_cf.common_modes;
+  g_cf.add_observer(rl, first, common);
+  g_cf.add_observer(rl, last, common);
+  g_cf.add_observer(rl, first, init_mode);
+  g_cf.add_observer(rl, last, init_mode);
+  g_cf.release(init_mode); /* the run loop keeps its own mode name */
+  g_cf.release(first);     /* the run loop holds them now */
+  g_cf.release(last);
   g_loops[g_nloops++] = (CFRunLoopRef)g_cf.retain(rl);
   return SNAP_OK;
 }
