@@ -6,6 +6,10 @@
  * loaded: swift_task_getCurrent reads a thread-local, allocation-free.
  * Without the runtime (plain C programs, and our tests, which build async
  * frames with clang's swiftasynccall) the frame's tag is taken at its word.
+ *
+ * Whether Swift concurrency is in the process at all (for the watchdog's
+ * capture flags) is asked of the loader, by name: the runtime may be
+ * dlopen'ed after us, which a weak reference would never see.
  */
 #include "platform/linux/linux.h"
 
@@ -15,4 +19,8 @@ bool snap__plat_async_task_active(void) {
   if (swift_task_getCurrent)
     return swift_task_getCurrent() != NULL;
   return true;
+}
+
+bool snap__plat_has_swift_concurrency(void) {
+  return snap__plat_find_symbol("swift_task_getCurrent") != NULL;
 }
