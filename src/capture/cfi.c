@@ -542,7 +542,8 @@ bool snap__cfi_function_bounds(const snap__image_t *img, uintptr_t pc,
   if (!find_fde_for(img, pc, &r, &cr, &cie, &begin, &range, &fde_end))
     return false;
   *start = begin;
-  *end = begin + range;
+  /* A corrupt range must not wrap: pc - begin < range already holds. */
+  *end = range > UINTPTR_MAX - begin ? UINTPTR_MAX : begin + range;
   return true;
 }
 
