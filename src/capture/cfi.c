@@ -47,7 +47,10 @@ static bool rd_ok(rd_t *r, size_t n) {
   return true;
 }
 
-static uint64_t rd_u(rd_t *r, size_t n) {
+/* Inlined: every caller passes a constant n, so the copy becomes one load
+   (out of line, the variable-size memcpy call was most of a lookup). */
+static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r,
+                                                           size_t n) {
   if (!rd_ok(r, n))
     return 0;
   uint64_t v = 0;

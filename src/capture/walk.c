@@ -102,6 +102,8 @@ static bool lr_pending(snap__cursor_t *c) {
     snap__cfi_rule_here(c, &rule);
     if (rule.cfa == SNAP__CFA_SP || rule.cfa == SNAP__CFA_FP)
       return rule.ra == SNAP__RA_IN_LR;
+    if (rule.cfa == SNAP__CFA_SIGNAL)
+      return false; /* the kernel's frame comes next, not lr */
   }
   return snap__frame_records_lr_live(c);
 }
