@@ -16,6 +16,17 @@
  * snap__plat_read. The chain is bounded by the output buffer and a hop
  * budget, and a context pointer must be aligned.
  *
+ * Pointer authentication (arm64e): the prologue of a Swift async function
+ * stores its context at fp - 8 signed with the DB key, discriminated by the
+ * slot's address blended with 0xc31a (LLVM's AArch64 frame lowering; see
+ * docs/apple.md), and the context's own words are signed too (parent: DA,
+ * resume pc: IA). System code does this even in an arm64 app, so every one
+ * of them is stripped before use, whatever the build.
+ *
+ * A chain that yields nothing (its first context unreadable, or no resume
+ * pc) is no reason to end the stack: the walk then goes on along the OS
+ * stack, which is still well-formed below an extended record.
+ *
  * Must not: follow an unaligned or unreadable context.
  */
 #include "capture/arch.h"
@@ -29,20 +40,26 @@ bool snap__async_frame(const snap__cursor_t *c, uintptr_t *ctx) {
   if (!snap__plat_async_task_active())
     return false; /* a stray tag outside any task: walk the OS stack */
   uintptr_t context;
-  if (!snap__cursor_read(c, fp - sizeof(uintptr_t), &context) || !context)
+  if (!snap__cursor_read(c, fp - sizeof(uintptr_t), &context) ||
+      !(context = snap__strip_pac(context)))
     return false;
   *ctx = context;
   return true;
 }
 
-void snap__async_chain(snap__emitter_t *e, uintptr_t ctx) {
-  for (int hops = 0; hops < 2 * SNAP_MAX_FRAMES && ctx; hops++) {
+int snap__async_chain(snap__emitter_t *e, uintptr_t ctx) {
+  int hops = 0;
+  while (hops < 2 * SNAP_MAX_FRAMES && ctx) {
     uintptr_t words[2]; /* parent, resume pc */
     if (ctx % sizeof(uintptr_t) || !snap__plat_read(ctx, words, sizeof words))
-      return;
+      break;
     uintptr_t resume = snap__strip_pac(words[1]);
-    if (!resume || !snap__emit(e, resume + 1, false))
-      return;
+    if (!resume)
+      break;
+    hops++;
+    if (!snap__emit(e, resume + 1, false))
+      break;
     ctx = snap__strip_pac(words[0]);
   }
+  return hops;
 }

@@ -1,7 +1,8 @@
 /*
  * cfi.c — reads .eh_frame call-frame information, async-signal-safely.
  *
- * Algorithm, for one pc:
+ * Algorithm, for one pc (steps 1 and 2 alone also give the bounds of the
+ * function holding pc, which tell a stale link register from a live one):
  *  1. Binary-search the image's .eh_frame_hdr table (sorted pairs of
  *     [initial location, FDE address], both 4-byte offsets from the header)
  *     for the last FDE starting at or before pc.
@@ -46,7 +47,10 @@ static bool rd_ok(rd_t *r, size_t n) {
   return true;
 }
 
-static uint64_t rd_u(rd_t *r, size_t n) {
+/* Inlined: every caller passes a constant n, so the copy becomes one load
+   (out of line, the variable-size memcpy call was most of a lookup). */
+static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r,
+                                                           size_t n) {
   if (!rd_ok(r, n))
     return 0;
   uint64_t v = 0;
@@ -499,37 +503,60 @@ static uintptr_t find_fde(rd_t *r, uintptr_t hdr, uintptr_t pc) {
   return fde;
 }
 
+/* Steps 1 and 2 up to the FDE's instructions: the FDE covering pc, its
+   CIE, and the function range [*pc_begin, *pc_begin + *pc_range) it
+   describes; r is left at the FDE's instructions, *fde_end past them.
+   False when no FDE covers pc (a gap between FDEs included). */
+static bool find_fde_for(const snap__image_t *img, uintptr_t pc, rd_t *r,
+                         rd_t *cr, cie_t *cie, uintptr_t *pc_begin,
+                         uintptr_t *pc_range, uintptr_t *fde_end) {
+  if (!img || !img->unwind_hdr)
+    return false;
+  *r = (rd_t){0, img->unwind_lo, img->unwind_hi, false};
+  uintptr_t fde = find_fde(r, img->unwind_hdr, pc);
+  if (!fde)
+    return false;
+  r->p = fde;
+  uint64_t len = rd_u(r, 4);
+  if (r->bad || len == 0 || len == 0xffffffffu)
+    return false;
+  *fde_end = r->p + len;
+  uintptr_t cie_ptr_at = r->p;
+  uint64_t cie_off = rd_u(r, 4);
+  if (r->bad || cie_off == 0 || cie_off > cie_ptr_at)
+    return false;
+  *cr = *r;
+  if (!parse_cie(cr, cie_ptr_at - (uintptr_t)cie_off, cie))
+    return false;
+  *pc_begin = (uintptr_t)rd_encoded(r, cie->fde_enc, 0);
+  *pc_range = (uintptr_t)rd_encoded(r, cie->fde_enc & 0x0f, 0);
+  if (r->bad || pc < *pc_begin || pc - *pc_begin >= *pc_range)
+    return false; /* a gap between FDEs: pc has no unwind info */
+  if (cie->has_z)
+    r->p += rd_uleb(r);
+  return !r->bad && *fde_end <= r->hi;
+}
+
+bool snap__cfi_function_bounds(const snap__image_t *img, uintptr_t pc,
+                               uintptr_t *start, uintptr_t *end) {
+  rd_t r, cr;
+  cie_t cie;
+  uintptr_t begin, range, fde_end;
+  if (!find_fde_for(img, pc, &r, &cr, &cie, &begin, &range, &fde_end))
+    return false;
+  *start = begin;
+  /* A corrupt range must not wrap: pc - begin < range already holds. */
+  *end = range > UINTPTR_MAX - begin ? UINTPTR_MAX : begin + range;
+  return true;
+}
+
 void snap__cfi_find_rule(const snap__image_t *img, uintptr_t pc,
                          snap__rule_t *out) {
   memset(out, 0, sizeof *out);
-  if (!img || !img->unwind_hdr)
-    return;
-  rd_t r = {0, img->unwind_lo, img->unwind_hi, false};
-  uintptr_t fde = find_fde(&r, img->unwind_hdr, pc);
-  if (!fde)
-    return;
-
-  /* Step 2: the FDE and its CIE. */
-  r.p = fde;
-  uint64_t len = rd_u(&r, 4);
-  if (r.bad || len == 0 || len == 0xffffffffu)
-    return;
-  uintptr_t fde_end = r.p + len;
-  uintptr_t cie_ptr_at = r.p;
-  uint64_t cie_off = rd_u(&r, 4);
-  if (r.bad || cie_off == 0 || cie_off > cie_ptr_at)
-    return;
+  rd_t r, cr;
   cie_t cie;
-  rd_t cr = r;
-  if (!parse_cie(&cr, cie_ptr_at - (uintptr_t)cie_off, &cie))
-    return;
-  uintptr_t pc_begin = (uintptr_t)rd_encoded(&r, cie.fde_enc, 0);
-  uintptr_t pc_range = (uintptr_t)rd_encoded(&r, cie.fde_enc & 0x0f, 0);
-  if (r.bad || pc < pc_begin || pc - pc_begin >= pc_range)
-    return; /* a gap between FDEs: pc has no unwind info */
-  if (cie.has_z)
-    r.p += rd_uleb(&r);
-  if (r.bad || fde_end > r.hi)
+  uintptr_t pc_begin, pc_range, fde_end;
+  if (!find_fde_for(img, pc, &r, &cr, &cie, &pc_begin, &pc_range, &fde_end))
     return;
   if (cie.signal) {
     out->cfa = SNAP__CFA_SIGNAL;

@@ -46,4 +46,10 @@ typedef struct snap__rule {
 void snap__cfi_find_rule(const snap__image_t *img, uintptr_t lookup_pc,
                          snap__rule_t *out);
 
+/* The function holding pc as its FDE describes it: [*start, *end) =
+   [pc_begin, pc_begin + pc_range). False when no FDE covers pc. Reads as
+   snap__cfi_find_rule does. [signal-safe] */
+bool snap__cfi_function_bounds(const snap__image_t *img, uintptr_t pc,
+                               uintptr_t *start, uintptr_t *end);
+
 #endif /* SNAP_CAPTURE_CFI_H */

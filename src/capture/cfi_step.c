@@ -15,14 +15,18 @@
 #include "capture/rule_cache.h"
 #include "capture/walk.h"
 
-int snap__cfi_step(snap__cursor_t *c) {
+void snap__cfi_rule_here(snap__cursor_t *c, snap__rule_t *rule) {
   uintptr_t pc = snap__cursor_lookup_pc(c);
-  snap__rule_t rule;
-  if (!snap__rule_cache_get(pc, c->salt, &rule)) {
+  if (!snap__rule_cache_get(pc, c->salt, rule)) {
     const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
-    snap__cfi_find_rule(img, pc, &rule); /* NONE without image or tables */
-    snap__rule_cache_put(pc, c->salt, &rule);
+    snap__cfi_find_rule(img, pc, rule); /* NONE without image or tables */
+    snap__rule_cache_put(pc, c->salt, rule);
   }
+}
+
+int snap__cfi_step(snap__cursor_t *c) {
+  snap__rule_t rule;
+  snap__cfi_rule_here(c, &rule);
   if (rule.cfa == SNAP__CFA_NONE)
     return SNAP__STEP_DECLINE;
   if (rule.cfa == SNAP__CFA_SIGNAL)

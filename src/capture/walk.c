@@ -91,6 +91,23 @@ static int step(snap__cursor_t *c) {
   return snap__frame_records_step(c);
 }
 
+/* Whether the next step hands out the link register as the caller: by
+   the unwind rule where there is one (the leaf's return address still in
+   lr), by the frame-record reader's judgement where there is none. */
+static bool lr_pending(snap__cursor_t *c) {
+  if (!c->regs.lr_valid)
+    return false;
+  if (!(c->flags & SNAP_CAPTURE_FP_ONLY)) {
+    snap__rule_t rule;
+    snap__cfi_rule_here(c, &rule);
+    if (rule.cfa == SNAP__CFA_SP || rule.cfa == SNAP__CFA_FP)
+      return rule.ra == SNAP__RA_IN_LR;
+    if (rule.cfa == SNAP__CFA_SIGNAL)
+      return false; /* the kernel's frame comes next, not lr */
+  }
+  return snap__frame_records_lr_live(c);
+}
+
 /* One step for the frames record_run leaves — code without frame
    pointers, like libc's — kept to locals and inline code because it is much
    of a capture's time: the rule is in the cache and ordinary (CFA from sp or
@@ -235,11 +252,13 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
       if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
         break;
     }
+    /* The async chain replaces the rest of the OS stack, but only once a
+       pending link register has been handed out (it names the async
+       function a leaf was called from), and only if it yields a frame. */
     uintptr_t ctx;
-    if ((flags & SNAP_CAPTURE_ASYNC) && snap__async_frame(&c, &ctx)) {
-      snap__async_chain(&e, ctx);
+    if ((flags & SNAP_CAPTURE_ASYNC) && !lr_pending(&c) &&
+        snap__async_frame(&c, &ctx) && snap__async_chain(&e, ctx) > 0)
       break;
-    }
     if (step(&c) != SNAP__STEP_OK)
       break;
     more = snap__emit(&e, c.regs.pc, c.exact);

@@ -3,7 +3,9 @@
  * frame per step, through an ordered list of frame readers:
  *
  *   1. Swift async contexts (async_frames.c), with SNAP_CAPTURE_ASYNC, at an
- *      extended frame record: the rest of the walk follows the context chain;
+ *      extended frame record: the rest of the walk follows the context chain
+ *      (once a pending link register has been handed out: it is the caller
+ *      of a leaf, and that caller's record is the extended one);
  *   2. call-frame information (cfi_step.c, over cfi.c and rule_cache.h),
  *      where the image has unwind tables and the pc has a rule;
  *   3. signal frames (signal_frames.c), at a signal-return trampoline;
@@ -77,7 +79,14 @@ static inline uintptr_t snap__cursor_lookup_pc(const snap__cursor_t *c) {
 }
 
 int snap__cfi_step(snap__cursor_t *c);
+/* The unwind rule at the cursor's pc, through the rule cache; cfa NONE
+   when there is none. */
+struct snap__rule;
+void snap__cfi_rule_here(snap__cursor_t *c, struct snap__rule *rule);
 int snap__frame_records_step(snap__cursor_t *c);
+/* Whether the frame-record reader takes the pending link register as the
+   caller (see frame_records.c). */
+bool snap__frame_records_lr_live(snap__cursor_t *c);
 /* Crosses the kernel's signal frame at the current pc (a trampoline). */
 int snap__signal_step(snap__cursor_t *c);
 /* True if the current pc is a signal-return trampoline that no unwind
@@ -99,8 +108,10 @@ typedef struct snap__emitter {
 /* Returns false once the buffer is full. */
 bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact);
 
-/* Emits the async context chain starting at ctx (resume pc + 1 for each). */
-void snap__async_chain(snap__emitter_t *e, uintptr_t ctx);
+/* Emits the async context chain starting at ctx (resume pc + 1 for each).
+   Returns the number of contexts it followed: 0 when the first one is
+   unreadable, and then the walk goes on along the OS stack. */
+int snap__async_chain(snap__emitter_t *e, uintptr_t ctx);
 
 /* The whole walk: emits regs.pc as frame 0, then every caller. Returns the
    number of pcs written. The stack's bounds come from the platform. */

@@ -130,6 +130,12 @@ static const snap_stack_t *name_pcs(const uintptr_t *pcs, int n) {
   return snap_symbolicate(pcs, n, SNAP_SYMBOLICATE_EXACT_PC0);
 }
 
+/* Where Swift concurrency runs, a thread's stack below an async function is
+   only the executor's machinery: ask for the task's async chain instead. */
+static unsigned capture_flags(void) {
+  return snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
+}
+
 /* NULL when the main thread could not be sampled (w->main_error says why:
    it did not answer in time, e.g. under TSan, which holds signals back
    while a thread blocks). */
@@ -137,7 +143,8 @@ static const snap_stack_t *capture_main(wd_t *w) {
   /* Its state before the sample: right after one it is still on its way
      out of the signal handler, so it would read "running". */
   w->main_running = snap_thread_is_running(w->main) == 1;
-  int n = snap_capture_thread(w->main, w->main_pcs, CAPTURE_DEPTH, 0);
+  int n = snap_capture_thread(w->main, w->main_pcs, CAPTURE_DEPTH,
+                              capture_flags());
   w->main_n = n; /* kept for the thread list */
   const snap_stack_t *s =
       n < 0 ? NULL : name_pcs(w->main_pcs, n); /* it runs again */
@@ -149,7 +156,8 @@ static void take_point(wd_t *w, uint64_t now) {
   snap__point_t *p = snap__ring_next(&w->ring);
   if (!p)
     return;
-  int n = snap_capture_thread(w->main, p->pcs, SNAP__RING_DEPTH, 0);
+  int n =
+      snap_capture_thread(w->main, p->pcs, SNAP__RING_DEPTH, capture_flags());
   if (n <= 0)
     return;
   p->n = n;
@@ -198,6 +206,7 @@ static void capture_threads(wd_t *w, snap__lag_report_t *r) {
                      ? w->main_running
                      : all[i] && snap_thread_is_running(all[i]) == 1;
   }
+  unsigned flags = capture_flags();
   int k = 0;
   for (int pass = 0; pass < 3 && k < max; pass++) {
     for (int i = 0; i < n && k < max; i++) {
@@ -211,7 +220,7 @@ static void capture_threads(wd_t *w, snap__lag_report_t *r) {
       if (is_main && got > 0)
         memcpy(pcs[k], w->main_pcs, sizeof(uintptr_t) * (size_t)got);
       else if (!is_main)
-        got = snap_capture_thread(ts[k].tid, pcs[k], CAPTURE_DEPTH, 0);
+        got = snap_capture_thread(ts[k].tid, pcs[k], CAPTURE_DEPTH, flags);
       ts[k].error = got < 0 ? got : SNAP_OK;
       npcs[k] = got < 0 ? 0 : got;
       k++;

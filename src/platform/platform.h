@@ -136,6 +136,10 @@ bool snap__plat_is_sigreturn(uintptr_t pc);
 /* Whether the current thread runs a Swift async task, so an extended frame
    record really leads to an async context chain. [signal-safe] */
 bool snap__plat_async_task_active(void);
+/* Whether Swift concurrency can run in this process, so samples should ask
+   for async frames (SNAP_CAPTURE_ASYNC): always on Apple (the runtime is
+   in the OS); on Linux once the Swift concurrency runtime is loaded. [setup] */
+bool snap__plat_has_swift_concurrency(void);
 
 /* ---- Symbols: the system provider ------------------------------------- */
 

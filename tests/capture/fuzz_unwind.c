@@ -2,8 +2,8 @@
  * fuzz_unwind.c — libFuzzer harness for the two readers that parse data an
  * attacker (or a corrupt binary) controls:
  *
- *   mode 0: the CFI reader over a fake image whose .eh_frame_hdr and
- *           .eh_frame are the input bytes;
+ *   mode 0: the CFI reader (rules, and function bounds) over a fake image
+ *           whose .eh_frame_hdr and .eh_frame are the input bytes;
  *   mode 1: a whole walk over a stack that is the input bytes, its top bound
  *           the end of the input.
  *
@@ -42,7 +42,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     img.unwind_hi = hi;
     snap__rule_t rule;
     /* pc: somewhere near the table, as real pcs are near their tables. */
-    snap__cfi_find_rule(&img, lo + (a % (n + 64)), &rule);
+    uintptr_t pc = lo + (a % (n + 64)), start, end;
+    snap__cfi_find_rule(&img, pc, &rule);
+    /* The function bounds read the same tables: the FDE found must cover
+       pc (a crash here is a finding too). */
+    if (snap__cfi_function_bounds(&img, pc, &start, &end) &&
+        (pc < start || pc >= end))
+      abort();
   } else {
     n &= ~(sizeof(uintptr_t) - 1);
     snap__regs_t regs = {a, lo, lo + (b % (n + 1)), 0, (b >> 60) & 1};

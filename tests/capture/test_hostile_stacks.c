@@ -10,10 +10,25 @@
  * garbage), and tagged async frames whose contexts point anywhere. Every
  * walk must end, within max. A well-formed synthetic chain must come out
  * exactly.
+ *
+ * The link register, for a stopped thread (lr_valid; the walker is
+ * arch-neutral, so this runs on x86_64 too): pc and lr are addresses inside
+ * real functions of this binary, so the function bounds the frame-record
+ * reader asks for are the compiler's own (checked against the functions'
+ * addresses). One stack of each kind: a leaf that has not pushed its
+ * record (lr live: frame 1), a function that pushed its record and made a
+ * call (lr stale, inside its own function: not a frame), a prologue done
+ * with no call yet (lr == the record's return address: once), and a pc in
+ * no image (no bounds: lr taken as before). With SNAP_CAPTURE_ASYNC: the
+ * leaf's live lr comes before the async chain of its caller's extended
+ * record; a stale lr does not hide frame 0's own chain; and a chain whose
+ * first context cannot be read leaves the OS stack to the walk.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/arch.h"
+#include "capture/cfi.h"
 #include "capture/walk.h"
 #include "check.h"
 
@@ -111,9 +126,149 @@ static void well_formed_chain(void) {
   free(buf);
 }
 
+/* Three real functions, each long enough that +4 .. +24 is inside it. */
+__attribute__((noinline)) int fn_leaf(volatile int *x) {
+  *x += 1, *x *= 3, *x ^= 5, *x += 7;
+  return *x;
+}
+__attribute__((noinline)) int fn_caller(volatile int *x) {
+  *x += fn_leaf(x);
+  *x *= 5;
+  return *x + fn_leaf(x);
+}
+__attribute__((noinline)) int fn_outer(volatile int *x) {
+  *x += fn_caller(x);
+  return *x + fn_caller(x);
+}
+
+/* The bounds the walker will find for pc, by the same sources (platform
+   index, then the call-frame information). */
+static bool bounds_of(uintptr_t pc, uintptr_t *start, uintptr_t *end) {
+  const snap__images_t *t = snap__images_acquire();
+  const snap__image_t *img = snap__images_find(t, pc);
+  bool ok = img && ((img->func_index &&
+                     snap__plat_function_bounds(img->func_index,
+                                                img->func_index_size,
+                                                img->base, pc, start, end)) ||
+                    snap__cfi_function_bounds(img, pc, start, end));
+  snap__images_release(t);
+  return ok;
+}
+
+#define ALL_READERS 0x80000000u /* a test-only flag: do not force FP_ONLY */
+
+/* Walks regs over buf (frame records only, the Apple reader, unless flags
+   say otherwise) and compares with want[0..n). */
+static void expect_walk(const char *what, uintptr_t *buf,
+                        const snap__regs_t *regs, unsigned flags,
+                        const uintptr_t *want, int n_want) {
+  uintptr_t pcs[16];
+  if (!(flags & ALL_READERS))
+    flags |= SNAP_CAPTURE_FP_ONLY;
+  flags &= ~ALL_READERS;
+  int n = snap__walk_bounded(regs, true, flags, (uintptr_t)(buf + WORDS), pcs,
+                             16, 0);
+  bool same = n == n_want;
+  for (int i = 0; same && i < n; i++)
+    same = pcs[i] == want[i];
+  CHECK(same, "%s: walk differs from the expected stack", what);
+  for (int i = 0; !same && (i < n || i < n_want); i++)
+    fprintf(stderr, "  %2d: got 0x%lx  want 0x%lx\n", i,
+            i < n ? (unsigned long)pcs[i] : 0ul,
+            i < n_want ? (unsigned long)want[i] : 0ul);
+}
+
+static void link_register(void) {
+  uintptr_t *buf = calloc(WORDS, sizeof *buf);
+  uintptr_t leaf = (uintptr_t)fn_leaf, caller = (uintptr_t)fn_caller,
+            outer = (uintptr_t)fn_outer;
+  uintptr_t s, e;
+  /* The bounds must be the functions': otherwise every case below passes
+     or fails for the wrong reason. Linux always has them (.eh_frame). */
+  bool have = bounds_of(leaf + 4, &s, &e) && s == leaf && e > leaf + 24 &&
+              bounds_of(caller + 4, &s, &e) && s == caller && e > caller + 24;
+#if defined(__linux__)
+  CHECK(have, "no function bounds for this binary's functions");
+#endif
+  if (!have)
+    printf("link register: no function bounds here, stale case skipped\n");
+
+  /* The record at fp (the caller's, or frame 0's own), then the root. */
+  uintptr_t r0 = (uintptr_t)&buf[10], r1 = (uintptr_t)&buf[40];
+  uintptr_t ra0 = outer + 8, ra1 = 0x3333;
+  buf[10] = r1, buf[11] = ra0;
+  buf[40] = 0, buf[41] = ra1;
+  snap__regs_t regs = {0, (uintptr_t)buf, r0, 0, true};
+
+  /* A leaf that has not pushed its record: lr is its caller. */
+  regs.pc = leaf + 4, regs.lr = caller + 8;
+  expect_walk("leaf, live lr", buf, &regs, 0,
+              (uintptr_t[]){leaf + 4, caller + 8, ra0, ra1}, 4);
+  /* fn_caller pushed its record and has called fn_leaf: lr still holds
+     that call's return address, inside fn_caller itself. */
+  regs.pc = caller + 20, regs.lr = caller + 8;
+  if (have)
+    expect_walk("made a call, stale lr", buf, &regs, 0,
+                (uintptr_t[]){caller + 20, ra0, ra1}, 3);
+  /* Prologue done, no call yet: lr is the record's return address. */
+  regs.pc = caller + 8, regs.lr = ra0;
+  expect_walk("prologue done, lr == ra", buf, &regs, 0,
+              (uintptr_t[]){caller + 8, ra0, ra1}, 3);
+  /* No image, no bounds: lr is taken as before (it may be stale; nothing
+     here can tell). */
+  regs.pc = (uintptr_t)&buf[2], regs.lr = (uintptr_t)&buf[3];
+  expect_walk("no bounds", buf, &regs, 0,
+              (uintptr_t[]){(uintptr_t)&buf[2], (uintptr_t)&buf[3], ra0, ra1},
+              4);
+
+  /* Swift async: the record at fp is extended (its saved fp tagged, the
+     context just below it); contexts a -> b. */
+  if (!snap__plat_async_task_active()) {
+    printf("async: no async task here, async cases skipped\n");
+    free(buf);
+    return;
+  }
+  uintptr_t *ctx = calloc(4, sizeof *ctx);
+  ctx[0] = (uintptr_t)&ctx[2], ctx[1] = 0x5550; /* a: parent b, resume */
+  ctx[2] = 0, ctx[3] = 0x6660;                  /* b: root */
+  buf[9] = (uintptr_t)ctx;
+  buf[10] = r1 | ((uintptr_t)SNAP__ASYNC_TAG << SNAP__ASYNC_TAG_SHIFT);
+  /* A leaf called from an async function: its caller, then the chain. */
+  regs.pc = leaf + 4, regs.lr = caller + 8;
+  expect_walk("async: leaf, live lr", buf, &regs, SNAP_CAPTURE_ASYNC,
+              (uintptr_t[]){leaf + 4, caller + 8, 0x5551, 0x6661}, 4);
+#if defined(__aarch64__)
+  /* The same through the unwind rules: fn_leaf pushes no record, so its
+     rule keeps the return address in lr (checked: the walk would end
+     otherwise), and lr must still come before the chain. */
+  expect_walk("async: leaf, live lr, by CFI", buf, &regs,
+              SNAP_CAPTURE_ASYNC | ALL_READERS,
+              (uintptr_t[]){leaf + 4, caller + 8, 0x5551, 0x6661}, 4);
+#endif
+  /* The async function itself, after a call: its own chain, no lr. */
+  regs.pc = caller + 20, regs.lr = caller + 8;
+  if (have)
+    expect_walk("async: stale lr", buf, &regs, SNAP_CAPTURE_ASYNC,
+                (uintptr_t[]){caller + 20, 0x5551, 0x6661}, 3);
+  /* A chain that yields nothing (context unreadable, or no resume pc):
+     the OS stack goes on. */
+  regs.pc = caller + 8, regs.lr = ra0;
+  buf[9] = 8; /* aligned, never mapped */
+  expect_walk("async: unreadable context", buf, &regs, SNAP_CAPTURE_ASYNC,
+              (uintptr_t[]){caller + 8, ra0, ra1}, 3);
+  buf[9] = (uintptr_t)ctx, ctx[1] = 0;
+  expect_walk("async: no resume pc", buf, &regs, SNAP_CAPTURE_ASYNC,
+              (uintptr_t[]){caller + 8, ra0, ra1}, 3);
+  free(ctx);
+  free(buf);
+}
+
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 20000;
   well_formed_chain();
+  link_register();
+  volatile int sink = 0;
+  (void)fn_outer(&sink); /* the functions are real and run */
   long total = 0;
   unsigned flag_sets[] = {0, SNAP_CAPTURE_FP_ONLY, SNAP_CAPTURE_ASYNC,
                           SNAP_CAPTURE_APP_ONLY | SNAP_CAPTURE_ASYNC};

@@ -16,6 +16,10 @@
  * the async reader then follows the context chain only while every context
  * is aligned and readable through vm_read_overwrite (async_frames.c).
  *
+ * Swift concurrency itself is part of the OS (libswift_Concurrency in the
+ * shared cache since iOS 15 / macOS 12, and back-deployed into apps before
+ * that), so the watchdog always asks for async frames here.
+ *
  * Must not: allocate, lock, or dereference a task pointer that is not
  * pointer-aligned.
  */
@@ -35,3 +39,5 @@ bool snap__plat_async_task_active(void) {
     return false;
   return *(const volatile uint32_t *)(task + TASK_ID_OFFSET) != 0;
 }
+
+bool snap__plat_has_swift_concurrency(void) { return true; }

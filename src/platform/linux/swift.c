@@ -6,7 +6,16 @@
  * loaded: swift_task_getCurrent reads a thread-local, allocation-free.
  * Without the runtime (plain C programs, and our tests, which build async
  * frames with clang's swiftasynccall) the frame's tag is taken at its word.
+ *
+ * Whether Swift concurrency is in the process at all (for the watchdog's
+ * capture flags) is asked of the loader, by name: the runtime may be
+ * dlopen'ed after us, which a weak reference would never see, and maybe
+ * with RTLD_LOCAL (a Swift plugin of a C host), which dlsym(RTLD_DEFAULT)
+ * would not see; dlopen with RTLD_NOLOAD finds it by soname either way
+ * and never loads it.
  */
+#include <dlfcn.h>
+
 #include "platform/linux/linux.h"
 
 extern void *swift_task_getCurrent(void) __attribute__((weak));
@@ -15,4 +24,13 @@ bool snap__plat_async_task_active(void) {
   if (swift_task_getCurrent)
     return swift_task_getCurrent() != NULL;
   return true;
+}
+
+bool snap__plat_has_swift_concurrency(void) {
+  void *lib = dlopen("libswift_Concurrency.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (lib) {
+    dlclose(lib); /* NOLOAD took a reference */
+    return true;
+  }
+  return snap__plat_find_symbol("swift_task_getCurrent") != NULL;
 }
