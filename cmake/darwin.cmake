@@ -25,6 +25,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/callstack_symbols.c
   src/platform/darwin/callstack_lines.c
   src/platform/darwin/semaphore.c
+  src/platform/darwin/lock.c
   src/platform/darwin/thread_info.c
   src/platform/darwin/runloop.c
   src/platform/darwin/compact_unwind.c

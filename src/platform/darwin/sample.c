@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "platform/darwin/darwin.h"
+#include "platform/posix/locks.h"
 
 static pthread_key_t g_window_key;
 static bool g_key_ok;
@@ -159,7 +160,13 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
     memcpy(copy, arg, arg_size);
   snap__darwin_set_window(&w);
 
-  int rc;
+  /* From before thread_suspend to after thread_resume: one stopped window
+     in the process at a time, so two samplers never suspend each other. */
+  int rc = snap__sampler_enter();
+  if (rc != SNAP_OK) {
+    snap__darwin_set_window(NULL);
+    return rc;
+  }
   kern_return_t kr = thread_suspend(port);
   if (kr != KERN_SUCCESS) {
     rc = SNAP_ENOTHREAD; /* KERN_TERMINATED, or not a thread port */
@@ -183,6 +190,7 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
     thread_resume(port);
     /* ---- end of the window ---- */
   }
+  snap__sampler_leave();
 
   snap__darwin_set_window(NULL);
   if (arg_size)
