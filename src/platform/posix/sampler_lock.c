@@ -35,10 +35,20 @@
 
 #include "platform/posix/locks.h"
 
+static snap__lock_t g_lock;
+static bool g_lock_ok;
 static atomic_int g_open; /* windows between enter and leave */
 static atomic_int g_peak;
 
+/* At load time, before any thread of the app can sample. */
+__attribute__((constructor)) static void sampler_lock_init(void) {
+  g_lock_ok = snap__plat_lock_init(&g_lock) == SNAP_OK;
+}
+
 int snap__sampler_enter(void) {
+  if (!g_lock_ok)
+    return SNAP_EUNSUPPORTED; /* never stop a thread unserialised */
+  snap__plat_lock_lock(&g_lock);
   int now = atomic_fetch_add(&g_open, 1) + 1;
   int peak = atomic_load(&g_peak);
   while (now > peak && !atomic_compare_exchange_weak(&g_peak, &peak, now))
@@ -48,6 +58,7 @@ int snap__sampler_enter(void) {
 
 void snap__sampler_leave(void) {
   atomic_fetch_sub(&g_open, 1);
+  snap__plat_lock_unlock(&g_lock);
 }
 
 int snap__sampler_windows_peak(void) { return atomic_load(&g_peak); }
