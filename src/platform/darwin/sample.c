@@ -48,8 +48,12 @@
 static pthread_key_t g_window_key;
 static bool g_key_ok;
 
+/* At load time, before any sample: the window's key, and every import the
+   window calls bound now rather than under dyld's lock with a thread
+   stopped (prebind.c). */
 __attribute__((constructor)) static void sample_init(void) {
   g_key_ok = pthread_key_create(&g_window_key, NULL) == 0;
+  snap__darwin_prebind(g_key_ok ? g_window_key : 0);
 }
 
 const snap__darwin_window_t *snap__darwin_window(void) {
