@@ -13,8 +13,8 @@
  * the function. Evidence: docs/apple.md, "Contract: locks and the stopped
  * window".
  *
- * Every call below is harmless: Mach calls on MACH_PORT_NULL fail with
- * MACH_SEND_INVALID_DEST before any kernel work (the stub still binds);
+ * Every call below is harmless: Mach calls on MACH_PORT_NULL come back
+ * MACH_SEND_INVALID_DEST without touching any thread (the stub still binds);
  * the read copies a word of our own; the key is ours.
  *
  * check-darwin (scripts/check-darwin.sh) lists this object's imports as
