@@ -223,9 +223,9 @@ void snap__plat_lock_destroy(snap__lock_t *l);
 /* ---- Semaphores -------------------------------------------------------- */
 
 /* Wake-ups only (a thread that sleeps until another has news), never
-   mutual exclusion: see Locks. Storage for the platform's semaphore (sem_t on Linux, a
-   dispatch_semaphore_t on Apple), so the core holds one without naming an
-   OS type. Each backend checks that its type fits. */
+   mutual exclusion: see Locks. Storage for the platform's semaphore
+   (sem_t on Linux, a dispatch_semaphore_t on Apple), so the core holds one
+   without naming an OS type. Each backend checks that its type fits. */
 typedef struct snap__sem {
   _Alignas(16) unsigned char opaque[64];
 } snap__sem_t;

@@ -62,7 +62,9 @@ static void child(void) {
   }
 }
 
-static void hook(void) { g_hooked = pthread_atfork(prepare, parent, child) == 0; }
+static void hook(void) {
+  g_hooked = pthread_atfork(prepare, parent, child) == 0;
+}
 
 bool snap__lock_register(snap__lock_t *l) {
   pthread_once(&g_once, hook);

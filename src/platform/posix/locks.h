@@ -15,7 +15,7 @@
 
 #include "platform/platform.h"
 
-/* ---- Backend primitives (lock.c of each backend) ------------------------ */
+/* ---- Backend primitives (lock.c of each backend) ---------------------- */
 
 /* Makes l an unheld lock, registering nothing; also how the fork child
    resets a lock the forking thread held (never "unlock": on Apple the
@@ -23,7 +23,7 @@
    [setup] */
 void snap__lock_raw_init(snap__lock_t *l);
 
-/* ---- Fork registry (lock_fork.c) ----------------------------------------- */
+/* ---- Fork registry (lock_fork.c) -------------------------------------- */
 
 /* Adds l to the locks fork() holds: false when the registry is full. The
    first call installs the fork handlers. [setup] */
@@ -31,7 +31,7 @@ bool snap__lock_register(snap__lock_t *l);
 /* Removes l (snap__plat_lock_destroy). [setup] */
 void snap__lock_forget(snap__lock_t *l);
 
-/* ---- Sampler lock (sampler_lock.c) ---------------------------------------- */
+/* ---- Sampler lock (sampler_lock.c) ------------------------------------ */
 
 /* Taken by snap__plat_sample before it stops a thread (Apple: before
    thread_suspend; Linux: before the signal is queued) and released once the
