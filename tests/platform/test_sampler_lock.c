@@ -160,8 +160,12 @@ int main(void) {
            s->other_errors);
     CHECK(s->other_errors == 0, "sampler %d: %ld unexpected error codes", i,
           s->other_errors);
-    CHECK(s->whole == s->ok, "sampler %d: %ld of %ld samples not whole", i,
-          s->ok - s->whole, s->ok);
+    /* Under TSan a deferred signal runs the handler with a stale ucontext
+       (check.h): its frames may be anything; there the test is about the
+       window count and races. */
+    CHECK(SNAP_TEST_TSAN || s->whole == s->ok,
+          "sampler %d: %ld of %ld samples not whole", i, s->ok - s->whole,
+          s->ok);
     /* The walk itself (not this test's subject) may stop early at a rare
        instruction, and under TSan a deferred signal may see a later stack
        (check.h): nearly all, not all, must reach the sampled loop. */
@@ -170,7 +174,8 @@ int main(void) {
           s->reached, s->ok);
     /* Some must get through, or the test proved nothing: a loaded box or
        qemu makes hundreds in 10 s, an unloaded one tens of thousands. */
-    CHECK(s->ok >= 20, "sampler %d: only %ld samples succeeded", i, s->ok);
+    long least = SNAP_TEST_TSAN ? 5 : 20; /* TSan: most samples time out */
+    CHECK(s->ok >= least, "sampler %d: only %ld samples succeeded", i, s->ok);
   }
   int peak = snap__sampler_windows_peak();
   printf("most stopped windows open at once: %d\n", peak);
