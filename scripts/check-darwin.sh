@@ -73,9 +73,13 @@ check_window_imports() { # cfg dir [exe]
     fi
   done <"$allowlist"
   # 1. Every import of a window object is on the list, for that object.
+  #    The imports are listed in $dir/window_imports.list for review.
+  local listing=$dir/window_imports.list
+  : >"$listing"
   for obj in "${objects[@]}"; do
     [[ -f $objdir/$obj.o ]] || { echo "check-darwin: $cfg: window object $obj.o missing" >&2; fails=1; continue; }
     base=${obj##*/}
+    echo "$obj: $(imports "$objdir/$obj.o" | grep -v '^_snap__' | tr '\n' ' ')" >>"$listing"
     while read -r sym; do
       [[ -z $sym || $sym == _snap__* ]] && continue # ours, linked statically
       if [[ -z ${kind_of[$sym]:-} || ${objs_of[$sym]} != *",$base,"* ]]; then
@@ -121,7 +125,7 @@ check_window_imports() { # cfg dir [exe]
     grep -qxE '_snap__plat_sem_(timed)?wait|_dispatch_semaphore_wait' <<<"$list" && echo "$obj"
   done)
   ((fails == 0)) || { echo "check-darwin: $cfg: window/lock check FAILED" >&2; return 1; }
-  echo "check-darwin: $cfg: window imports and locks checked"
+  echo "check-darwin: $cfg: window imports and locks checked (imports listed in $listing)"
 }
 
 jobs=${SNAP_CHECK_DARWIN_JOBS:-2}

@@ -60,7 +60,12 @@ typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
 /* Stops `thread` (never the caller), runs fn(regs, copy of arg) while it
    cannot run user code, lets it go, copies the block back into arg. Waits at
    most the sample timeout. Returns fn's result, SNAP_ENOTHREAD,
-   SNAP_ETIMEDOUT or SNAP_EINVAL. [setup] */
+   SNAP_ETIMEDOUT or SNAP_EINVAL.
+   Serialised process-wide: at most one thread is stopped by us at any
+   instant. Each backend holds the one sampler lock (posix/sampler_lock.c)
+   from before it stops the target to after the target runs free again or
+   the sample is abandoned, so two samplers can never stop each other (on
+   Apple that hangs both for good). [setup] */
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size);
 int snap__plat_set_sample_timeout_ms(unsigned ms); /* 1..10000, checked */

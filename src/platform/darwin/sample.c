@@ -6,13 +6,20 @@
  *     refuse the calling thread; find the target's pthread (NULL: exiting,
  *     or not a thread of ours) and measure its stack; copy the argument
  *     block; publish the window record (darwin.h).
+ *   take the sampler lock (posix/sampler_lock.c: two samplers that
+ *   suspend each other never wake);
  *   the stopped window:
  *     thread_suspend (returns once the target is off the CPU);
  *     confirm with thread_info that it is suspended;
  *     thread_get_state; check the stack is still mapped at both ends;
  *     fn(regs, copy);
  *     thread_resume.
+ *   release the sampler lock;
  *   setup again: withdraw the record, copy the block back.
+ *
+ * Every import the window calls is bound at load time (prebind.c, from
+ * the constructor below): a first call through a lazy stub would take
+ * dyld's lock, which the suspended thread may hold.
  *
  * The rules of the stopped window, learned from the deadlocks KSCrash,
  * Sentry and btrace shipped and fixed: the suspended thread may hold any

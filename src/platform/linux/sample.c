@@ -16,6 +16,12 @@
  * the signal carries (magic, slot, sequence), so a late signal for an old
  * request finds a mismatch and does nothing.
  *
+ * The whole request, from the claim of a slot (before the signal is
+ * queued) to DONE, FREE or ABANDONED, runs under the process-wide sampler
+ * lock (posix/sampler_lock.c): one stopped window at a time, as on Apple.
+ * An abandoned handler may still be finishing on its thread when the next
+ * sampler starts; it touches only its own slot.
+ *
  * The handler saves and restores errno, passes every signal that is not one
  * of our requests to the handler the app had, and is installed with
  * SA_RESTART so the target's interrupted system calls resume.
