@@ -17,6 +17,7 @@
 set(SNAP_DARWIN_SOURCES
   src/platform/darwin/threads.c
   src/platform/darwin/sample.c
+  src/platform/darwin/prebind.c
   src/platform/darwin/memory.c
   src/platform/darwin/images_darwin.c
   src/platform/darwin/image_registry.c
@@ -26,6 +27,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/callstack_symbols.c
   src/platform/darwin/callstack_lines.c
   src/platform/darwin/semaphore.c
+  src/platform/darwin/lock.c
   src/platform/darwin/thread_info.c
   src/platform/darwin/runloop.c
   src/platform/darwin/runloop_nesting.c

@@ -60,7 +60,12 @@ typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
 /* Stops `thread` (never the caller), runs fn(regs, copy of arg) while it
    cannot run user code, lets it go, copies the block back into arg. Waits at
    most the sample timeout. Returns fn's result, SNAP_ENOTHREAD,
-   SNAP_ETIMEDOUT or SNAP_EINVAL. [setup] */
+   SNAP_ETIMEDOUT or SNAP_EINVAL.
+   Serialised process-wide: at most one thread is stopped by us at any
+   instant. Each backend holds the one sampler lock (posix/sampler_lock.c)
+   from before it stops the target to after the target runs free again or
+   the sample is abandoned, so two samplers can never stop each other (on
+   Apple that hangs both for good). [setup] */
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size);
 int snap__plat_set_sample_timeout_ms(unsigned ms); /* 1..10000, checked */
@@ -196,11 +201,40 @@ int snap__plat_write_all(int fd, const void *buf, size_t n);
    second call on the same thread replaces arg. [setup] */
 int snap__plat_on_thread_exit(void (*fn)(void *), void *arg);
 
+/* ---- Locks ------------------------------------------------------------- */
+
+/* Mutual exclusion: the only way the library's own code keeps one thread
+   out of another's critical section. Apple: os_unfair_lock, which records
+   its owner so a waiter donates its priority to it (a main-thread hook
+   never waits behind a utility thread that cannot get the CPU);
+   dispatch_semaphore records no owner and donates nothing, so semaphores
+   are for wake-ups only. Linux: a pthread_mutex. See docs/apple.md,
+   "Contract: locks and the stopped window".
+
+   Every lock is held across fork() by the forking thread and initialised
+   afresh in the child (design.md rule 8), so a child never inherits one
+   held by a thread that does not exist there, nor the half-updated data it
+   guarded. The library may hold at most one lock at a time (fork takes
+   them all in creation order), never across a call out of the library,
+   and never in the stopped window. */
+typedef struct snap__lock {
+  _Alignas(16) unsigned char opaque[64];
+} snap__lock_t;
+
+/* SNAP_OK, or SNAP_ENOMEM when no more locks can be registered for fork
+   (then the lock must not be used). [setup] */
+int snap__plat_lock_init(snap__lock_t *l);
+void snap__plat_lock_lock(snap__lock_t *l);   /* [setup] */
+void snap__plat_lock_unlock(snap__lock_t *l); /* [setup] */
+/* Only for a lock no thread holds or waits for. [setup] */
+void snap__plat_lock_destroy(snap__lock_t *l);
+
 /* ---- Semaphores -------------------------------------------------------- */
 
-/* Storage for the platform's semaphore (sem_t on Linux, a
-   dispatch_semaphore_t on Apple), so the core holds one without naming an
-   OS type. Each backend checks that its type fits. */
+/* Wake-ups only (a thread that sleeps until another has news), never
+   mutual exclusion: see Locks. Storage for the platform's semaphore
+   (sem_t on Linux, a dispatch_semaphore_t on Apple), so the core holds one
+   without naming an OS type. Each backend checks that its type fits. */
 typedef struct snap__sem {
   _Alignas(16) unsigned char opaque[64];
 } snap__sem_t;

@@ -9,9 +9,9 @@
  *
  * Per-thread front: FRONT_SLOTS slots per thread (two candidates per key),
  * each one more reference to a stack. A repeated call site is answered there
- * without touching anything another thread writes — no semaphore, no LRU
+ * without touching anything another thread writes — no lock, no LRU
  * splice, no shared counter — which is what lets two threads on two stacks run
- * in parallel (a stripe semaphore taken on every hit moves its cache line
+ * in parallel (a stripe lock taken on every hit moves its cache line
  * between cores on every call). A front miss goes to the shared table and
  * refills the slot. Slots are released when the thread exits.
  *
@@ -33,6 +33,13 @@
  * it the least recently used entries go. A stack still held by a user or a
  * thread's front slot stays alive through its reference count: on top of
  * the cap, at most FRONT_SLOTS stacks per thread.
+ *
+ * Locks: each stripe has a snap__lock_t (a priority-donating
+ * os_unfair_lock on Apple), not a semaphore: the main thread's privacy
+ * hooks contend here with utility threads, and a semaphore would let the
+ * main thread wait behind an owner the scheduler starves. A stripe's lock
+ * is held for a probe and a list splice only, never across a call out of
+ * the library, and never two at once (fork takes them all: platform.h).
  */
 #include "symbols/cache.h"
 
@@ -47,7 +54,7 @@
 
 /* uthash reports a failed allocation through this hook instead of exiting
    the process (its default), which a library must never do. Only read
-   under a stripe's semaphore, right after the HASH_ADD that may set it. */
+   under a stripe's lock, right after the HASH_ADD that may set it. */
 #define HASH_NONFATAL_OOM 1
 static _Thread_local bool t_hash_oom;
 #define uthash_nonfatal_oom(elt) (t_hash_oom = true)
@@ -65,7 +72,7 @@ typedef struct entry {
 } entry_t;
 
 typedef struct stripe {
-  snap__sem_t lock;
+  snap__lock_t lock;
   entry_t *table;
   entry_t *newest, *oldest;
   size_t bytes;
@@ -97,7 +104,7 @@ static _Thread_local unsigned t_front_hits;
 
 __attribute__((constructor)) static void cache_init(void) {
   for (int i = 0; i < STRIPES; i++)
-    if (snap__plat_sem_init(&g_stripes[i].s.lock, 1) != SNAP_OK)
+    if (snap__plat_lock_init(&g_stripes[i].s.lock) != SNAP_OK)
       return; /* g_ready stays false: the cache is off, naming still works */
   atomic_store(&g_ready, true);
 }
@@ -236,7 +243,7 @@ static void lru_push(stripe_t *st, entry_t *e) {
     st->oldest = e;
 }
 
-/* Unlinks e; returns its stack, to be released after the semaphore is
+/* Unlinks e; returns its stack, to be released after the lock is
    dropped (a release may free memory: keep it out of the critical section). */
 static snap_stack_t *drop(stripe_t *st, entry_t *e) {
   HASH_DELETE(hh, st->table, e);
@@ -258,7 +265,7 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
     return hit;
 
   stripe_t *st = stripe_of(key);
-  snap__plat_sem_wait(&st->lock);
+  snap__plat_lock_lock(&st->lock);
   entry_t *e;
   HASH_FIND(hh, st->table, &key, sizeof key, e);
   if (e && same_key(e->stack, pcs, n, flags)) {
@@ -269,24 +276,24 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
   } else {
     st->misses++;
   }
-  snap__plat_sem_post(&st->lock);
+  snap__plat_lock_unlock(&st->lock);
   if (!hit)
     return NULL;
 
-  /* Checked outside the semaphore: on Apple the check may ask dyld, and a
+  /* Checked outside the lock: on Apple the check may ask dyld, and a
      thread holding dyld's lock may be waiting for this stripe. */
   if (fresh(hit)) {
     front_fill(key, hit);
     return hit;
   }
   snap_stack_t *stale = NULL;
-  snap__plat_sem_wait(&st->lock);
+  snap__plat_lock_lock(&st->lock);
   HASH_FIND(hh, st->table, &key, sizeof key, e);
   if (e && e->stack == hit)
     stale = drop(st, e);
   st->hits--; /* it was a miss after all */
   st->misses++;
-  snap__plat_sem_post(&st->lock);
+  snap__plat_lock_unlock(&st->lock);
   snap_stack_release(stale);
   snap_stack_release(hit);
   return NULL;
@@ -307,15 +314,15 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   fresh_entry->stack = snap__stack_retain(s); /* the table's reference */
   fresh_entry->bytes = bytes;
 
-  /* Stacks to release once the semaphore is dropped (a release may free):
+  /* Stacks to release once the lock is dropped (a release may free):
      a replaced or evicted entry each, plus ours when another thread won the
-     race. Past the first few, evictions release under the semaphore. */
+     race. Past the first few, evictions release under the lock. */
   snap_stack_t *out[8];
   int nout = 0;
   snap_stack_t *result = s;
 
   stripe_t *st = stripe_of(key);
-  snap__plat_sem_wait(&st->lock);
+  snap__plat_lock_lock(&st->lock);
   entry_t *e;
   HASH_FIND(hh, st->table, &key, sizeof key, e);
   if (e && same_key(e->stack, s->key.pcs, s->key.n, s->key.flags) &&
@@ -347,7 +354,7 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
       }
     }
   }
-  snap__plat_sem_post(&st->lock);
+  snap__plat_lock_unlock(&st->lock);
 
   for (int i = 0; i < nout; i++)
     snap_stack_release(out[i]);
@@ -369,12 +376,12 @@ int snap_set_symbol_cache_limit(size_t bytes) {
     stripe_t *st = &g_stripes[i].s;
     for (;;) {
       snap_stack_t *victim = NULL;
-      snap__plat_sem_wait(&st->lock);
+      snap__plat_lock_lock(&st->lock);
       if (st->bytes > cap && st->oldest) {
         victim = drop(st, st->oldest);
         st->evictions++;
       }
-      snap__plat_sem_post(&st->lock);
+      snap__plat_lock_unlock(&st->lock);
       if (!victim)
         break;
       snap_stack_release(victim);
@@ -394,13 +401,13 @@ int snap_symbol_cache_stats(snap_symbol_cache_stats_t *out) {
     return SNAP_OK;
   for (int i = 0; i < STRIPES; i++) {
     stripe_t *st = &g_stripes[i].s;
-    snap__plat_sem_wait(&st->lock);
+    snap__plat_lock_lock(&st->lock);
     out->hits += st->hits;
     out->misses += st->misses;
     out->evictions += st->evictions;
     out->entries += st->entries;
     out->bytes += st->bytes;
-    snap__plat_sem_post(&st->lock);
+    snap__plat_lock_unlock(&st->lock);
   }
   out->hits += atomic_load(&g_front_hits);
   return SNAP_OK;

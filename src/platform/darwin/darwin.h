@@ -16,6 +16,7 @@
 #ifndef SNAP_PLATFORM_DARWIN_H
 #define SNAP_PLATFORM_DARWIN_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,6 +35,11 @@ const snap__darwin_window_t *snap__darwin_window(void);
    the window only: the first pthread_setspecific of a thread may grow its
    key range. [setup] */
 void snap__darwin_set_window(const snap__darwin_window_t *w);
+
+/* Calls once every import the stopped window calls, so none is bound
+   lazily (under dyld's lock) while a thread is suspended. From sample.c's
+   constructor. [setup] */
+void snap__darwin_prebind(pthread_key_t window_key);
 
 /* The calling thread's stack, [lo, hi), from its pthread record (no lock
    for the caller's own thread). False if unknown. [signal-safe] */

@@ -6,13 +6,20 @@
  *     refuse the calling thread; find the target's pthread (NULL: exiting,
  *     or not a thread of ours) and measure its stack; copy the argument
  *     block; publish the window record (darwin.h).
+ *   take the sampler lock (posix/sampler_lock.c: two samplers that
+ *   suspend each other never wake);
  *   the stopped window:
  *     thread_suspend (returns once the target is off the CPU);
  *     confirm with thread_info that it is suspended;
  *     thread_get_state; check the stack is still mapped at both ends;
  *     fn(regs, copy);
  *     thread_resume.
+ *   release the sampler lock;
  *   setup again: withdraw the record, copy the block back.
+ *
+ * Every import the window calls is bound at load time (prebind.c, from
+ * the constructor below): a first call through a lazy stub would take
+ * dyld's lock, which the suspended thread may hold.
  *
  * The rules of the stopped window, learned from the deadlocks KSCrash,
  * Sentry and btrace shipped and fixed: the suspended thread may hold any
@@ -43,12 +50,17 @@
 #include <string.h>
 
 #include "platform/darwin/darwin.h"
+#include "platform/posix/locks.h"
 
 static pthread_key_t g_window_key;
 static bool g_key_ok;
 
+/* At load time, before any sample: the window's key, and every import the
+   window calls bound now rather than under dyld's lock with a thread
+   stopped (prebind.c). */
 __attribute__((constructor)) static void sample_init(void) {
   g_key_ok = pthread_key_create(&g_window_key, NULL) == 0;
+  snap__darwin_prebind(g_key_ok ? g_window_key : 0);
 }
 
 const snap__darwin_window_t *snap__darwin_window(void) {
@@ -159,7 +171,13 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
     memcpy(copy, arg, arg_size);
   snap__darwin_set_window(&w);
 
-  int rc;
+  /* From before thread_suspend to after thread_resume: one stopped window
+     in the process at a time, so two samplers never suspend each other. */
+  int rc = snap__sampler_enter();
+  if (rc != SNAP_OK) {
+    snap__darwin_set_window(NULL);
+    return rc;
+  }
   kern_return_t kr = thread_suspend(port);
   if (kr != KERN_SUCCESS) {
     rc = SNAP_ENOTHREAD; /* KERN_TERMINATED, or not a thread port */
@@ -183,6 +201,7 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
     thread_resume(port);
     /* ---- end of the window ---- */
   }
+  snap__sampler_leave();
 
   snap__darwin_set_window(NULL);
   if (arg_size)

@@ -2,10 +2,10 @@
  * semaphore.c — the platform semaphore on Apple: a dispatch_semaphore_t,
  * whose pointer is kept in the core's opaque snap__sem_t.
  *
- * Why dispatch_semaphore: an uncontended wait or signal is one atomic in
- * user space, it sleeps in the kernel only under contention, and it is the
- * lock Apple's own code uses for short critical sections. (A pthread_mutex
- * would do, but would not match the Linux backend's sem_t shape.)
+ * Wake-ups only (the lag watchdog's): a dispatch_semaphore records no
+ * owner, so a waiter donates no priority to whoever will signal it. Mutual
+ * exclusion therefore uses snap__lock_t (lock.c: os_unfair_lock, which
+ * does donate). An uncontended wait or signal is one atomic in user space.
  *
  * It is created with a count of 0 and signalled up to the initial value:
  * libdispatch traps ("Semaphore object deallocated while in use") when a

@@ -16,6 +16,12 @@
  * the signal carries (magic, slot, sequence), so a late signal for an old
  * request finds a mismatch and does nothing.
  *
+ * The whole request, from the claim of a slot (before the signal is
+ * queued) to DONE, FREE or ABANDONED, runs under the process-wide sampler
+ * lock (posix/sampler_lock.c): one stopped window at a time, as on Apple.
+ * An abandoned handler may still be finishing on its thread when the next
+ * sampler starts; it touches only its own slot.
+ *
  * The handler saves and restores errno, passes every signal that is not one
  * of our requests to the handler the app had, and is installed with
  * SA_RESTART so the target's interrupted system calls resume.
@@ -34,6 +40,7 @@
 #include <unistd.h>
 
 #include "platform/linux/linux.h"
+#include "platform/posix/locks.h"
 
 #define SLOTS 16
 #define MAGIC 0x534e4150u /* "SNAP" */
@@ -195,19 +202,9 @@ static bool thread_exists(int tid) {
   return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
 }
 
-int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
-                      size_t arg_size) {
-  if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
-    return SNAP_EINVAL;
-  if (thread == 0 || thread > 0x7fffffff)
-    return SNAP_ENOTHREAD;
-  int tid = (int)thread;
-  if (tid == snap__linux_gettid())
-    return SNAP_EINVAL; /* a thread cannot wait for its own handler */
-  int rc = install();
-  if (rc != SNAP_OK)
-    return rc;
-
+/* One request, from the claim of a slot to its completion or abandonment:
+   under the sampler lock. */
+static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
   unsigned seq;
   slot_t *s = claim(&seq);
   if (!s)
@@ -273,8 +270,31 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
   /* DONE: the semaphore was (or will be) posted; the slot is ours. Every
      way here read DONE with acquire ordering (the load in the wait loop or
      a failed compare-and-swap), so the handler's writes are visible. */
-  rc = s->result;
+  int rc = s->result;
   memcpy(arg, s->arg, arg_size);
   atomic_store(&s->state, STATE(seq, FREE));
+  return rc;
+}
+
+int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
+                      size_t arg_size) {
+  if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
+    return SNAP_EINVAL;
+  if (thread == 0 || thread > 0x7fffffff)
+    return SNAP_ENOTHREAD;
+  int tid = (int)thread;
+  if (tid == snap__linux_gettid())
+    return SNAP_EINVAL; /* a thread cannot wait for its own handler */
+  int rc = install();
+  if (rc != SNAP_OK)
+    return rc;
+  /* From before the signal is queued until the request is complete or
+     abandoned: one stopped window in the process at a time (Apple's
+     contract, kept here too so both backends behave alike). */
+  rc = snap__sampler_enter();
+  if (rc != SNAP_OK)
+    return rc;
+  rc = request(tid, fn, arg, arg_size);
+  snap__sampler_leave();
   return rc;
 }

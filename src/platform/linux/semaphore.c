@@ -2,10 +2,8 @@
  * semaphore.c — the platform semaphore on Linux: a POSIX sem_t stored in
  * the core's opaque snap__sem_t.
  *
- * Why a semaphore and not a mutex: the symbol cache's stripes are held for
- * a hash probe and a list splice, never across a call that can block, and
- * an uncontended sem_wait/sem_post is one atomic each in glibc — the same
- * shape as dispatch_semaphore on Apple, so both backends behave alike.
+ * Wake-ups only (the lag watchdog's): mutual exclusion uses snap__lock_t
+ * (lock.c). An uncontended sem_wait/sem_post is one atomic each in glibc.
  *
  * Timed waits use sem_clockwait on CLOCK_MONOTONIC (glibc 2.30+), the clock
  * snap__plat_now_ns reads, so a deadline the core computed from that clock

@@ -1,0 +1,95 @@
+/*
+ * lock_fork.c — every snap__lock_t of the library, held across fork().
+ *
+ * A forked child has one thread. A lock some other thread of the parent
+ * held at the instant of fork() stays held there for good, and the data it
+ * guarded may be half-updated (a uthash bucket mid-insert). So, as libc
+ * does for malloc: the prepare handler takes every registered lock, in
+ * registration order, on the forking thread (waiting for any critical
+ * section in flight to end); the parent handler releases them; the child
+ * handler initialises each one afresh (snap__lock_raw_init), since the
+ * data is consistent and the owner the lock recorded is not a thread of
+ * the child.
+ *
+ * Deadlock-free because no code of ours holds two of these locks at once
+ * or calls out of the library while holding one (platform.h, Locks): a
+ * thread the prepare handler waits for always gets to its unlock.
+ *
+ * The registry is a fixed array of atomic pointers (a forgotten slot is
+ * NULL and reused): registering allocates nothing and takes no lock, so it
+ * works from constructors. A lock registered while another thread forks
+ * may miss that one fork; locks are created at load time, before threads.
+ *
+ * Must not: be used for locks that live in memory that can be freed while
+ * registered (snap__plat_lock_destroy forgets them first).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "platform/posix/locks.h"
+
+#define MAX_LOCKS 64 /* 16 cache stripes, the sampler lock, tests */
+
+static _Atomic(snap__lock_t *) g_locks[MAX_LOCKS];
+static atomic_int g_count; /* slots handed out; a NULL one is free */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static bool g_hooked;
+
+static void prepare(void) {
+  int n = atomic_load(&g_count);
+  for (int i = 0; i < n && i < MAX_LOCKS; i++) {
+    snap__lock_t *l = atomic_load(&g_locks[i]);
+    if (l)
+      snap__plat_lock_lock(l);
+  }
+}
+
+static void parent(void) {
+  int n = atomic_load(&g_count);
+  for (int i = (n < MAX_LOCKS ? n : MAX_LOCKS) - 1; i >= 0; i--) {
+    snap__lock_t *l = atomic_load(&g_locks[i]);
+    if (l)
+      snap__plat_lock_unlock(l);
+  }
+}
+
+static void child(void) {
+  int n = atomic_load(&g_count);
+  for (int i = 0; i < n && i < MAX_LOCKS; i++) {
+    snap__lock_t *l = atomic_load(&g_locks[i]);
+    if (l)
+      snap__lock_raw_init(l);
+  }
+}
+
+static void hook(void) {
+  g_hooked = pthread_atfork(prepare, parent, child) == 0;
+}
+
+bool snap__lock_register(snap__lock_t *l) {
+  pthread_once(&g_once, hook);
+  if (!g_hooked)
+    return false;
+  int n = atomic_load(&g_count);
+  for (int i = 0; i < n && i < MAX_LOCKS; i++) { /* a forgotten slot */
+    snap__lock_t *expect = NULL;
+    if (atomic_compare_exchange_strong(&g_locks[i], &expect, l))
+      return true;
+  }
+  int i = atomic_fetch_add(&g_count, 1);
+  if (i >= MAX_LOCKS) {
+    atomic_fetch_sub(&g_count, 1);
+    return false;
+  }
+  atomic_store(&g_locks[i], l);
+  return true;
+}
+
+void snap__lock_forget(snap__lock_t *l) {
+  int n = atomic_load(&g_count);
+  for (int i = 0; i < n && i < MAX_LOCKS; i++) {
+    snap__lock_t *expect = l;
+    if (atomic_compare_exchange_strong(&g_locks[i], &expect, NULL))
+      return;
+  }
+}
