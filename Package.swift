@@ -24,11 +24,7 @@ let package = Package(
       publicHeadersPath: "include",
       cSettings: [
         .headerSearchPath("src"),
-        // The symbol cache's index (uthash, header only) is not committed.
-        // SwiftPM cannot run a script: in a local checkout run
-        // scripts/fetch-uthash.sh once. Depending on this package by URL
-        // does not work until then (docs/apple.md); CocoaPods and CMake
-        // need nothing by hand.
+        // The symbol cache's index (uthash, header only), committed.
         .headerSearchPath("third_party/uthash"),
       ]
     )

@@ -17,10 +17,6 @@ Pod::Spec.new do |s|
   s.author       = 'stacksnap authors'
   s.source       = { :git => 'https://github.com/stacksnap/stacksnap.git', :tag => s.version.to_s }
 
-  # uthash.h (the symbol cache's index, header only) is fetched, never
-  # committed: third_party/uthash/ is filled here.
-  s.prepare_command = 'scripts/fetch-uthash.sh'
-
   s.ios.deployment_target = '12.0'
   s.osx.deployment_target = '10.14'
 
@@ -32,8 +28,8 @@ Pod::Spec.new do |s|
   s.requires_arc         = false
   s.pod_target_xcconfig  = {
     'GCC_C_LANGUAGE_STANDARD' => 'c11',
-    # src/ for the private headers; uthash (header only) vendored for the
-    # symbol cache.
+    # src/ for the private headers; uthash (header only, committed in
+    # third_party/uthash) for the symbol cache.
     'HEADER_SEARCH_PATHS' => '"$(PODS_TARGET_SRCROOT)/src" "$(PODS_TARGET_SRCROOT)/third_party/uthash"',
     # The walker reads the library's own frames.
     'OTHER_CFLAGS' => '-fno-omit-frame-pointer -Wunguarded-availability',
