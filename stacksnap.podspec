@@ -20,11 +20,18 @@ Pod::Spec.new do |s|
   s.ios.deployment_target = '12.0'
   s.osx.deployment_target = '10.14'
 
+  # One target: the core and the Apple backend (never the Linux one). No
+  # two of these sources share a base name: Xcode names object files by it.
+  # Public: include/stacksnap.h alone, mapped (no header_mappings_dir) to
+  # <stacksnap/stacksnap.h> and the module's umbrella. src/'s headers are
+  # project headers, found through HEADER_SEARCH_PATHS as "capture/walk.h".
+  # uthash is compiled from the header, never as a source: preserve_paths
+  # keeps it (and its licence) from CocoaPods' cleaning of unused files.
+  # scripts/check-podspec.py checks all of this with CocoaPods' own rules.
   s.source_files         = 'include/*.h', 'src/**/*.{c,h}'
   s.exclude_files        = 'src/platform/linux/**/*'
-  s.public_header_files  = 'include/*.h'
-  s.private_header_files = 'src/**/*.h'
-  s.header_mappings_dir  = 'src'
+  s.public_header_files  = 'include/stacksnap.h'
+  s.preserve_paths       = 'third_party/uthash/*'
   s.requires_arc         = false
   s.pod_target_xcconfig  = {
     'GCC_C_LANGUAGE_STANDARD' => 'c11',

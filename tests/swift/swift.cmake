@@ -1,3 +1,16 @@
+# swift.cmake — Swift and Apple-packaging checks that run on Linux:
+# check_podspec (CocoaPods' rules) and test_swift_async (the async walk
+# against real Swift). Included from tests/CMakeLists.txt on Linux.
+
+# The CocoaPods spec, by CocoaPods' own rules (no CocoaPods tool exists
+# here): scripts/check-podspec.py on stacksnap.podspec, and its self-test
+# (each rule against a broken podspec). Needs only python3.
+find_program(SNAP_PYTHON3 NAMES python3 REQUIRED)
+add_test(NAME check_podspec COMMAND ${SNAP_PYTHON3} ${PROJECT_SOURCE_DIR}/scripts/check-podspec.py
+         ${PROJECT_SOURCE_DIR}/stacksnap.podspec --root ${PROJECT_SOURCE_DIR})
+add_test(NAME check_podspec_self_test COMMAND ${SNAP_PYTHON3}
+         ${PROJECT_SOURCE_DIR}/scripts/check-podspec.py --self-test)
+
 # The Swift compiler and runtime as the oracle of the async walk:
 # test_swift_async (main.swift + AsyncChain.swift + SymbolOracle.swift),
 # built by swiftc at -O and linked with stacksnap_static, as an app would.
