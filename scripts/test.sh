@@ -67,9 +67,9 @@ run_config arm64-pac -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \
   -DSNAP_QEMU_CPU=max -DCMAKE_C_FLAGS=-mbranch-protection=standard
 
-# swift: no CMake configuration of its own for the C; SwiftPM's scratch
-# directory is its default, .build/ (a scratch path inside the package's
-# own target directory, such as build/, breaks SwiftPM's second build).
+# swift: SwiftPM builds in its default scratch directory, .build/ (with
+# --scratch-path build/swiftpm, inside the C target's path ".", Swift 6.3
+# failed every build after the first with "unknown build description").
 run_swift_config() {
   local name=swift
   local dir="$root/build/$name"
