@@ -10,16 +10,18 @@
 //   captured inside: chainOuter -> chainMiddle -> chainInner, which calls
 //     snap_capture_self(SNAP_CAPTURE_ASYNC) itself;
 //   sampled from outside: spinOuter -> spinMiddle -> spinInner, which
-//     spins on an atomic while this (non-task) thread samples the task's
-//     thread with snap_capture_thread(SNAP_CAPTURE_ASYNC); the task runs
-//     on a task executor with a thread of its own (ThreadExecutor says why
-//     not the global one).
+//     spins on an atomic, or sleeps in usleep (then the walk must cross
+//     libc, which keeps no frame pointer, before it reaches the async
+//     frame), while this (non-task) thread samples the task's thread with
+//     snap_capture_thread(SNAP_CAPTURE_ASYNC); the task runs on a task
+//     executor with a thread of its own (ThreadExecutor says why not the
+//     global one).
 // What must hold (the oracle is the symbol table and the Swift runtime's
 // demangler, SymbolOracle.swift):
-//   - the frames name the three functions in order, innermost first: the
-//     first is inside (a partial function of) the innermost one, and the
-//     next two are continuations ("resume partial function for") of its
-//     two callers;
+//   - the frames name the three functions in order, innermost first: one
+//     inside (a partial function of) the innermost function (frame 0, or
+//     the first after libc's), then continuations ("resume partial
+//     function for") of its two callers;
 //   - every frame after the first is a resume pc: pc - 1 is exactly the
 //     start of a function of this image, or (the chain's root) the task's
 //     completion function in libswift_Concurrency, and the chain ends
@@ -114,7 +116,6 @@ final class SpinState: Sendable {
 final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
   private let queue = Mutex<[UnownedJob]>([])
   private let stopping = Atomic<Bool>(false)
-  private let finished = Atomic<Bool>(false)
 
   init() {
     var thread = pthread_t()
@@ -149,7 +150,6 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         usleep(200)  // a test's executor: polling keeps it short
       }
     }
-    finished.store(true, ordering: .releasing)
   }
 }
 
