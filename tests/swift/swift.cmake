@@ -10,6 +10,7 @@ add_test(NAME check_podspec COMMAND ${SNAP_PYTHON3} ${PROJECT_SOURCE_DIR}/script
          ${PROJECT_SOURCE_DIR}/stacksnap.podspec --root ${PROJECT_SOURCE_DIR})
 add_test(NAME check_podspec_self_test COMMAND ${SNAP_PYTHON3}
          ${PROJECT_SOURCE_DIR}/scripts/check-podspec.py --self-test)
+set_tests_properties(check_podspec check_podspec_self_test PROPERTIES LABELS darwin-contract)
 
 # The Swift compiler and runtime as the oracle of the async walk:
 # test_swift_async (main.swift + AsyncChain.swift + SymbolOracle.swift),
