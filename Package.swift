@@ -13,6 +13,11 @@
 // (macOS, building for macOS or iOS) leaves out src/platform/linux.
 // (Cross-building Linux from a Mac with a Swift SDK is not covered.)
 //
+// Optional parts as CMake builds them without their extras: the GLib loop
+// adapter needs SNAP_HAVE_GLIB, which only CMake defines, so here
+// snap_lag_attach_glib is SNAP_EUNSUPPORTED; file:line (libdw) is
+// compiled where elfutils' header exists and loaded at run time.
+//
 // Floors: iOS 12, macOS 10.14 (cmake/darwin.cmake says why). Nothing extra
 // to link on Apple: the backend finds the Objective-C runtime with dlsym
 // and uses only libSystem. No unsafe flags in the library target (a
