@@ -1,13 +1,34 @@
-// swift-tools-version:5.5
-// stacksnap for Swift Package Manager: one C target, the public headers in
-// include/ (stacksnap.h is the umbrella), the portable core and the Apple
-// backend from src/. Apple platforms only: SwiftPM cannot exclude sources
-// per platform, and the Linux backend is excluded here.
+// swift-tools-version:5.9
+// stacksnap for Swift Package Manager: one C target, the public header in
+// include/ (stacksnap.h, the umbrella of the module `stacksnap`), the
+// portable core and this platform's backend from src/; and a test target,
+// tests/swift, run by `swift test`.
 //
-// Floors: iOS 12, macOS 10.14 (cmake/darwin.cmake says why).
-// Nothing extra to link: the backend finds the Objective-C runtime with
-// dlsym and uses only libSystem.
+// Builds from the committed tree alone, no network: uthash (the symbol
+// cache's index, header only) is vendored in third_party/uthash.
+//
+// One backend per platform. SwiftPM cannot exclude sources per platform
+// in a target, but the manifest is Swift and is evaluated on the machine
+// that builds: Linux builds leave out src/platform/darwin, every other host
+// (macOS, building for macOS or iOS) leaves out src/platform/linux.
+// (Cross-building Linux from a Mac with a Swift SDK is not covered.)
+//
+// Optional parts as CMake builds them without their extras: the GLib loop
+// adapter needs SNAP_HAVE_GLIB, which only CMake defines, so here
+// snap_lag_attach_glib is SNAP_EUNSUPPORTED; file:line (libdw) is
+// compiled where elfutils' header exists and loaded at run time.
+//
+// Floors: iOS 12, macOS 10.14 (cmake/darwin.cmake says why). Nothing extra
+// to link on Apple: the backend finds the Objective-C runtime with dlsym
+// and uses only libSystem. No unsafe flags in the library target (a
+// package that uses them cannot be depended on).
 import PackageDescription
+
+#if os(Linux)
+let otherBackend = "src/platform/darwin"
+#else
+let otherBackend = "src/platform/linux"
+#endif
 
 let package = Package(
   name: "stacksnap",
@@ -19,19 +40,36 @@ let package = Package(
     .target(
       name: "stacksnap",
       path: ".",
-      exclude: ["src/platform/linux"],
+      exclude: [otherBackend],
       sources: ["src"],
       publicHeadersPath: "include",
       cSettings: [
         .headerSearchPath("src"),
-        // The symbol cache's index (uthash, header only) is not committed.
-        // SwiftPM cannot run a script: in a local checkout run
-        // scripts/fetch-uthash.sh once. Depending on this package by URL
-        // does not work until then (docs/apple.md); CocoaPods and CMake
-        // need nothing by hand.
         .headerSearchPath("third_party/uthash"),
+        // The Linux backend names glibc's extensions (gettid, dladdr...).
+        .define("_GNU_SOURCE", .when(platforms: [.linux])),
+      ],
+      linkerSettings: [
+        .linkedLibrary("dl", .when(platforms: [.linux])),
+        .linkedLibrary("pthread", .when(platforms: [.linux])),
       ]
-    )
+    ),
+    .testTarget(
+      name: "stacksnapTests",
+      dependencies: ["stacksnap"],
+      path: "tests/swift",
+      // main.swift and swift.cmake are the swiftc-built test_swift_async
+      // (CMake), which runs the same scenarios at -O.
+      exclude: ["main.swift", "swift.cmake"],
+      swiftSettings: [
+        // Extended frame records for every async function (the async
+        // walk starts at one), and frame pointers themselves on Linux.
+        .unsafeFlags([
+          "-Xfrontend", "-swift-async-frame-pointer=always",
+          "-Xcc", "-fno-omit-frame-pointer",
+        ])
+      ]
+    ),
   ],
   cLanguageStandard: .c11
 )

@@ -15,14 +15,14 @@
 # the backend names exists at these floors.
 
 set(SNAP_DARWIN_SOURCES
-  src/platform/darwin/threads.c
+  src/platform/darwin/threads_darwin.c
   src/platform/darwin/sample.c
   src/platform/darwin/prebind.c
   src/platform/darwin/memory.c
   src/platform/darwin/images_darwin.c
   src/platform/darwin/image_registry.c
   src/platform/darwin/macho_ranges.c
-  src/platform/darwin/signal_frames.c
+  src/platform/darwin/signal_frames_darwin.c
   src/platform/darwin/async_task.c
   src/platform/darwin/callstack_symbols.c
   src/platform/darwin/callstack_lines.c

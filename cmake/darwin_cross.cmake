@@ -32,16 +32,21 @@ if(NOT CMAKE_OSX_DEPLOYMENT_TARGET)
   set(CMAKE_OSX_DEPLOYMENT_TARGET "${SNAP_CROSS_MIN_VERSION}" CACHE STRING "Minimum OS version")
 endif()
 
-find_program(SNAP_CROSS_CLANG NAMES clang clang-14 clang-15 clang-16 REQUIRED)
+# Debian's LLVM directories first (HINTS come before PATH): a Swift
+# toolchain on PATH carries its own clang and llvm-ar, which must not
+# silently replace the compiler this check names.
+set(_snap_llvm_dirs /usr/lib/llvm-14/bin /usr/lib/llvm-15/bin /usr/lib/llvm-16/bin)
+find_program(SNAP_CROSS_CLANG NAMES clang clang-14 clang-15 clang-16
+  HINTS ${_snap_llvm_dirs} REQUIRED)
 # clang -fuse-ld=lld looks for a program called exactly "ld64.lld" for
 # Darwin targets; Debian ships it in the LLVM directory (package lld-14,
 # pulled in by lld), and only ld64.lld-14 on PATH.
-find_program(SNAP_CROSS_LD64 NAMES ld64.lld
-  HINTS /usr/lib/llvm-14/bin /usr/lib/llvm-15/bin /usr/lib/llvm-16/bin REQUIRED)
+find_program(SNAP_CROSS_LD64 NAMES ld64.lld HINTS ${_snap_llvm_dirs} REQUIRED)
 get_filename_component(_snap_ld_dir "${SNAP_CROSS_LD64}" DIRECTORY)
-find_program(SNAP_CROSS_AR NAMES llvm-ar llvm-ar-14 REQUIRED)
-find_program(SNAP_CROSS_RANLIB NAMES llvm-ranlib llvm-ranlib-14 REQUIRED)
-find_program(SNAP_CROSS_INSTALL_NAME_TOOL NAMES llvm-install-name-tool llvm-install-name-tool-14)
+find_program(SNAP_CROSS_AR NAMES llvm-ar llvm-ar-14 HINTS ${_snap_llvm_dirs} REQUIRED)
+find_program(SNAP_CROSS_RANLIB NAMES llvm-ranlib llvm-ranlib-14 HINTS ${_snap_llvm_dirs} REQUIRED)
+find_program(SNAP_CROSS_INSTALL_NAME_TOOL NAMES llvm-install-name-tool llvm-install-name-tool-14
+  HINTS ${_snap_llvm_dirs})
 
 set(CMAKE_C_COMPILER "${SNAP_CROSS_CLANG}")
 set(CMAKE_C_COMPILER_TARGET

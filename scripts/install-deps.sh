@@ -8,13 +8,12 @@
 set -euo pipefail
 
 demo_pkgs=(
-  build-essential cmake pkg-config uthash-dev
+  build-essential cmake pkg-config
   libglib2.0-dev                    # the lag demo's GMainLoop (optional)
   python3                           # scripts/lag-report.py
 )
 test_pkgs=(
   build-essential cmake pkg-config
-  uthash-dev                        # the symbol cache's hash table
   libglib2.0-dev                    # lag watchdog: GLib adapter, lag demo
   python3                           # lag tests read reports with its json module
   libc6-dbg                         # tests: libc's static functions get names

@@ -10,6 +10,11 @@
 #   arm64      gcc-aarch64-linux-gnu, tests under qemu-aarch64
 #   arm64-pac  the same with -mbranch-protection=standard (signed return
 #              addresses), under qemu -cpu max
+#   swift      the Swift toolchain (swift on PATH, or /opt/swift/usr/bin):
+#              `swift build` and `swift test` of Package.swift (SwiftPM
+#              compiles the C with the toolchain's own clang: that is this
+#              configuration's compiler), then, over the library built by
+#              Debian's gcc, test_swift_async (swiftc -O) and check_podspec
 #
 # Build trees go to build/<config>. Ends with one line "N passed, M failed"
 # counting configurations; exits non-zero if any failed.
@@ -61,6 +66,37 @@ run_config arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 run_config arm64-pac -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \
   -DSNAP_QEMU_CPU=max -DCMAKE_C_FLAGS=-mbranch-protection=standard
+
+# swift: SwiftPM builds in its default scratch directory, .build/ (with
+# --scratch-path build/swiftpm, inside the C target's path ".", Swift 6.3
+# failed every build after the first with "unknown build description").
+run_swift_config() {
+  local name=swift
+  local dir="$root/build/$name"
+  echo "=== $name"
+  local t0=$SECONDS
+  local swift_bin
+  swift_bin=$(command -v swift || true)
+  [[ -z "$swift_bin" && -x /opt/swift/usr/bin/swift ]] && swift_bin=/opt/swift/usr/bin/swift
+  if [[ -n "$swift_bin" ]] &&
+    (cd "$root" && "$swift_bin" build) >"$dir.swift-build.log" 2>&1 &&
+    (cd "$root" && "$swift_bin" test) >"$dir.swift-test.log" 2>&1 &&
+    cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_gcc \
+      -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=OFF >"$dir.configure.log" 2>&1 &&
+    cmake --build "$dir" -j"$jobs" --target test_swift_async >"$dir.build.log" 2>&1 &&
+    ctest --test-dir "$dir" --output-on-failure -R '^(test_swift_async|check_podspec.*)$'; then
+    passed=$((passed + 1))
+    grep -h -E "Executed [0-9]+ tests" "$dir.swift-test.log" | tail -n 1
+    echo "=== $name: passed ($((SECONDS - t0)) s)"
+  else
+    failed=$((failed + 1))
+    failed_names+=("$name")
+    [[ -z "$swift_bin" ]] && echo "no Swift toolchain: swift is not on PATH nor in /opt/swift/usr/bin"
+    echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+    tail -n 40 "$dir.swift-build.log" "$dir.swift-test.log" "$dir.configure.log" "$dir.build.log" 2>/dev/null
+  fi
+}
+run_swift_config
 
 ((failed)) && echo "failed configurations: ${failed_names[*]}"
 echo "$passed passed, $failed failed"

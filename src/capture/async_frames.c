@@ -12,6 +12,18 @@
  * Resume pcs are the first instruction of a continuation funclet; symbolizers
  * look up return addresses at pc - 1, so each is stored + 1 (as Apple does).
  *
+ * The tagged record at fp must be the current frame's own. Apple's walker
+ * may assume it (every function keeps a record there); on Linux a function
+ * without frame pointers (Debian's libc) leaves fp at an ancestor's record,
+ * so a task blocked in usleep() has fp at its async function's record while
+ * the cursor is still in libc. Taking the chain there would put the async
+ * function's callers in place of libc's frames and of the async function's
+ * own frame (seen with Swift 6.3 on x86_64: tests/swift). So the frame is
+ * unwound on a copy of the cursor by its unwind rule: the record is its own
+ * when that consumes it (the caller's sp is just above it, the caller's fp
+ * is the one saved in it). Without a rule the record reader would take the
+ * record as the frame's own, and so does this.
+ *
  * Contexts live on the heap, not the stack: every context read goes through
  * snap__plat_read. The chain is bounded by the output buffer and a hop
  * budget, and a context pointer must be aligned.
@@ -32,6 +44,20 @@
 #include "capture/arch.h"
 #include "capture/walk.h"
 
+static bool owns_record(const snap__cursor_t *c, uintptr_t fp,
+                        uintptr_t saved_fp) {
+  if (c->flags & SNAP_CAPTURE_FP_ONLY)
+    return true;
+  snap__cursor_t next = *c;
+  int r = snap__cfi_step(&next);
+  if (next.images && !c->images)
+    snap__cursor_done(&next); /* the copy took the image table: return it */
+  if (r == SNAP__STEP_DECLINE)
+    return true;
+  return r == SNAP__STEP_OK && next.regs.sp == fp + 2 * sizeof(uintptr_t) &&
+         next.regs.fp == snap__untag_fp(saved_fp);
+}
+
 bool snap__async_frame(const snap__cursor_t *c, uintptr_t *ctx) {
   uintptr_t fp = c->regs.fp, saved_fp;
   if (fp % SNAP__FP_ALIGN || fp < c->regs.sp + sizeof(uintptr_t) ||
@@ -39,6 +65,8 @@ bool snap__async_frame(const snap__cursor_t *c, uintptr_t *ctx) {
     return false;
   if (!snap__plat_async_task_active())
     return false; /* a stray tag outside any task: walk the OS stack */
+  if (!owns_record(c, fp, saved_fp))
+    return false; /* an ancestor's record: unwind this frame first */
   uintptr_t context;
   if (!snap__cursor_read(c, fp - sizeof(uintptr_t), &context) ||
       !(context = snap__strip_pac(context)))

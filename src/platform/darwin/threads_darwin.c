@@ -1,6 +1,6 @@
 /*
- * threads.c — Apple threads: who am I, who is main, who exists, who runs,
- * and where a thread's stack ends.
+ * threads_darwin.c — Apple threads: who am I, who is main, who exists, who
+ * runs, and where a thread's stack ends.
  *
  * Thread ids are mach thread port names in this task. The name of a live
  * thread's port is stable: libpthread holds a send right to it for the

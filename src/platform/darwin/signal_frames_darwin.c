@@ -1,6 +1,6 @@
 /*
- * signal_frames.c — what Apple's signal frames mean to the walker: nothing
- * to decode; frame records cross them.
+ * signal_frames_darwin.c — what Apple's signal frames mean to the walker:
+ * nothing to decode; frame records cross them.
  *
  * xnu delivers a signal by pushing the ucontext and siginfo on the target
  * stack and starting _sigtramp (libsystem_platform) with the interrupted

@@ -1,0 +1,86 @@
+// StackSnapTests.swift — `swift test`: the C API through the module SwiftPM
+// makes of include/ (capture, name, count), and on Linux the async
+// scenarios of AsyncChain.swift as SwiftPM builds them (debug, -Onone).
+import XCTest
+import stacksnap
+
+nonisolated(unsafe) private var syncSink = 0
+/// Keeps each call below from being a tail call (its frame must exist).
+@inline(never) private func keep(_ x: Int32) { syncSink &+= Int(x) }
+
+@inline(never) func levelC(_ pcs: UnsafeMutablePointer<UInt>, _ max: Int32) -> Int32 {
+  let n = snap_capture_self(pcs, max, 0, 0)
+  keep(n)
+  return n
+}
+
+@inline(never) func levelB(_ pcs: UnsafeMutablePointer<UInt>, _ max: Int32) -> Int32 {
+  let n = levelC(pcs, max)
+  keep(n)
+  return n
+}
+
+@inline(never) func levelA(_ pcs: UnsafeMutablePointer<UInt>, _ max: Int32) -> Int32 {
+  let n = levelB(pcs, max)
+  keep(n)
+  return n
+}
+
+final class StackSnapTests: XCTestCase {
+  /// levelA -> levelB -> levelC captures: the first three frames are
+  /// levelC, levelB, levelA (named by stacksnap: Swift names demangled);
+  /// on Linux they are also exactly the symbols nm lists for those pcs, as
+  /// the Swift runtime demangles them.
+  func testCaptureAndSymbolicate() throws {
+    let max: Int32 = 64
+    let pcs = UnsafeMutablePointer<UInt>.allocate(capacity: Int(max))
+    defer { pcs.deallocate() }
+    let n = levelA(pcs, max)
+    XCTAssertGreaterThanOrEqual(n, 4, "levelC, levelB, levelA and this test at least")
+    guard n >= 4 else { return }
+    let stack = try XCTUnwrap(snap_symbolicate(pcs, n, 0))
+    defer { snap_stack_release(stack) }
+    XCTAssertEqual(snap_stack_count(stack), n)
+    var names: [String] = []
+    for i in 0..<Int32(3) {
+      let frame = try XCTUnwrap(snap_stack_frame(stack, i))
+      names.append(frame.pointee.symbol.map { String(cString: $0) } ?? "<none>")
+      XCTAssertNotNil(snap_stack_line(stack, i))
+    }
+    for (i, function) in ["levelC", "levelB", "levelA"].enumerated() {
+      XCTAssertTrue(
+        names[i].contains(".\(function)("), "frame \(i) is \(names[i]), expected \(function)")
+    }
+    #if os(Linux)
+    let oracle = try SymbolOracle(inImage: #dsohandle)
+    for i in 0..<3 {
+      let sym = oracle.lookup(pcs[i] - 1)
+      XCTAssertEqual(names[i], sym.flatMap { runtimeDemangle($0.mangled) }, "frame \(i)")
+    }
+    #endif
+  }
+
+  #if os(Linux)
+  private func assertPasses(
+    _ report: ScenarioReport, file: StaticString = #filePath, line: UInt = #line
+  ) {
+    if !report.failures.isEmpty {
+      print(report.log.joined(separator: "\n"))
+    }
+    XCTAssertEqual(report.failures, [], file: file, line: line)
+  }
+
+  func testAsyncChainCapturedInside() {
+    assertPasses(runCapturedInsideScenario())
+  }
+
+  func testAsyncChainSampledSpinning() {
+    assertPasses(runSampledScenario(blocked: false))
+  }
+
+  func testAsyncChainSampledBlocked() {
+    assertPasses(runSampledScenario(blocked: true))
+    print("note: \(probeGlobalExecutorThread())")
+  }
+  #endif
+}
