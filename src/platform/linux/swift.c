@@ -15,6 +15,7 @@
  * and never loads it.
  */
 #include <dlfcn.h>
+#include <stdatomic.h>
 
 #include "platform/linux/linux.h"
 
@@ -26,11 +27,23 @@ bool snap__plat_async_task_active(void) {
   return true;
 }
 
+/* Once seen, remembered: the watchdog asks before every sample, and the
+   loader's answer costs its lock. The runtime is never unloaded in
+   practice; if it were, async walks would simply find no tagged record. */
+static atomic_bool g_seen;
+
 bool snap__plat_has_swift_concurrency(void) {
+  if (atomic_load_explicit(&g_seen, memory_order_relaxed))
+    return true;
+  bool seen = false;
   void *lib = dlopen("libswift_Concurrency.so", RTLD_LAZY | RTLD_NOLOAD);
   if (lib) {
     dlclose(lib); /* NOLOAD took a reference */
-    return true;
+    seen = true;
+  } else {
+    seen = snap__plat_find_symbol("swift_task_getCurrent") != NULL;
   }
-  return snap__plat_find_symbol("swift_task_getCurrent") != NULL;
+  if (seen)
+    atomic_store_explicit(&g_seen, true, memory_order_relaxed);
+  return seen;
 }
