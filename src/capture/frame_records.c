@@ -67,7 +67,10 @@ static bool lr_live(snap__cursor_t *c, bool record, uintptr_t ra) {
 }
 
 bool snap__frame_records_lr_live(snap__cursor_t *c) {
-  uintptr_t saved_fp, ra;
+  /* Initialised: passing ra unset to lr_live when there is no record is
+     undefined to the optimiser, which then dropped every check of
+     read_record (clang 14 -O2 read a wild fp here). */
+  uintptr_t saved_fp = 0, ra = 0;
   bool record = read_record(c, &saved_fp, &ra);
   return lr_live(c, record, ra);
 }

@@ -28,6 +28,7 @@
 #include "async_frames.h"
 #include "check.h"
 #include "oracle.h"
+#include "pac_probe.h"
 #include "stacksnap.h"
 
 #define DEPTH 64
@@ -45,20 +46,7 @@ enum slot_mode { SLOT_AS_IS, SLOT_SIGNED, SLOT_UNREADABLE };
 static enum slot_mode g_mode;
 static uintptr_t g_slot_raw; /* what the walk found in the slot */
 
-/* Whether this CPU signs pointers (HINT-space PACIA1716: a no-op on CPUs
-   without pointer authentication, so it is safe to ask anywhere). */
-static int cpu_signs(void) {
-#if defined(__aarch64__)
-  register uintptr_t x17 __asm__("x17") = 0x1000;
-  register uintptr_t x16 __asm__("x16") = 0;
-  __asm__ volatile("hint #8" /* pacia1716 */ : "+r"(x17) : "r"(x16));
-  return x17 != 0x1000;
-#else
-  return 0;
-#endif
-}
-
-/* PACDB: only called when cpu_signs() (it is not a HINT: it would be an
+/* PACDB: only called when pac_cpu_signs() (it is not a HINT: it would be an
    undefined instruction elsewhere). Encoded by hand, so no assembler
    option is needed. */
 static uintptr_t sign_db(uintptr_t p, uintptr_t modifier) {
@@ -83,7 +71,7 @@ void async_probe(void *ctx) {
   uintptr_t *record = __builtin_frame_address(0);
   uintptr_t *slot = (uintptr_t *)(record[0] & ~((uintptr_t)0xF << 60)) - 1;
   uintptr_t saved = *slot;
-  if (g_mode == SLOT_SIGNED && cpu_signs())
+  if (g_mode == SLOT_SIGNED && pac_cpu_signs())
     *slot = sign_db(saved, (uintptr_t)slot | (uintptr_t)0xc31a << 48);
   else if (g_mode == SLOT_UNREADABLE)
     *slot = 8; /* aligned, never mapped */
@@ -120,8 +108,8 @@ int main(void) {
   async_run(&mid_ctx);
   printf("CPU signs: %d, context slot as the walk saw it: 0x%016lx "
          "(context %p)\n",
-         cpu_signs(), (unsigned long)g_slot_raw, (void *)&ctx_a);
-  if (cpu_signs())
+         pac_cpu_signs(), (unsigned long)g_slot_raw, (void *)&ctx_a);
+  if (pac_cpu_signs())
     CHECK(g_slot_raw != (uintptr_t)&ctx_a, "the slot was not signed");
   check_chain("signed context");
 

@@ -22,6 +22,7 @@
 
 #include "capture/arch.h"
 #include "check.h"
+#include "pac_probe.h"
 #include "stacksnap.h"
 
 #if defined(__ARM_FEATURE_PAC_DEFAULT)
@@ -30,22 +31,9 @@
 #define PAC_BUILD 0
 #endif
 
-static int cpu_has_pac(void) {
-#if defined(__aarch64__)
-  /* xpaclri strips on a PAC CPU and is a no-op elsewhere: sign a known
-     pointer with pacia1716 (also a HINT) and see whether it changes. */
-  register uintptr_t x17 __asm__("x17") = 0x1000;
-  register uintptr_t x16 __asm__("x16") = 0;
-  __asm__ volatile("hint #8" /* pacia1716 */ : "+r"(x17) : "r"(x16));
-  return x17 != 0x1000;
-#else
-  return 0;
-#endif
-}
-
 #if defined(__aarch64__)
 /* Non-HINT instructions (undefined without PAC): called only when
-   cpu_has_pac(). Encoded by hand: pac{da,db,ia} x17, x16. */
+   pac_cpu_signs(). Encoded by hand: pac{da,db,ia} x17, x16. */
 #define SIGN_WITH(insn)                                                        \
   static uintptr_t sign_##insn(uintptr_t p, uintptr_t modifier) {             \
     register uintptr_t x17 __asm__("x17") = p;                                 \
@@ -125,8 +113,8 @@ int main(void) {
     signed_count += (raw[i] >> 48) != 0;
   printf("PAC build: %d, CPU signs: %d, saved return addresses signed: %d "
          "of %d (e.g. 0x%016lx)\n",
-         PAC_BUILD, cpu_has_pac(), signed_count, LEVELS, (unsigned long)raw[0]);
-  if (PAC_BUILD && cpu_has_pac())
+         PAC_BUILD, pac_cpu_signs(), signed_count, LEVELS, (unsigned long)raw[0]);
+  if (PAC_BUILD && pac_cpu_signs())
     CHECK(signed_count > 0, "a PAC build on a PAC CPU signed nothing");
   /* Frame i + 1 is the return address raw[i], stripped: signing only fills
      bits above the address, so the two may differ only above the pc's
@@ -141,7 +129,7 @@ int main(void) {
           (unsigned long)pc, (unsigned long)raw[i]);
   }
 #if defined(__aarch64__)
-  if (cpu_has_pac())
+  if (pac_cpu_signs())
     strip_async_keys();
 #endif
   for (int i = 0; i < n; i++) {

@@ -38,11 +38,6 @@ void snap__lock_raw_init(snap__lock_t *l) {
   *unfair(l) = OS_UNFAIR_LOCK_INIT;
 }
 
-int snap__plat_lock_init(snap__lock_t *l) {
-  snap__lock_raw_init(l);
-  return snap__lock_register(l) ? SNAP_OK : SNAP_ENOMEM;
-}
-
 void snap__plat_lock_lock(snap__lock_t *l) { os_unfair_lock_lock(unfair(l)); }
 
 void snap__plat_lock_unlock(snap__lock_t *l) {

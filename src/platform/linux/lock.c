@@ -49,11 +49,6 @@ void snap__lock_raw_init(snap__lock_t *l) {
   pthread_mutex_init(mutex(l), NULL); /* cannot fail for a default mutex */
 }
 
-int snap__plat_lock_init(snap__lock_t *l) {
-  snap__lock_raw_init(l);
-  return snap__lock_register(l) ? SNAP_OK : SNAP_ENOMEM;
-}
-
 void snap__plat_lock_lock(snap__lock_t *l) { pthread_mutex_lock(mutex(l)); }
 
 void snap__plat_lock_unlock(snap__lock_t *l) {

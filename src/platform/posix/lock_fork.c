@@ -85,6 +85,13 @@ bool snap__lock_register(snap__lock_t *l) {
   return true;
 }
 
+/* The same on both backends: a fresh lock (the backend's lock.c), known to
+   fork from now on. */
+int snap__plat_lock_init(snap__lock_t *l) {
+  snap__lock_raw_init(l);
+  return snap__lock_register(l) ? SNAP_OK : SNAP_ENOMEM;
+}
+
 void snap__lock_forget(snap__lock_t *l) {
   int n = atomic_load(&g_count);
   for (int i = 0; i < n && i < MAX_LOCKS; i++) {
