@@ -18,11 +18,10 @@
  * so a task blocked in usleep() has fp at its async function's record while
  * the cursor is still in libc. Taking the chain there would put the async
  * function's callers in place of libc's frames and of the async function's
- * own frame (seen with Swift 6.3 on x86_64: tests/swift). So the frame is
- * unwound on a copy of the cursor by its unwind rule: the record is its own
- * when that consumes it (the caller's sp is just above it, the caller's fp
- * is the one saved in it). Without a rule the record reader would take the
- * record as the frame's own, and so does this.
+ * own frame (seen with Swift 6.3 on x86_64: tests/swift). So the frame's
+ * unwind rule decides: the record is its own when the rule restores the
+ * caller's fp from exactly the word fp points to. Without a rule the record
+ * reader would take the record as the frame's own, and so does this.
  *
  * Contexts live on the heap, not the stack: every context read goes through
  * snap__plat_read. The chain is bounded by the output buffer and a hop
@@ -42,30 +41,41 @@
  * Must not: follow an unaligned or unreadable context.
  */
 #include "capture/arch.h"
+#include "capture/cfi.h"
 #include "capture/walk.h"
 
-static bool owns_record(const snap__cursor_t *c, uintptr_t fp,
-                        uintptr_t saved_fp) {
+/* Whether the record at fp is the current frame's own: by the frame's
+   unwind rule, the caller's fp is saved exactly at fp (x86_64: CFA = rbp +
+   16, rbp at CFA - 16; arm64 GCC: CFA = x29 + frame size, x29 at CFA -
+   frame size; Swift's async prologues alike). A rule that keeps the
+   caller's fp in its register (libc without frame pointers) or saves it
+   elsewhere says the record is an ancestor's. Without an ordinary rule
+   (Apple's images, JIT code, FP_ONLY) the record is taken as the frame's
+   own, as the frame-record reader would. */
+static bool owns_record(snap__cursor_t *c, uintptr_t fp) {
   if (c->flags & SNAP_CAPTURE_FP_ONLY)
     return true;
-  snap__cursor_t next = *c;
-  int r = snap__cfi_step(&next);
-  if (next.images && !c->images)
-    snap__cursor_done(&next); /* the copy took the image table: return it */
-  if (r == SNAP__STEP_DECLINE)
+  snap__rule_t rule;
+  snap__cfi_rule_here(c, &rule);
+  if (rule.cfa == SNAP__CFA_SIGNAL)
+    return false; /* a trampoline: the kernel's frame comes first */
+  if (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP)
     return true;
-  return r == SNAP__STEP_OK && next.regs.sp == fp + 2 * sizeof(uintptr_t) &&
-         next.regs.fp == snap__untag_fp(saved_fp);
+  if (rule.fp != SNAP__FP_AT_CFA)
+    return false;
+  uintptr_t cfa = (rule.cfa == SNAP__CFA_SP ? c->regs.sp : c->regs.fp) +
+                  (intptr_t)rule.cfa_off;
+  return cfa + (intptr_t)rule.fp_off == fp;
 }
 
-bool snap__async_frame(const snap__cursor_t *c, uintptr_t *ctx) {
+bool snap__async_frame(snap__cursor_t *c, uintptr_t *ctx) {
   uintptr_t fp = c->regs.fp, saved_fp;
   if (fp % SNAP__FP_ALIGN || fp < c->regs.sp + sizeof(uintptr_t) ||
       !snap__cursor_read(c, fp, &saved_fp) || !snap__is_async_tagged(saved_fp))
     return false;
   if (!snap__plat_async_task_active())
     return false; /* a stray tag outside any task: walk the OS stack */
-  if (!owns_record(c, fp, saved_fp))
+  if (!owns_record(c, fp))
     return false; /* an ancestor's record: unwind this frame first */
   uintptr_t context;
   if (!snap__cursor_read(c, fp - sizeof(uintptr_t), &context) ||

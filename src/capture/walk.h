@@ -95,7 +95,7 @@ bool snap__at_signal_trampoline(const snap__cursor_t *c);
 
 /* If the current frame is a Swift extended frame and the async chain should
    be followed, returns true with the first async context in *ctx. */
-bool snap__async_frame(const snap__cursor_t *c, uintptr_t *ctx);
+bool snap__async_frame(snap__cursor_t *c, uintptr_t *ctx);
 
 /* Where walks put their pcs: applies skip, SNAP_CAPTURE_APP_ONLY and max. */
 typedef struct snap__emitter {
