@@ -7,6 +7,9 @@
  * where the return address is. Rules come from the rule cache, or from
  * cfi.c on a miss.
  *
+ * A register rule pointing below sp describes a slot the epilogue has
+ * already loaded back and freed: the register itself holds the value.
+ *
  * Must not: follow a rule off the stack bounds, or let the stack pointer go
  * down. (Signal frames, marked 'S', are signal_frames.c's.)
  */
@@ -35,6 +38,13 @@ int snap__cfi_step(snap__cursor_t *c) {
   uintptr_t base = rule.cfa == SNAP__CFA_SP ? c->regs.sp : c->regs.fp;
   uintptr_t cfa = base + (intptr_t)rule.cfa_off;
   uintptr_t ra, fp = c->regs.fp;
+  /* A saved fp below sp has been loaded back already: an epilogue's
+     `pop %rbp` moves the CFA but leaves rbp's rule at its slot (GCC
+     writes no restore there; over 5 700 such rows in Debian's x86_64
+     libc, each right after a pop or leave), and the slot, now free stack,
+     is outside the bounds. fp holds the caller's value. */
+  if (rule.fp == SNAP__FP_AT_CFA && cfa + (intptr_t)rule.fp_off < c->regs.sp)
+    rule.fp = SNAP__FP_SAME;
   /* The stack must move up; a leaf still holding its return address in lr
      may share its caller's CFA. */
   if (cfa < c->regs.sp || (cfa == c->regs.sp && rule.ra != SNAP__RA_IN_LR))

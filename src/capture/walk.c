@@ -113,7 +113,9 @@ static bool lr_pending(snap__cursor_t *c) {
    of a capture's time: the rule is in the cache and ordinary (CFA from sp or
    fp, return address and fp saved at offsets from it). The checks are
    cfi_step's. Anything else — a cache miss, a signal frame, a link
-   register, unknown bounds — declines, and the general step runs. */
+   register, unknown bounds, a saved fp below sp (an epilogue past its
+   pop, which cfi_step knows how to read) — declines, and the general step
+   runs. */
 static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
                             uintptr_t *sp, uintptr_t *fp, bool exact) {
   uintptr_t cfa, ra, next_fp = *fp;

@@ -6,11 +6,21 @@
  * CFA expression (its value depends on the pc), a signal frame ('S'), the
  * outermost frame (return address undefined), gaps between functions, and
  * corrupt headers.
+ *
+ * And a step by such a rule where it once failed (issue 12, defect 6): the
+ * epilogue of a function built without frame pointers, as GCC writes it
+ * for glibc's _int_free/__libc_free — just after `pop %rbp` the CFA is
+ * sp + 8 while rbp's rule still names its slot at CFA - 16, below sp. The
+ * walker, given that rule through its cache, must step to the caller (rbp
+ * already holds the caller's value) and on along the caller's record; it
+ * used to stop there with a one-frame stack.
  */
 #include <string.h>
 
 #include "capture/arch.h"
 #include "capture/cfi.h"
+#include "capture/rule_cache.h"
+#include "capture/walk.h"
 #include "check.h"
 
 static unsigned char g_buf[4096];
@@ -98,13 +108,55 @@ static void check_rule(const snap__image_t *img, uint32_t off, int cfa,
 #define RULE(off, cfa, cfa_off, ra, fp)                                        \
   check_rule(&img, off, cfa, cfa_off, ra, fp, __LINE__)
 
+/* Hands the walker the tables' rule for CODE + off, as cfi_step would after
+   a lookup in a real image (these tables belong to no loaded image). */
+static void cache_rule(const snap__image_t *img, uint32_t off) {
+  snap__rule_t r;
+  snap__cfi_find_rule(img, img->unwind_lo + CODE + off, &r);
+  snap__rule_cache_put(img->unwind_lo + CODE + off,
+                       snap__rule_cache_salt(snap__images_current_generation()),
+                       &r);
+}
+
+/* A thread stopped at the epilogue pc CODE + 0x51a (after `pop %rbp`),
+   called from CODE + 0x30 (a frame-pointer function), called from CODE +
+   0x200 (the outermost frame). */
+static void check_epilogue_step(const snap__image_t *img) {
+  uintptr_t code = img->unwind_lo + CODE;
+  uintptr_t ret1 = code + 0x30 + 1, ret2 = code + 0x200 + 1;
+  cache_rule(img, 0x51a);
+  cache_rule(img, 0x30);
+  cache_rule(img, 0x200);
+  uintptr_t stack[16];
+  memset(stack, 0, sizeof stack);
+  stack[1] = 0x5eed; /* the popped rbp's slot: below sp, freed */
+  stack[2] = ret1;   /* sp: the return address */
+  stack[6] = 0;      /* the caller's record: saved rbp, */
+  stack[7] = ret2;   /* return address */
+  snap__regs_t regs = {0};
+  regs.pc = code + 0x51a;
+  regs.sp = (uintptr_t)&stack[2];
+  regs.fp = (uintptr_t)&stack[6]; /* popped: the caller's rbp */
+  /* Both paths: the batch loop (no flags) and the general step (ASYNC). */
+  const unsigned flag_sets[] = {0, SNAP_CAPTURE_ASYNC};
+  for (int i = 0; i < 2; i++) {
+    unsigned flags = flag_sets[i];
+    uintptr_t pcs[8];
+    int n = snap__walk_bounded(&regs, true, flags, (uintptr_t)&stack[16], pcs,
+                               8, 0);
+    CHECK(n == 3 && pcs[0] == regs.pc && pcs[1] == ret1 && pcs[2] == ret2,
+          "a stack stopped after pop %%rbp, flags %u: %d frames (3 expected)",
+          flags, n);
+  }
+}
+
 int main(void) {
   /* Header, filled in once the FDEs exist. */
   u8(1), u8(0x1b), u8(0x03), u8(0x3b);
   size_t ptr_at = u32(0);
   size_t count_at = u32(0);
   size_t table_at = g_len;
-  g_len += 5 * 8; /* room for five entries */
+  g_len += 6 * 8; /* room for six entries */
   size_t eh_frame = g_len;
   patch32(ptr_at, (uint32_t)(eh_frame - ptr_at));
 
@@ -143,15 +195,39 @@ int main(void) {
       0x22 /* sp+8 + (((pc & 15) >= 11) << 3) */
   };
   const unsigned char outermost[] = {0x07, SNAP__DW_RA}; /* undefined RA */
-  fde_ref_t f[5];
+  /* GCC's epilogue for a function without frame pointers (__libc_free's
+     shape): push %rbp; sub $16,%rsp; ...; add $16,%rsp; pop %rbp; ret;
+     then more body under the remembered state. No restore of rbp after
+     the pop: its rule stays "at CFA - 16". */
+  const unsigned char epilogue[] = {
+      0x41, /* advance 1: after push %rbp */
+      0x0e,
+      16, /* def_cfa_offset 16 */
+      0x80 | SNAP__DW_FP,
+      2,    /* rbp at cfa - 16 */
+      0x44, /* advance 4 -> 0x05: after sub $16,%rsp */
+      0x0e,
+      32,        /* def_cfa_offset 32 */
+      0x40 | 20, /* advance 20 -> 0x19: after add $16,%rsp */
+      0x0a,      /* remember_state */
+      0x0e,
+      16,   /* def_cfa_offset 16 */
+      0x41, /* advance 1 -> 0x1a: after pop %rbp */
+      0x0e,
+      8,    /* def_cfa_offset 8 */
+      0x41, /* advance 1 -> 0x1b: after ret */
+      0x0b, /* restore_state */
+  };
+  fde_ref_t f[6];
   f[0] = (fde_ref_t){fde(c, 0x000, 0x40, prologue, sizeof prologue), 0x000};
   f[1] = (fde_ref_t){fde(c, 0x100, 0x20, plt, sizeof plt), 0x100};
   f[2] = (fde_ref_t){fde(c, 0x200, 0x10, outermost, sizeof outermost), 0x200};
   size_t sc = cie("zRS");
   f[3] = (fde_ref_t){fde(sc, 0x300, 0x10, NULL, 0), 0x300};
   f[4] = (fde_ref_t){fde(c, 0x400, 0x10, NULL, 0), 0x400};
-  patch32(count_at, 5);
-  for (int i = 0; i < 5; i++) {
+  f[5] = (fde_ref_t){fde(c, 0x500, 0x30, epilogue, sizeof epilogue), 0x500};
+  patch32(count_at, 6);
+  for (int i = 0; i < 6; i++) {
     patch32(table_at + i * 8, CODE + f[i].off);
     patch32(table_at + i * 8 + 4, (uint32_t)f[i].at);
   }
@@ -181,6 +257,12 @@ int main(void) {
   RULE(0x300, SNAP__CFA_SIGNAL, 0, 0, 0);
   RULE(0x400, SP, 8, AT, SAME);
   RULE(0x410, SNAP__CFA_NONE, 0, 0, 0); /* past the last FDE */
+  RULE(0x505, SP, 32, AT, SAVED); /* the body */
+  RULE(0x518, SP, 32, AT, SAVED);
+  RULE(0x519, SP, 16, AT, SAVED); /* after add $16,%rsp */
+  RULE(0x51a, SP, 8, AT, SAVED);  /* after pop %rbp: the slot is below sp */
+  RULE(0x51b, SP, 32, AT, SAVED); /* the remembered state again */
+  check_epilogue_step(&img);
 
   /* Corruption: every reader check must hold, every answer be "none". */
   snap__rule_t r;
