@@ -13,8 +13,9 @@
  *
  * Rules every reader keeps (design.md rule 2): a stack read is aligned and
  * inside [lo, hi); when hi is 0 (bounds unknown) it goes through
- * snap__plat_read instead. The stack pointer only moves up. Everything here
- * is [signal-safe].
+ * snap__plat_read instead; a direct read is snap__stack_word, which no
+ * sanitizer checks. The stack pointer only moves up. Everything here is
+ * [signal-safe].
  *
  * The image table is taken lazily: a walk whose every rule is in the rule
  * cache (the common case for a repeated call site) never touches it.
