@@ -160,12 +160,12 @@ static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
   while (k < RECORD_BATCH) { /* phase 1 */
     if (f % SNAP__FP_ALIGN || f < floor || f >= c->hi || c->hi - f < 16)
       break;
-    uintptr_t ra = snap__strip_pac(((const uintptr_t *)f)[1]);
+    uintptr_t ra = snap__strip_pac(snap__stack_word(f + sizeof(uintptr_t)));
     if (!ra)
       break;
     out[k++] = ra;
     floor = f + 16;
-    f = fps[k] = snap__untag_fp(((const uintptr_t *)f)[0]);
+    f = fps[k] = snap__untag_fp(snap__stack_word(f));
   }
   int good = k;
   uintptr_t next_sp = *sp;

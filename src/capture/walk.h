@@ -13,8 +13,9 @@
  *
  * Rules every reader keeps (design.md rule 2): a stack read is aligned and
  * inside [lo, hi); when hi is 0 (bounds unknown) it goes through
- * snap__plat_read instead. The stack pointer only moves up. Everything here
- * is [signal-safe].
+ * snap__plat_read instead; a direct read is snap__stack_word, which no
+ * sanitizer checks. The stack pointer only moves up. Everything here is
+ * [signal-safe].
  *
  * The image table is taken lazily: a walk whose every rule is in the rule
  * cache (the common case for a repeated call site) never touches it.
@@ -57,6 +58,35 @@ void snap__cursor_done(snap__cursor_t *c);
 /* The image table, taken on first use. */
 const snap__images_t *snap__cursor_images(snap__cursor_t *c);
 
+/* The one direct read of a stack word, for every reader. Why it is not
+   AddressSanitizer's (or HWASan's) to check: the word belongs to another
+   frame, and in an instrumented app that frame's arrays have poisoned
+   redzones; a frame pointer that is really an ordinary register (code
+   without frame pointers keeps buffer addresses in it) or a stale slot can
+   land the walker in one. The read is within the stack's bounds (the
+   callers check), so it cannot fault; the sanitizer would only report the
+   app for the walker's legitimate look. Not always_inline: compilers do not
+   inline an unchecked function into a checked caller (GCC refuses
+   always_inline there), so under a sanitizer this is a call; elsewhere it
+   inlines to one load. The callers' own locals stay checked. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize_address)
+#define SNAP__STACK_READ_ATTRS __attribute__((no_sanitize_address))
+#endif
+#endif
+#ifndef SNAP__STACK_READ_ATTRS
+#define SNAP__STACK_READ_ATTRS
+#endif
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11)
+#define SNAP__STACK_READ_HWASAN __attribute__((no_sanitize("hwaddress")))
+#else
+#define SNAP__STACK_READ_HWASAN
+#endif
+SNAP__STACK_READ_ATTRS SNAP__STACK_READ_HWASAN static inline uintptr_t
+snap__stack_word(uintptr_t addr) {
+  return *(const uintptr_t *)addr;
+}
+
 /* One stack word: aligned, inside the bounds, or through the checked read
    when the bounds are unknown. */
 static inline bool snap__cursor_read(const snap__cursor_t *c, uintptr_t addr,
@@ -67,7 +97,7 @@ static inline bool snap__cursor_read(const snap__cursor_t *c, uintptr_t addr,
     return snap__plat_read(addr, out, sizeof *out);
   if (addr >= c->hi || c->hi - addr < sizeof(uintptr_t))
     return false;
-  *out = *(const uintptr_t *)addr;
+  *out = snap__stack_word(addr);
   return true;
 }
 
