@@ -45,11 +45,11 @@ typedef struct snap__linux_stack {
   bool own;      /* the thread's own stack (lives as long as the thread) */
 } snap__linux_stack_t;
 
-/* The stack holding sp, for the thread whose pthread_self() is self: from
-   the main thread's bounds known at load, or /proc/self/maps (open and
+/* The stack holding sp, for the thread tid whose pthread_self() is self:
+   from the main thread's bounds known at load, or /proc/self/maps (open and
    read, tens of microseconds to milliseconds). False when sp is in no
    mapping or /proc cannot be read. [setup] Never in the stopped window. */
-bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self,
+bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self, int tid,
                              snap__linux_stack_t *out);
 
 /* On the target, in the stopped window: adopts what the sampler learned (its

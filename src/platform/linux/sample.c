@@ -364,7 +364,7 @@ static int sample(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
     if (round == ROUNDS)
       return SNAP_EBUSY; /* it keeps moving to stacks it has not shown */
     /* Outside the window: the target runs free while we read the maps. */
-    if (!snap__linux_learn_stack(seen[0], seen[1], &stack))
+    if (!snap__linux_learn_stack(seen[0], seen[1], tid, &stack))
       return SNAP_EIO;
   }
 }

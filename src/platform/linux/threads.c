@@ -198,7 +198,7 @@ static bool known_stack(uintptr_t sp, bool own_only, uintptr_t *lo,
   return false;
 }
 
-bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self,
+bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self, int tid,
                              snap__linux_stack_t *out) {
   if (g_main_hi && sp >= g_main_lo && sp < g_main_hi) { /* known at load */
     *out = (snap__linux_stack_t){g_main_lo, g_main_hi, self, true, false};
@@ -212,11 +212,14 @@ bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self,
      glibc keeps the thread descriptor at the top of the block holding the
      stack, so the descriptor is in the mapping and the stack lies below it.
      The top is clipped to the descriptor, because the kernel may have merged
-     the block with memory above it that can be unmapped later. Not the main
-     thread's (its descriptor lives elsewhere; its stack is known above), and
-     not an alternate signal stack or a coroutine's: their memory may be
-     freed and reused, so they are looked up each time. */
-  if (stack_like && self > sp && self >= lo && self < hi) {
+     the block with memory above it that can be unmapped later. Not on the
+     main thread: its descriptor lives in memory of the loader's, which the
+     kernel may merge with an anonymous mapping holding a coroutine's stack
+     (its own stack is known above). And not an alternate signal stack or a
+     coroutine's: their memory may be freed and reused, so they are looked
+     up each time. */
+  if (stack_like && self > sp && self >= lo && self < hi &&
+      tid != g_main_tid) {
     *out = (snap__linux_stack_t){lo, self, self, true, true};
     return true;
   }
@@ -252,7 +255,8 @@ static bool stack_bounds(uintptr_t sp, bool own_only, uintptr_t *lo,
     /* In the window only what the sampler handed in counts. */
     snap__linux_stack_t s;
     if (snap__plat_in_stopped_window() ||
-        !snap__linux_learn_stack(sp, (uintptr_t)pthread_self(), &s))
+        !snap__linux_learn_stack(sp, (uintptr_t)pthread_self(),
+                                 snap__linux_gettid(), &s))
       return false;
     if (s.own)
       t_stack_lo = s.lo, t_stack_hi = s.end;
