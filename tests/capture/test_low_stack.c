@@ -17,13 +17,24 @@
  * by dladdr: the executable exports its functions) and is the same stack as
  * every other whole sample of that thread. In builds without sanitizers,
  * threads with 8 KiB or more left must give whole samples every time: the
- * header's documented minimum.
+ * header's documented minimum. A last level leaves 1 KiB beyond what a
+ * bare handler uses: every sample there must be refused, and the thread
+ * live on. With a sanitizer, whose own frames sit on the same stack, every
+ * level gets SANITIZER_ROOM more.
+ *
+ * Also: a thread whose handler runs on an alternate signal stack (a stack
+ * the sampler learns for that one request) is sampled whole, through the
+ * signal frame back to its thread function.
  *
  * Measured: how much of the target's stack a sample really uses. The stack
  * below a parked target is filled with a pattern, one sample is taken (its
  * first: the one that used to learn the stack's bounds inside the handler),
  * and the lowest byte changed gives the use, next to the same figure for a
- * bare handler of our own (the kernel's signal frame and little else).
+ * bare handler of our own (the kernel's signal frame and little else). The
+ * difference must stay under SNAP__LINUX_WINDOW_STACK, the room the handler
+ * checks for. (Not under TSan, which runs handlers late, deep inside its
+ * interceptors, and holds signals back from a thread blocked in read():
+ * there targets park in poll() and usleep() instead.)
  */
 #include <alloca.h>
 #include <dlfcn.h>
@@ -339,6 +350,65 @@ static void sample_many(enum kind kind, size_t headroom) {
   finish(&t);
 }
 
+/* ---- A thread inside a handler on its alternate signal stack ----------- */
+
+/* The stack the sampled handler interrupts is not the thread's own: the
+   sampler learns it for that one request (threads.c), and the walk crosses
+   the signal frame back to the thread's stack. */
+static atomic_int g_alt_tid, g_alt_stop;
+NOINLINE void alt_handler(int sig);
+NOINLINE void alt_handler(int sig) {
+  (void)sig;
+  atomic_store(&g_alt_tid, (int)syscall(SYS_gettid));
+  while (!atomic_load(&g_alt_stop))
+    ;
+  KEEP_FRAME();
+}
+NOINLINE void *alt_thread(void *arg);
+NOINLINE void *alt_thread(void *arg) {
+  stack_t ss = {.ss_sp = arg, .ss_size = 64 * KIB, .ss_flags = 0};
+  CHECK(sigaltstack(&ss, NULL) == 0, "sigaltstack");
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = alt_handler;
+  sa.sa_flags = SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR2, &sa, NULL);
+  pthread_kill(pthread_self(), SIGUSR2);
+  KEEP_FRAME();
+  return NULL;
+}
+
+static void sample_on_altstack(void) {
+  void *alt = mmap(NULL, 64 * KIB, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  pthread_t t;
+  pthread_create(&t, NULL, alt_thread, alt);
+  while (!atomic_load(&g_alt_tid))
+    usleep(1000);
+  int whole = 0;
+  for (int k = 0; k < SAMPLES; k++) {
+    uintptr_t pcs[DEPTH];
+    int n = snap_capture_thread((snap_thread_t)atomic_load(&g_alt_tid), pcs,
+                                DEPTH, 0);
+    int h = oracle_find_fn(pcs, n, 0, (void *)alt_handler, 1);
+    int b = h < 0 ? -1 : oracle_find_fn(pcs, n, h + 1, (void *)alt_thread, 0);
+    if (b < 0) {
+      CHECK(0, "on the alternate stack: sample %d: %d, handler at %d, "
+               "thread at %d", k, n, h, b);
+      if (n > 0)
+        oracle_print("sample", pcs, n);
+      break;
+    }
+    whole++;
+  }
+  fprintf(stderr, "on an alternate signal stack: %d whole of %d\n", whole,
+          SAMPLES);
+  atomic_store(&g_alt_stop, 1);
+  pthread_join(t, NULL);
+  munmap(alt, 64 * KIB);
+}
+
 int main(void) {
   CHECK_EQ(snap_set_sample_timeout_ms(5000), SNAP_OK);
   /* Under TSan the handler runs late, deep in an interceptor, on the stack
@@ -350,10 +420,13 @@ int main(void) {
     sample_many(SPIN, levels[i] + SANITIZER_ROOM);
     sample_many(BLOCKED, levels[i] + SANITIZER_ROOM);
   }
-  /* Room for read()'s frames, the kernel's signal frame and a bare handler,
-     and 1 KiB (4 with a sanitizer, whose frames are fat): the handler must
-     refuse, and survive. */
+  /* Not under TSan: it delivers nothing to a thread inside a handler, and
+     there is no measure to place the last level with. */
   if (!SNAP_TEST_TSAN) {
+    sample_on_altstack();
+    /* Room for read()'s frames, the kernel's signal frame and a bare
+       handler, and 1 KiB (4 with a sanitizer, whose frames are fat): the
+       handler must refuse, and survive. */
     size_t refuse = g_below_park + g_bare_use + (SANITIZED ? 4 : 1) * KIB;
     sample_many(SPIN, refuse);
     sample_many(BLOCKED, refuse);
