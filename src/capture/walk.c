@@ -198,8 +198,8 @@ static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
   snap__cursor_t *const c = &st->cursor;
   snap__emitter_t *const e = &st->emitter;
   snap__cursor_init(c, regs, exact, flags, hi);
-  *e = (snap__emitter_t){pcs, max, 0, skip,
-                         (flags & SNAP_CAPTURE_APP_ONLY) != 0, c};
+  *e = (snap__emitter_t){
+      pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0, c};
   /* The fast step needs no async chain; and, checked at each entry
      because a signal frame can change them, known bounds (direct reads) and
      no pending link register. App-only filtering runs on its batches with

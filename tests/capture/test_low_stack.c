@@ -81,11 +81,11 @@ enum kind { SPIN, BLOCKED };
 
 typedef struct target {
   enum kind kind;
-  size_t headroom;     /* wanted: park's sp - lo */
-  unsigned char *map;  /* guard + stack */
-  uintptr_t lo;        /* lowest usable byte: the guard's end */
-  int pipe[2];         /* BLOCKED parks in read() on pipe[0] */
-  atomic_int tid;      /* set once parked */
+  size_t headroom;    /* wanted: park's sp - lo */
+  unsigned char *map; /* guard + stack */
+  uintptr_t lo;       /* lowest usable byte: the guard's end */
+  int pipe[2];        /* BLOCKED parks in read() on pipe[0] */
+  atomic_int tid;     /* set once parked */
   atomic_int stop;
   atomic_uintptr_t sp; /* park's sp */
   bool calibrating;
@@ -240,7 +240,7 @@ static int sample_bare(target_t *t) {
   return 0;
 }
 
-static size_t g_bare_use; /* the kernel's signal frame and a bare handler */
+static size_t g_bare_use;   /* the kernel's signal frame and a bare handler */
 static size_t g_below_park; /* read()'s frames under park, where signals land */
 
 static void measure(void) {
@@ -308,8 +308,8 @@ static void sample_many(enum kind kind, size_t headroom) {
   int ref_n = 0, ref_at = -1, whole = 0, refused = 0;
   for (int k = 0; k < SAMPLES; k++) {
     uintptr_t pcs[DEPTH];
-    int n = snap_capture_thread((snap_thread_t)atomic_load(&t.tid), pcs,
-                                DEPTH, 0);
+    int n =
+        snap_capture_thread((snap_thread_t)atomic_load(&t.tid), pcs, DEPTH, 0);
     if (n == SNAP_ENOMEM) {
       refused++;
       continue;
@@ -335,17 +335,19 @@ static void sample_many(enum kind kind, size_t headroom) {
     }
     whole++;
   }
-  fprintf(stderr, "%-8s %5zu bytes left: %2d whole, %2d refused (SNAP_ENOMEM)\n",
+  fprintf(stderr,
+          "%-8s %5zu bytes left: %2d whole, %2d refused (SNAP_ENOMEM)\n",
           kind == SPIN ? "spinning" : "blocked", left, whole, refused);
   if (!SANITIZED && headroom >= 8 * KIB)
-    CHECK(refused == 0, "refused with %zu bytes left: the header promises 8 KiB",
-          left);
+    CHECK(refused == 0,
+          "refused with %zu bytes left: the header promises 8 KiB", left);
   if (headroom >= 16 * KIB + SANITIZER_ROOM && !SNAP_TEST_TSAN)
     CHECK(whole > 0, "no whole sample with %zu bytes left", left);
   if (g_bare_use &&
       headroom < g_below_park + g_bare_use + SNAP__LINUX_WINDOW_STACK)
-    CHECK(whole == 0, "%d whole samples with %zu bytes left: the window "
-                      "needs more than that (test: the refusal works)",
+    CHECK(whole == 0,
+          "%d whole samples with %zu bytes left: the window "
+          "needs more than that (test: the refusal works)",
           whole, left);
   finish(&t);
 }
@@ -394,8 +396,10 @@ static void sample_on_altstack(void) {
     int h = oracle_find_fn(pcs, n, 0, (void *)alt_handler, 1);
     int b = h < 0 ? -1 : oracle_find_fn(pcs, n, h + 1, (void *)alt_thread, 0);
     if (b < 0) {
-      CHECK(0, "on the alternate stack: sample %d: %d, handler at %d, "
-               "thread at %d", k, n, h, b);
+      CHECK(0,
+            "on the alternate stack: sample %d: %d, handler at %d, "
+            "thread at %d",
+            k, n, h, b);
       if (n > 0)
         oracle_print("sample", pcs, n);
       break;

@@ -38,11 +38,11 @@ int snap__linux_gettid(void);
 
 /* A stack as the sampler learned it for the thread it is about to stop. */
 typedef struct snap__linux_stack {
-  uintptr_t lo;  /* lowest usable byte: the room below sp is sp - lo */
-  uintptr_t end; /* [lo, end) holds the stack; 0: nothing learned */
+  uintptr_t lo;   /* lowest usable byte: the room below sp is sp - lo */
+  uintptr_t end;  /* [lo, end) holds the stack; 0: nothing learned */
   uintptr_t self; /* pthread_self() of the thread it was learned for */
-  bool direct;   /* every byte of [lo, end) reads without a fault */
-  bool own;      /* the thread's own stack (lives as long as the thread) */
+  bool direct;    /* every byte of [lo, end) reads without a fault */
+  bool own;       /* the thread's own stack (lives as long as the thread) */
 } snap__linux_stack_t;
 
 /* The stack holding sp, for the thread tid whose pthread_self() is self:

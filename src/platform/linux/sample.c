@@ -64,7 +64,7 @@
 
 #define SLOTS 16
 #define MAGIC 0x534e4150u /* "SNAP" */
-#define ROUNDS 3 /* signals per request: up to two to learn a stack */
+#define ROUNDS 3          /* signals per request: up to two to learn a stack */
 /* The handler's answer when it does not know the stack it runs on: never
    returned to a caller (sample() learns the stack and asks again). */
 #define NEED_STACK (-1000)

@@ -218,8 +218,7 @@ bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self, int tid,
      (its own stack is known above). And not an alternate signal stack or a
      coroutine's: their memory may be freed and reused, so they are looked
      up each time. */
-  if (stack_like && self > sp && self >= lo && self < hi &&
-      tid != g_main_tid) {
+  if (stack_like && self > sp && self >= lo && self < hi && tid != g_main_tid) {
     *out = (snap__linux_stack_t){lo, self, self, true, true};
     return true;
   }
