@@ -105,7 +105,16 @@ SNAP_EXPORT int snap_capture_self(uintptr_t *pcs, int max, int skip,
    SNAP_ENOTHREAD (no such thread / it exited), SNAP_ETIMEDOUT (it did not
    answer in time; the caller never waits longer than the sample timeout).
    Linux: a real-time signal makes the target walk its own stack inside the
-   signal handler; see snap_set_sample_signal. Not async-signal-safe. */
+   signal handler; see snap_set_sample_signal. The handler runs on the
+   target's stack under the kernel's signal frame (3 KiB on x86_64 with
+   AVX-512, 4.6 KiB on arm64, more with SVE: AT_MINSIGSTKSZ) and needs 2 KiB
+   more (16 KiB in ASan/TSan builds); with less room left the sample is
+   SNAP_ENOMEM and the thread runs on unharmed. 8 KiB left is enough on
+   x86_64 and on arm64 without SVE; below the kernel's frame no signal
+   handler can run at all. Also SNAP_EIO when the target's stack cannot be
+   located (/proc/self/maps unreadable), SNAP_EBUSY when it ran on a
+   different stack at each of three signals (coroutines switching fast).
+   Not async-signal-safe. */
 SNAP_EXPORT int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs,
                                     int max, unsigned flags);
 

@@ -12,6 +12,7 @@
  *
  * Must not: allocate or lock in snap_capture_self or in sample_walk.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "capture/arch.h"
@@ -38,18 +39,23 @@ __attribute__((noinline)) int snap_capture_self(uintptr_t *pcs, int max,
   return n;
 }
 
-/* What travels into the stopped window and back. */
+/* What travels into the stopped window and back (up to `walk`), and the
+   walk's state: on Linux the window runs on the target's stack, which may
+   be nearly full, so the state lives in the platform's private block, past
+   what is copied (test_low_stack.c measures what is left on the stack). */
 typedef struct sample_job {
   unsigned flags;
   int max;
   uintptr_t pcs[SNAP_MAX_FRAMES];
+  snap__walk_state_t walk; /* scratch: not copied in or out */
 } sample_job_t;
 _Static_assert(sizeof(sample_job_t) <= SNAP__SAMPLE_ARG_MAX,
                "sample job must fit the platform's argument block");
 
 static int sample_walk(const snap__regs_t *regs, void *arg) {
   sample_job_t *job = arg;
-  return snap__walk(regs, true, job->flags, job->pcs, job->max, 0);
+  return snap__walk_in(&job->walk, regs, true, job->flags, job->pcs, job->max,
+                       0);
 }
 
 int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
@@ -67,7 +73,8 @@ int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
   sample_job_t job;
   job.flags = flags;
   job.max = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
-  int n = snap__plat_sample(thread, sample_walk, &job, sizeof job);
+  int n = snap__plat_sample(thread, sample_walk, &job,
+                            offsetof(sample_job_t, walk));
   if (n > 0)
     memcpy(pcs, job.pcs, (size_t)n * sizeof *pcs);
   return n;

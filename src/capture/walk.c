@@ -149,11 +149,11 @@ static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
    would produce; the first unconfirmed one is left to the other readers.
    With SNAP_CAPTURE_FP_ONLY there is no phase 2. Returns the number of
    frames advanced; their pcs go to out. */
-#define RECORD_BATCH 32
+#define RECORD_BATCH SNAP__RECORD_BATCH
 static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
                              uintptr_t *sp, uintptr_t *fp, bool *exact,
-                             uintptr_t out[RECORD_BATCH]) {
-  uintptr_t fps[RECORD_BATCH + 1];
+                             uintptr_t out[RECORD_BATCH],
+                             uintptr_t fps[RECORD_BATCH + 1]) {
   uintptr_t f = *fp, floor = *sp;
   int k = 0;
   fps[0] = f;
@@ -194,29 +194,31 @@ static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
   return good;
 }
 
-int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
-                       uintptr_t hi, uintptr_t *pcs, int max, int skip) {
-  snap__cursor_t c;
-  snap__cursor_init(&c, regs, exact, flags, hi);
-  snap__emitter_t e = {pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0,
-                       &c};
+static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
+                unsigned flags, uintptr_t hi, uintptr_t *pcs, int max,
+                int skip) {
+  snap__cursor_t *const c = &st->cursor;
+  snap__emitter_t *const e = &st->emitter;
+  snap__cursor_init(c, regs, exact, flags, hi);
+  *e = (snap__emitter_t){
+      pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0, c};
   /* The fast step needs no async chain; and, checked at each entry
      because a signal frame can change them, known bounds (direct reads) and
      no pending link register. App-only filtering runs on its batches with
      the emitter's rule: skip first, then drop what is not app code. */
   bool fast_ok = !(flags & SNAP_CAPTURE_ASYNC);
 
-  bool more = snap__emit(&e, c.regs.pc, c.exact);
+  bool more = snap__emit(e, c->regs.pc, c->exact);
   for (int steps = 0; more && steps < 2 * SNAP_MAX_FRAMES; steps++) {
-    if (fast_ok && c.hi && !c.regs.lr_valid) {
-      uintptr_t pc = c.regs.pc, sp = c.regs.sp, fp = c.regs.fp;
-      bool ex = c.exact;
-      int n = e.n;
-      const snap__images_t *apps = e.app_only ? snap__cursor_images(&c) : NULL;
-      int left_to_skip = e.skip; /* a local: the copy loop below is hot */
+    if (fast_ok && c->hi && !c->regs.lr_valid) {
+      uintptr_t pc = c->regs.pc, sp = c->regs.sp, fp = c->regs.fp;
+      bool ex = c->exact;
+      int n = e->n;
+      const snap__images_t *apps = e->app_only ? snap__cursor_images(c) : NULL;
+      int left_to_skip = e->skip; /* a local: the copy loop below is hot */
+      uintptr_t *const batch = st->batch;
       for (;;) {
-        uintptr_t batch[RECORD_BATCH];
-        int got = record_run(&c, &pc, &sp, &fp, &ex, batch);
+        int got = record_run(c, &pc, &sp, &fp, &ex, batch, st->fps);
         int i = 0;
         for (; i < got && left_to_skip > 0; i++)
           left_to_skip--;
@@ -236,7 +238,7 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
           continue;
         /* With FP_ONLY, record_run already took every record it could. */
         if ((flags & SNAP_CAPTURE_FP_ONLY) ||
-            fast_step(&c, &pc, &sp, &fp, ex) != SNAP__STEP_OK)
+            fast_step(c, &pc, &sp, &fp, ex) != SNAP__STEP_OK)
           break;
         steps++;
         ex = false;
@@ -247,10 +249,10 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
         if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
           break;
       }
-      c.lo = sp;
-      c.regs.pc = pc, c.regs.sp = sp, c.regs.fp = fp, c.exact = ex;
-      e.n = n;
-      e.skip = left_to_skip;
+      c->lo = sp;
+      c->regs.pc = pc, c->regs.sp = sp, c->regs.fp = fp, c->exact = ex;
+      e->n = n;
+      e->skip = left_to_skip;
       if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
         break;
     }
@@ -258,21 +260,33 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
        pending link register has been handed out (it names the async
        function a leaf was called from), and only if it yields a frame. */
     uintptr_t ctx;
-    if ((flags & SNAP_CAPTURE_ASYNC) && !lr_pending(&c) &&
-        snap__async_frame(&c, &ctx) && snap__async_chain(&e, ctx) > 0)
+    if ((flags & SNAP_CAPTURE_ASYNC) && !lr_pending(c) &&
+        snap__async_frame(c, &ctx) && snap__async_chain(e, ctx) > 0)
       break;
-    if (step(&c) != SNAP__STEP_OK)
+    if (step(c) != SNAP__STEP_OK)
       break;
-    more = snap__emit(&e, c.regs.pc, c.exact);
+    more = snap__emit(e, c->regs.pc, c->exact);
   }
-  snap__cursor_done(&c);
-  return e.n;
+  snap__cursor_done(c);
+  return e->n;
+}
+
+int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
+                       uintptr_t hi, uintptr_t *pcs, int max, int skip) {
+  snap__walk_state_t st;
+  return walk(&st, regs, exact, flags, hi, pcs, max, skip);
+}
+
+int snap__walk_in(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
+                  unsigned flags, uintptr_t *pcs, int max, int skip) {
+  uintptr_t lo, hi;
+  if (!snap__plat_stack_bounds(regs->sp, &lo, &hi))
+    hi = 0;
+  return walk(st, regs, exact, flags, hi, pcs, max, skip);
 }
 
 int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
                uintptr_t *pcs, int max, int skip) {
-  uintptr_t lo, hi;
-  if (!snap__plat_stack_bounds(regs->sp, &lo, &hi))
-    hi = 0;
-  return snap__walk_bounded(regs, exact, flags, hi, pcs, max, skip);
+  snap__walk_state_t st;
+  return snap__walk_in(&st, regs, exact, flags, pcs, max, skip);
 }

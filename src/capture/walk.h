@@ -143,10 +143,27 @@ bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact);
    unreadable, and then the walk goes on along the OS stack. */
 int snap__async_chain(snap__emitter_t *e, uintptr_t ctx);
 
+/* Frames the walk's frame-record run confirms in one batch. */
+#define SNAP__RECORD_BATCH 32
+
+/* Everything a walk keeps, in one block the caller provides: a sampled
+   thread walks inside a signal handler on its own stack, which may be
+   nearly full, so the sampler hands this in with the request instead
+   (capture.c); the handler's frame stays small. */
+typedef struct snap__walk_state {
+  snap__cursor_t cursor;
+  snap__emitter_t emitter;
+  uintptr_t batch[SNAP__RECORD_BATCH];   /* return addresses of a run */
+  uintptr_t fps[SNAP__RECORD_BATCH + 1]; /* and the records they came from */
+} snap__walk_state_t;
+
 /* The whole walk: emits regs.pc as frame 0, then every caller. Returns the
    number of pcs written. The stack's bounds come from the platform. */
 int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
                uintptr_t *pcs, int max, int skip);
+/* The same with its state in *st (uninitialised on entry). */
+int snap__walk_in(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
+                  unsigned flags, uintptr_t *pcs, int max, int skip);
 
 /* The same over a stack whose top is given: every direct read stays inside
    [regs->sp, hi). Tests feed it hostile stacks built in a buffer. */

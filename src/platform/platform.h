@@ -50,12 +50,15 @@ bool snap__plat_own_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
 
 /* ---- Sampling another thread -------------------------------------------- */
 
-/* Runs inside the stopped window, on a private copy of the caller's argument
-   block; returns a count or a negative SNAP_E* code. [signal-safe] */
+/* Runs inside the stopped window, on a private block of SNAP__SAMPLE_ARG_MAX
+   bytes: the first arg_size a copy of the caller's argument block, the rest
+   scratch (uninitialised, not copied back) for state that must not sit on
+   the target's stack, which on Linux is where fn runs. Returns a count or a
+   negative SNAP_E* code. [signal-safe] */
 typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
 
-/* The largest argument block snap__plat_sample copies in and out. */
-#define SNAP__SAMPLE_ARG_MAX (sizeof(uintptr_t) * (SNAP_MAX_FRAMES + 8))
+/* The private block: up to SNAP_MAX_FRAMES pcs and a walk's state. */
+#define SNAP__SAMPLE_ARG_MAX (sizeof(uintptr_t) * (SNAP_MAX_FRAMES + 8) + 1024)
 
 /* Stops `thread` (never the caller), runs fn(regs, copy of arg) while it
    cannot run user code, lets it go, copies the block back into arg. Waits at

@@ -14,4 +14,52 @@ void snap__linux_regs_from_ucontext(const void *uc, snap__regs_t *regs);
 /* The kernel thread id of the caller, by system call. [signal-safe] */
 int snap__linux_gettid(void);
 
+/* ---- The sampling handler's stack (sample.c) -------------------------- */
+
+/* The room the stopped window needs on the target's stack below the
+   handler's frame (the signal frame the kernel pushed is above it): the
+   walk, whose state lives in the request, not on the stack (capture.c),
+   the unwind-table evaluator, a checked read. The handler answers
+   SNAP_ENOMEM with less. tests/capture/test_low_stack.c measures what the
+   window really uses and holds it under this; sanitizers add their own
+   frames and redzones. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SNAP__LINUX_WINDOW_STACK (16u * 1024)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SNAP__LINUX_WINDOW_STACK (16u * 1024)
+#endif
+#endif
+#ifndef SNAP__LINUX_WINDOW_STACK
+#define SNAP__LINUX_WINDOW_STACK (2u * 1024)
+#endif
+
+/* ---- Stack bounds, learned outside the stopped window (threads.c) ---- */
+
+/* A stack as the sampler learned it for the thread it is about to stop. */
+typedef struct snap__linux_stack {
+  uintptr_t lo;   /* lowest usable byte: the room below sp is sp - lo */
+  uintptr_t end;  /* [lo, end) holds the stack; 0: nothing learned */
+  uintptr_t self; /* pthread_self() of the thread it was learned for */
+  bool direct;    /* every byte of [lo, end) reads without a fault */
+  bool own;       /* the thread's own stack (lives as long as the thread) */
+} snap__linux_stack_t;
+
+/* The stack holding sp, for the thread tid whose pthread_self() is self:
+   from the main thread's bounds known at load, or /proc/self/maps (open and
+   read, tens of microseconds to milliseconds). False when sp is in no
+   mapping or /proc cannot be read. [setup] Never in the stopped window. */
+bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self, int tid,
+                             snap__linux_stack_t *out);
+
+/* On the target, in the stopped window: adopts what the sampler learned (its
+   own stack is remembered in TLS for good; any other stack only until
+   snap__linux_window_stack_clear). [signal-safe] */
+void snap__linux_window_stack(const snap__linux_stack_t *s);
+void snap__linux_window_stack_clear(void);
+
+/* The low bound of a stack the calling thread knows without reading a file
+   (the main thread's, its own, the window's). [signal-safe] */
+bool snap__linux_stack_low(uintptr_t addr, uintptr_t *lo);
+
 #endif /* SNAP_PLATFORM_LINUX_H */

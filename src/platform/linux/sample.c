@@ -26,8 +26,28 @@
  * of our requests to the handler the app had, and is installed with
  * SA_RESTART so the target's interrupted system calls resume.
  *
- * Must not: let the handler allocate, lock, print, or wait. Its whole work is
- * the snap__sample_fn, which is [signal-safe] by contract.
+ * The handler runs on the target's own stack, below the kernel's signal
+ * frame (whether the app gives its threads an alternate signal stack is the
+ * app's choice; we install none and ask for none). So before it runs fn it
+ * checks the room left under its own frame against SNAP__LINUX_WINDOW_STACK
+ * and answers SNAP_ENOMEM when there is less: a thread deep in its stack is
+ * refused, never pushed into its guard page. The room is measured from the
+ * stack's low bound, which the window does not look up itself (that means
+ * parsing /proc/self/maps): the sampler learns it on its own thread and
+ * hands it in. A request whose handler meets a stack it knows nothing of
+ * (a thread's first sample, an alternate signal stack, a coroutine's) does
+ * nothing but report the sp and its thread, and the sampler learns that
+ * stack (threads.c) and sends the request again, at most ROUNDS times in
+ * all. The handler keeps its own frame small; the walk's state travels in
+ * the argument block, not on the target's stack (capture.c).
+ *
+ * Every import the handler calls is bound before the first signal (install):
+ * a first call through a lazy-binding stub would run the dynamic linker's
+ * resolver on the target's stack, which saves every vector register there
+ * (kilobytes with AVX-512).
+ *
+ * Must not: let the handler allocate, lock, print, wait or read a file. Its
+ * whole work is the snap__sample_fn, which is [signal-safe] by contract.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +64,10 @@
 
 #define SLOTS 16
 #define MAGIC 0x534e4150u /* "SNAP" */
+#define ROUNDS 3          /* signals per request: up to two to learn a stack */
+/* The handler's answer when it does not know the stack it runs on: never
+   returned to a caller (sample() learns the stack and asks again). */
+#define NEED_STACK (-1000)
 
 enum { FREE, CLAIMED, ARMED, RUNNING, DONE, ABANDONED };
 #define PHASE(s) ((s)&7u)
@@ -55,6 +79,9 @@ typedef struct slot {
   snap__sample_fn fn;
   int result;
   size_t arg_size;
+  snap__linux_stack_t stack; /* in: what the sampler learned, if anything */
+  uintptr_t seen_sp;         /* out, with NEED_STACK: the unknown stack */
+  uintptr_t seen_self;       /* out: the target's pthread_self() */
   sem_t done;
   _Alignas(16) unsigned char arg[SNAP__SAMPLE_ARG_MAX];
 } slot_t;
@@ -100,6 +127,37 @@ static void chain(int signo, siginfo_t *si, void *uc) {
      over is better dropped than fatal to the host app. */
 }
 
+/* The stopped window, on the target: know the stack, check the room, run
+   fn. Its frame is part of what SNAP__LINUX_WINDOW_STACK leaves room for
+   below `regs`. */
+static int window(slot_t *s, void *uc) {
+  snap__regs_t regs;
+  snap__linux_regs_from_ucontext(uc, &regs);
+  snap__linux_window_stack(&s->stack);
+  uintptr_t here = (uintptr_t)&regs, lo;
+  int rc;
+  s->seen_self = (uintptr_t)pthread_self();
+  /* Both the stack to walk and the one the handler runs on must be known.
+     They are one (we install without SA_ONSTACK) unless TSan ran the
+     handler late, deeper in the thread, with the registers of the signal's
+     arrival. */
+  if (!snap__linux_stack_low(regs.sp, &lo)) {
+    s->seen_sp = regs.sp;
+    rc = NEED_STACK;
+  } else if (!snap__linux_stack_low(here, &lo)) {
+    s->seen_sp = here;
+    rc = NEED_STACK;
+  } else if (here - lo < SNAP__LINUX_WINDOW_STACK) {
+    rc = SNAP_ENOMEM; /* too deep to sample without a fault */
+  } else {
+    t_in_window = 1;
+    rc = s->fn(&regs, s->arg);
+    t_in_window = 0;
+  }
+  snap__linux_window_stack_clear();
+  return rc;
+}
+
 static void on_signal(int signo, siginfo_t *si, void *uc) {
   int saved_errno = errno;
   uintptr_t token = (uintptr_t)si->si_value.sival_ptr;
@@ -119,11 +177,7 @@ static void on_signal(int signo, siginfo_t *si, void *uc) {
        the token alone identifies the request. */
     if (atomic_compare_exchange_strong(&s->state, &armed,
                                        STATE(seq, RUNNING))) {
-      snap__regs_t regs;
-      snap__linux_regs_from_ucontext(uc, &regs);
-      t_in_window = 1;
-      s->result = s->fn(&regs, s->arg);
-      t_in_window = 0;
+      s->result = window(s, uc);
       unsigned running = STATE(seq, RUNNING);
       if (atomic_compare_exchange_strong(&s->state, &running, STATE(seq, DONE)))
         sem_post(&s->done); /* async-signal-safe by POSIX */
@@ -143,6 +197,21 @@ static void reset_slots_in_child(void) {
   }
 }
 
+/* One call to each function the handler calls, on this thread, so that
+   none goes through the lazy-binding resolver on the target's stack (the
+   walk's only import is the checked read, snap__plat_read). */
+static void bind_window_imports(void) {
+  int saved = errno;
+  (void)getpid();
+  (void)pthread_self();
+  sem_post(&g_slots[0].done);
+  while (sem_trywait(&g_slots[0].done) == 0)
+    ;
+  uintptr_t word = 0, copy;
+  (void)snap__plat_read((uintptr_t)&word, &copy, sizeof copy);
+  errno = saved;
+}
+
 static int install(void) {
   if (atomic_load_explicit(&g_installed, memory_order_acquire))
     return SNAP_OK;
@@ -158,6 +227,7 @@ static int install(void) {
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
+    bind_window_imports();
     if (sigaction(g_signo, &sa, &g_previous) != 0) {
       rc = SNAP_EUNSUPPORTED;
     } else {
@@ -202,9 +272,10 @@ static bool thread_exists(int tid) {
   return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
 }
 
-/* One request, from the claim of a slot to its completion or abandonment:
-   under the sampler lock. */
-static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
+/* One signal, from the claim of a slot to its completion or abandonment:
+   under the sampler lock. `stack` goes in; *seen out with NEED_STACK. */
+static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
+                   const snap__linux_stack_t *stack, uintptr_t seen[2]) {
   unsigned seq;
   slot_t *s = claim(&seq);
   if (!s)
@@ -212,6 +283,7 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
   s->fn = fn;
   s->result = SNAP_ETIMEDOUT;
   s->arg_size = arg_size;
+  s->stack = *stack;
   memcpy(s->arg, arg, arg_size);
   atomic_store(&s->state, STATE(seq, ARMED));
 
@@ -271,9 +343,30 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
      way here read DONE with acquire ordering (the load in the wait loop or
      a failed compare-and-swap), so the handler's writes are visible. */
   int rc = s->result;
-  memcpy(arg, s->arg, arg_size);
+  if (rc == NEED_STACK) {
+    seen[0] = s->seen_sp;
+    seen[1] = s->seen_self;
+  } else {
+    memcpy(arg, s->arg, arg_size);
+  }
   atomic_store(&s->state, STATE(seq, FREE));
   return rc;
+}
+
+/* A request, with the rounds it takes to learn the target's stack. */
+static int sample(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
+  snap__linux_stack_t stack = {0, 0, 0, false, false};
+  for (int round = 1;; round++) {
+    uintptr_t seen[2];
+    int rc = request(tid, fn, arg, arg_size, &stack, seen);
+    if (rc != NEED_STACK)
+      return rc;
+    if (round == ROUNDS)
+      return SNAP_EBUSY; /* it keeps moving to stacks it has not shown */
+    /* Outside the window: the target runs free while we read the maps. */
+    if (!snap__linux_learn_stack(seen[0], seen[1], tid, &stack))
+      return SNAP_EIO;
+  }
 }
 
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
@@ -294,7 +387,7 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
   rc = snap__sampler_enter();
   if (rc != SNAP_OK)
     return rc;
-  rc = request(tid, fn, arg, arg_size);
+  rc = sample(tid, fn, arg, arg_size);
   snap__sampler_leave();
   return rc;
 }

@@ -6,23 +6,28 @@
  * read with getdents64 into a stack buffer (no opendir: it allocates).
  *
  * Stack bounds: a walk only moves up the stack from the sp it starts at, so
- * the low bound is that sp and only the top matters. The top must be exact:
- * every byte in [sp, top) must be readable, or a corrupt frame pointer could
- * lead a direct read into a hole.
+ * the top must be exact: every byte in [sp, top) must be readable, or a
+ * corrupt frame pointer could lead a direct read into a hole. The bottom
+ * tells the sampling handler how much room is left below it.
  *  - Main thread: pthread_getattr_np at load time (it reads /proc/self/maps,
  *    ~50 us, so never again): [top - RLIMIT_STACK, top).
  *  - Any other stack (a thread's, an alternate signal stack, a coroutine's):
  *    the memory mapping that holds sp, found in /proc/self/maps with open and
- *    read (both async-signal-safe) and a parser of our own. A thread's own
- *    stack is then kept in initial-exec TLS (no allocation, no lock): a
- *    thread pays the parse once (tens of microseconds), then nothing. Other
- *    stacks (an alternate signal stack, a coroutine's) are looked up each
- *    time: their memory may be freed and reused. Only anonymous read-write
- *    mappings count (every byte of one reads without a fault); a thread's
- *    stack mapping holds its whole stack (glibc's guard page is a mapping of
- *    its own).
+ *    read and a parser of our own (learn_stack). A thread's own stack is then
+ *    kept in initial-exec TLS (no allocation, no lock): a thread pays the
+ *    parse once (tens of microseconds to milliseconds with many mappings),
+ *    then nothing. Other stacks are looked up each time: their memory may be
+ *    freed and reused. Only anonymous read-write mappings get direct reads
+ *    (every byte of one reads without a fault); a thread's stack mapping
+ *    holds its whole stack (glibc's guard page is a mapping of its own).
+ *  - Never inside the stopped window: the parse costs up to milliseconds
+ *    with many mappings, and the window parses no file (design.md rule 1).
+ *    The sampler learns the bounds on its own thread, before it stops the
+ *    target, and hands them in through its request (sample.c): the target's
+ *    own stack goes into the target's TLS, any other into t_window for that
+ *    one window. A stack known by neither is unknown there.
  * When /proc is unavailable the bounds are unknown and the walker falls back
- * to checked reads.
+ * to checked reads (and the sampler refuses: it cannot check the room).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +49,10 @@ static uintptr_t g_main_lo, g_main_hi;
 static _Thread_local __attribute__((tls_model("initial-exec")))
 uintptr_t t_stack_lo,
     t_stack_hi;
+/* A stack that is not the thread's own, handed in by the sampler for the
+   window in progress (end 0: none). */
+static _Thread_local __attribute__((tls_model("initial-exec")))
+snap__linux_stack_t t_window;
 
 int snap__linux_gettid(void) { return (int)syscall(SYS_gettid); }
 
@@ -91,10 +100,10 @@ static bool parse_map_line(const char *line, uintptr_t *start, uintptr_t *end,
 }
 
 /* The mapping holding addr, or the [stack] mapping if want_stack, from
-   /proc/self/maps read without stdio; only if it is stack-like (above).
-   [signal-safe] */
+   /proc/self/maps read without stdio; *stack_like as above. Never in the
+   stopped window: the file can take milliseconds to read. */
 static bool find_mapping(uintptr_t addr, bool want_stack, uintptr_t *lo,
-                         uintptr_t *hi) {
+                         uintptr_t *hi, bool *stack_like) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
@@ -116,13 +125,12 @@ static bool find_mapping(uintptr_t addr, bool want_stack, uintptr_t *lo,
       line[len] = '\0';
       len = 0;
       uintptr_t start, end;
-      bool stack_like;
-      if (!parse_map_line(line, &start, &end, &stack_like))
+      if (!parse_map_line(line, &start, &end, stack_like))
         continue;
       bool match = want_stack ? strstr(line, "[stack]") != NULL
                               : addr >= start && addr < end;
       if (match) {
-        found = stack_like;
+        found = true;
         *lo = start;
         *hi = end;
         done = true;
@@ -153,8 +161,9 @@ static void record_main(void) {
   }
   /* Loaded from another thread: the mapping as it is now (the cache below
      picks up the rest if it grows). */
-  if (!hi)
-    (void)find_mapping(0, true, &lo, &hi);
+  bool stack_like = false;
+  if (!hi && (!find_mapping(0, true, &lo, &hi, &stack_like) || !stack_like))
+    lo = hi = 0;
   g_main_lo = lo;
   g_main_hi = hi;
 }
@@ -167,41 +176,96 @@ __attribute__((constructor)) static void threads_init(void) {
   pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+/* A stack this thread knows without reading a file: the main thread's, its
+   own (TLS), or (unless own_only) the one handed in for the window in
+   progress: [*lo, *end), and whether it takes direct reads. Word by word,
+   no struct copies: the sampling handler calls this before it has checked
+   the room left on its stack. [signal-safe] */
+static bool known_stack(uintptr_t sp, bool own_only, uintptr_t *lo,
+                        uintptr_t *end, bool *direct) {
+  if (g_main_hi && sp >= g_main_lo && sp < g_main_hi) {
+    *lo = g_main_lo, *end = g_main_hi, *direct = true;
+    return true;
+  }
+  if (sp >= t_stack_lo && sp < t_stack_hi) {
+    *lo = t_stack_lo, *end = t_stack_hi, *direct = true;
+    return true;
+  }
+  if (!own_only && t_window.end && sp >= t_window.lo && sp < t_window.end) {
+    *lo = t_window.lo, *end = t_window.end, *direct = t_window.direct;
+    return true;
+  }
+  return false;
+}
+
+bool snap__linux_learn_stack(uintptr_t sp, uintptr_t self, int tid,
+                             snap__linux_stack_t *out) {
+  if (g_main_hi && sp >= g_main_lo && sp < g_main_hi) { /* known at load */
+    *out = (snap__linux_stack_t){g_main_lo, g_main_hi, self, true, false};
+    return true;
+  }
+  uintptr_t lo, hi;
+  bool stack_like;
+  if (!find_mapping(sp, false, &lo, &hi, &stack_like))
+    return false;
+  /* The thread's own stack, which lives exactly as long as the thread:
+     glibc keeps the thread descriptor at the top of the block holding the
+     stack, so the descriptor is in the mapping and the stack lies below it.
+     The top is clipped to the descriptor, because the kernel may have merged
+     the block with memory above it that can be unmapped later. Not on the
+     main thread: its descriptor lives in memory of the loader's, which the
+     kernel may merge with an anonymous mapping holding a coroutine's stack
+     (its own stack is known above). And not an alternate signal stack or a
+     coroutine's: their memory may be freed and reused, so they are looked
+     up each time. */
+  if (stack_like && self > sp && self >= lo && self < hi && tid != g_main_tid) {
+    *out = (snap__linux_stack_t){lo, self, self, true, true};
+    return true;
+  }
+  *out = (snap__linux_stack_t){lo, hi, self, stack_like, false};
+  return true;
+}
+
+void snap__linux_window_stack(const snap__linux_stack_t *s) {
+  t_window.end = 0;
+  if (!s->end)
+    return;
+  if (!s->own)
+    t_window.lo = s->lo, t_window.direct = s->direct, t_window.end = s->end;
+  else if (s->self == (uintptr_t)pthread_self()) /* it is about this thread */
+    t_stack_lo = s->lo, t_stack_hi = s->end;
+}
+
+void snap__linux_window_stack_clear(void) { t_window.end = 0; }
+
+bool snap__linux_stack_low(uintptr_t addr, uintptr_t *lo) {
+  uintptr_t end;
+  bool direct;
+  return known_stack(addr, false, lo, &end, &direct);
+}
+
 static bool stack_bounds(uintptr_t sp, bool own_only, uintptr_t *lo,
                          uintptr_t *hi) {
   *lo = sp;
   *hi = 0;
-  if (g_main_hi && sp >= g_main_lo && sp < g_main_hi) {
-    *hi = g_main_hi;
-    return true;
+  uintptr_t low, end;
+  bool direct;
+  if (!known_stack(sp, own_only, &low, &end, &direct)) {
+    /* In the window only what the sampler handed in counts. */
+    snap__linux_stack_t s;
+    if (snap__plat_in_stopped_window() ||
+        !snap__linux_learn_stack(sp, (uintptr_t)pthread_self(),
+                                 snap__linux_gettid(), &s))
+      return false;
+    if (s.own)
+      t_stack_lo = s.lo, t_stack_hi = s.end;
+    else if (own_only)
+      return false;
+    end = s.end, direct = s.direct;
   }
-  if (sp >= t_stack_lo && sp < t_stack_hi) {
-    *hi = t_stack_hi;
-    return true;
-  }
-  uintptr_t mlo, mhi;
-  if (!find_mapping(sp, false, &mlo, &mhi))
+  if (!direct)
     return false;
-  /* Remember it only if it is this thread's own stack, which lives exactly
-     as long as the thread: glibc keeps the thread descriptor at the top of
-     the block holding the stack, so the descriptor is in the mapping and the
-     stack lies below it. The top is clipped to the descriptor, because the
-     kernel may have merged the block with memory above it that can be
-     unmapped later. Not the main thread (its descriptor lives elsewhere; its
-     stack is handled above), and not an alternate signal stack or a
-     coroutine's: their memory may be freed and reused, so they are looked
-     up each time. */
-  uintptr_t self = (uintptr_t)pthread_self();
-  if (self > sp && self >= mlo && self < mhi &&
-      snap__linux_gettid() != g_main_tid) {
-    t_stack_lo = mlo;
-    t_stack_hi = self;
-    *hi = self;
-    return true;
-  }
-  if (own_only)
-    return false;
-  *hi = mhi;
+  *hi = end;
   return true;
 }
 
