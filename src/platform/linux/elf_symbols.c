@@ -77,7 +77,19 @@ typedef struct image {
   snap__elf_t elf, dbg;
 } image_t;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards g_images and g_clock. A snap__lock_t, so fork() holds it and the child gets it
+   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
+   and Apple's libc re-arm in a forked child), not in a constructor: other
+   files' constructors may get here first. Should the fork registry be
+   full, the lock still excludes; only fork's reset is lost. */
+static snap__lock_t g_lock;
+static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
+static void g_lock_init(void) { (void)snap__plat_lock_init(&g_lock); }
+static void g_lock_lock(void) {
+  pthread_once(&g_lock_once, g_lock_init);
+  snap__plat_lock_lock(&g_lock);
+}
+static void g_lock_unlock(void) { snap__plat_lock_unlock(&g_lock); }
 static image_t g_images[MAX_IMAGES];
 static uint64_t g_clock;
 
@@ -379,7 +391,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
   if (!f)
     return SNAP_ENOMEM;
   char buf[1024];
-  pthread_mutex_lock(&g_lock);
+  g_lock_lock();
   const image_t *last = NULL;
   for (int i = 0; i < n; i++) {
     if (!q[i].image_path || !q[i].image_path[0])
@@ -390,7 +402,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
     if (last)
       find_one(last, &q[i], &f[i], buf, sizeof buf);
   }
-  pthread_mutex_unlock(&g_lock);
+  g_lock_unlock();
 
   /* Objective-C IMPs usually have no ELF symbol (stripped, or local to a
      runtime-registered class): a method above the ELF function's start, or

@@ -74,7 +74,20 @@ typedef struct module {
   Dwfl_Module *mod; /* NULL: reported and failed; not tried again */
 } module_t;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards the session (g_dwfl, g_mods): every libdw call is made under
+   it, so no thread of ours is inside libdw at fork. A snap__lock_t, so fork() holds it and the child gets it
+   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
+   and Apple's libc re-arm in a forked child), not in a constructor: other
+   files' constructors may get here first. Should the fork registry be
+   full, the lock still excludes; only fork's reset is lost. */
+static snap__lock_t g_lock;
+static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
+static void g_lock_init(void) { (void)snap__plat_lock_init(&g_lock); }
+static void g_lock_lock(void) {
+  pthread_once(&g_lock_once, g_lock_init);
+  snap__plat_lock_lock(&g_lock);
+}
+static void g_lock_unlock(void) { snap__plat_lock_unlock(&g_lock); }
 /* 0 not tried, 2 a thread is loading it, 1 loaded, -1 unavailable. Loaded
    with no lock of ours held, and never waited for: dlopen takes the
    loader's lock, and a thread inside dlopen (a constructor asking for a
@@ -88,6 +101,13 @@ static module_t g_mods[MAX_MODULES];
 static int g_nmods;
 
 #define SYM(field, name) (*(void **)&g_dw.field = dlsym(h, name)) != NULL
+
+/* In a forked child: a load some parent thread had under way will never
+   finish there; the next caller tries again. */
+static void state_fork_child(void) {
+  int loading = 2;
+  atomic_compare_exchange_strong(&g_state, &loading, 0);
+}
 
 static bool load_libdw(void) {
   void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -172,6 +192,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     return SNAP_EINVAL;
   int state = 0;
   if (atomic_compare_exchange_strong(&g_state, &state, 2)) {
+    (void)pthread_atfork(NULL, NULL, state_fork_child); /* once: 0 -> 2 */
     state = load_libdw() ? 1 : -1;
     atomic_store(&g_state, state);
   }
@@ -179,7 +200,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     return SNAP_EUNSUPPORTED;
   if (state == 2)
     return SNAP_OK; /* being loaded by another thread */
-  pthread_mutex_lock(&g_lock);
+  g_lock_lock();
   /* Only files: the vdso ("linux-vdso.so.1") has no line table. */
   if (q->image_path && q->image_path[0] == '/') {
     Dwfl_Module *m = module_for(q->image_path, q->image_base);
@@ -188,7 +209,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     if (file && lineno > 0)
       cb(file, (unsigned)lineno, ctx);
   }
-  pthread_mutex_unlock(&g_lock);
+  g_lock_unlock();
   return SNAP_OK;
 }
 
