@@ -174,3 +174,10 @@ target_compile_definitions(test_fork_naming PRIVATE
   ELF_BIG_LIB="$<TARGET_FILE:snap_elf_big>"
   ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")
 set_tests_properties(test_fork_naming PROPERTIES TIMEOUT 300)
+
+# ---- test_elf_rewrite: a loaded library's file rewritten in place ---------
+# (issue 12, defect 9): names or none, never SIGBUS.
+snap_test(test_elf_rewrite symbols/test_elf_rewrite.c)
+add_dependencies(test_elf_rewrite snap_elf_small)
+target_compile_definitions(test_elf_rewrite PRIVATE
+  ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")

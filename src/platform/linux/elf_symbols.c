@@ -1,13 +1,13 @@
 /*
  * elf_symbols.c — the Linux system symbol provider: snap__plat_symbolize.
  *
- * Owns: the files behind the images (mapped read-only, never copied), the
+ * Owns: the files behind the images (copied into memory we own), the
  * search for their separate debug files, and a small cache of parsed
  * images. The parsing itself is elf_reader.c's; Objective-C method names
  * come from objc_names.c.
  *
  * Per image, on first use:
- *  1. map the file (open + fstat + mmap, read-only, private). The vdso has
+ *  1. copy the file (open + fstat + pread: see map_file). The vdso has
  *     no file: dl_iterate_phdr names it "linux-vdso.so.1"; its ELF image is
  *     copied out of memory (getauxval(AT_SYSINFO_EHDR)) through the safe
  *     read, since the kernel's page is the only copy;
@@ -23,16 +23,17 @@
  *
  * Cache: up to MAX_IMAGES images keyed by path (symbols are file offsets:
  * where the image is loaded is the query's business), least recently used
- * dropped and unmapped; an image that fails to load is cached too, so a bad
- * file is opened once, not once per pc. One mutex guards it, held while the
- * ELF answers are looked up and copied out of the mappings — never while
+ * dropped and freed; an image that fails to load is cached too, so a bad
+ * file is opened once, not once per pc. One lock guards it, held while the
+ * ELF answers are looked up and copied out of the copies — never while
  * calling anything that may take the loader's lock, nor the callbacks (see
  * snap__plat_symbolize).
  *
- * Must not: run in the stopped window (it opens files, maps, locks,
- * allocates). A file truncated on disk while mapped could fault on access;
- * package managers replace files by rename (the old inode stays mapped),
- * so we accept that rather than copy every library into the heap.
+ * Must not: run in the stopped window (it opens files, locks, allocates),
+ * or keep a file mapped (design.md rule 6: a file cut on disk while mapped
+ * faults on access). The cost is a heap copy of each cached file (and its
+ * debug file): the files of up to MAX_IMAGES images. A file rewritten
+ * after it was read keeps its old names until its entry is dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,17 +53,20 @@
 #include <elf.h>
 
 /* Images kept parsed. A process rarely names frames from more than a few
-   dozen images; each entry holds two mappings (address space, not memory)
-   and a symbol array of ~24 bytes a function. */
+   dozen images; each entry holds a copy of its file and of its debug file
+   (heap) and a symbol array of ~24 bytes a function. */
 #define MAX_IMAGES 32
 /* The vdso is one or two pages; anything claiming more is not believed. */
 #define MAX_VDSO_SIZE (1u << 20)
 #define DEBUG_ROOT "/usr/lib/debug"
+/* A file bigger than this is not read (its names are lost): the copy is
+   held as long as the image is cached. */
+#define MAX_FILE_SIZE ((uint64_t)512 << 20)
 
 typedef struct mapping {
   void *addr;
   size_t size;
-  bool heap; /* the vdso's copy: free(), not munmap() */
+  bool vdso; /* copied from memory: no file, no debug file */
   dev_t dev;
   ino_t ino;
 } mapping_t;
@@ -96,6 +99,13 @@ static uint64_t g_clock;
 /* ---- Files ----------------------------------------------------------------
  */
 
+/* The file's bytes, copied into memory we own with bounded preads
+   (abseil's symbolize_elf shape): each read retries on EINTR and stops at
+   end of file; a file cut shorter since fstat gives fewer bytes, and
+   that truncation is the result (the parse of a cut file fails or names
+   less), never an error and never a fault. Never a mapping: a file
+   rewritten in place while mapped (cp over a library being developed)
+   turns every page past its new end into SIGBUS for whoever reads it. */
 static bool map_file(const char *path, mapping_t *m) {
   memset(m, 0, sizeof *m);
   int fd;
@@ -105,23 +115,30 @@ static bool map_file(const char *path, mapping_t *m) {
   if (fd < 0)
     return false;
   struct stat st;
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-            (uint64_t)st.st_size <= SIZE_MAX;
-  if (ok) {
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    ok = p != MAP_FAILED;
-    if (ok)
-      *m = (mapping_t){p, (size_t)st.st_size, false, st.st_dev, st.st_ino};
+  uint8_t *buf = NULL;
+  size_t got = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (uint64_t)st.st_size <= MAX_FILE_SIZE)
+    buf = malloc((size_t)st.st_size);
+  while (buf && got < (size_t)st.st_size) {
+    ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; /* end of file (cut since fstat) or a read error: stop */
+    got += (size_t)n;
   }
   close(fd);
-  return ok;
+  if (!buf || got == 0) {
+    free(buf);
+    return false;
+  }
+  *m = (mapping_t){buf, got, false, st.st_dev, st.st_ino};
+  return true;
 }
 
 static void unmap(mapping_t *m) {
-  if (m->addr && m->heap)
-    free(m->addr);
-  else if (m->addr)
-    munmap(m->addr, m->size);
+  free(m->addr);
   memset(m, 0, sizeof *m);
 }
 
@@ -294,7 +311,7 @@ static void load(image_t *img) {
     return;
   }
   img->ok = true;
-  if (!img->elf.from_symtab && !img->file.heap)
+  if (!img->elf.from_symtab && !img->file.vdso)
     find_debug_file(img);
 }
 
@@ -325,7 +342,7 @@ static image_t *image_for(const char *path) {
 
 /* What the locked phase found for one query, for the unlocked phase. */
 typedef struct found {
-  char *name;      /* a copy (the mapping may go once unlocked), or NULL */
+  char *name;      /* a copy (the image may go once unlocked), or NULL */
   uintptr_t addr;  /* the function's first byte */
   uintptr_t floor; /* Objective-C methods are looked for above this */
   bool plt;        /* a PLT pc: named for its target or not at all */
@@ -377,7 +394,7 @@ static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
 }
 
 /* Two phases. Under g_lock, the ELF answers are looked up and copied
-   (names point into mappings only the lock keeps alive). Then, holding no
+   (names point into file copies only the lock keeps alive). Then, holding no
    lock of ours, the Objective-C runtime is asked and the callbacks run:
    both may take the loader's lock (dl_iterate_phdr, dlsym, a dlopen of
    the C++ runtime to demangle), and a thread inside dlopen — a library
