@@ -542,7 +542,83 @@ fail:
   return -1;
 }
 
+/* ---- Detaching from the buffer ------------------------------------------ */
+
+/* Appends data[off, off + len) to the block at *at; returns its new offset. */
+static uint64_t keep(uint8_t *blk, size_t *at, const uint8_t *data,
+                     uint64_t off, uint64_t len) {
+  uint64_t where = *at;
+  if (len)
+    memcpy(blk + *at, data + off, (size_t)len);
+  *at += (size_t)len;
+  return where;
+}
+
+int snap__elf_detach(snap__elf_t *e) {
+  if (e->owned)
+    return 0;
+  /* Every range below was checked against the buffer by the parse: each
+     term is at most the buffer's size. The names are not: many symbols
+     may share one long name. Real images' names add up to less than their
+     string table, so past twice the buffer the file is taken as hostile
+     and keeps its buffer (-1). */
+  bool plt = e->nplt > 0;
+  uint64_t need = e->build_id_len;
+  if (e->debuglink)
+    need += strlen(e->debuglink) + 1;
+  if (plt) {
+    for (int i = 0; i < e->nplt; i++)
+      need += e->plt[i].size_in_file;
+    for (int i = 0; i < e->nrela; i++)
+      need += e->rela[i].count * sizeof(Elf64_Rela);
+    need += e->dynsym_count * sizeof(Elf64_Sym) + e->dynstr_size;
+  }
+  for (size_t i = 0; i < e->nsyms; i++) {
+    need += strlen(e->syms[i].name) + 1;
+    if (need > 2 * (uint64_t)e->size + 4096)
+      return -1;
+  }
+  uint8_t *blk = malloc(need ? (size_t)need : 1);
+  if (!blk)
+    return -1;
+  size_t at = 0;
+  const uint8_t *d = e->data;
+  for (size_t i = 0; i < e->nsyms; i++) {
+    const char *name = e->syms[i].name;
+    size_t len = strlen(name) + 1;
+    memcpy(blk + at, name, len);
+    e->syms[i].name = (const char *)blk + at;
+    at += len;
+  }
+  if (e->build_id)
+    e->build_id = blk + keep(blk, &at, e->build_id, 0, e->build_id_len);
+  if (e->debuglink)
+    e->debuglink = (const char *)blk +
+                   keep(blk, &at, (const uint8_t *)e->debuglink, 0,
+                        strlen(e->debuglink) + 1);
+  if (plt) {
+    for (int i = 0; i < e->nplt; i++)
+      if (e->plt[i].size_in_file)
+        e->plt[i].offset =
+            keep(blk, &at, d, e->plt[i].offset, e->plt[i].size_in_file);
+    for (int i = 0; i < e->nrela; i++)
+      e->rela[i].offset = keep(blk, &at, d, e->rela[i].offset,
+                               e->rela[i].count * sizeof(Elf64_Rela));
+    e->dynsym_off = keep(blk, &at, d, e->dynsym_off,
+                         e->dynsym_count * sizeof(Elf64_Sym));
+    e->dynstr_off = keep(blk, &at, d, e->dynstr_off, e->dynstr_size);
+  } else {
+    e->nrela = 0; /* nothing to name without a PLT */
+    e->dynsym_off = e->dynsym_count = e->dynstr_off = e->dynstr_size = 0;
+  }
+  e->data = blk;
+  e->size = at;
+  e->owned = blk;
+  return 0;
+}
+
 void snap__elf_free(snap__elf_t *e) {
   free(e->syms);
+  free(e->owned);
   memset(e, 0, sizeof *e);
 }

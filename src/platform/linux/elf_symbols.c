@@ -1,13 +1,14 @@
 /*
  * elf_symbols.c — the Linux system symbol provider: snap__plat_symbolize.
  *
- * Owns: the files behind the images (copied into memory we own), the
+ * Owns: what naming needs of the files behind the images (read into memory
+ * we own, parsed, then only the names and PLT tables kept), the
  * search for their separate debug files, and a small cache of parsed
  * images. The parsing itself is elf_reader.c's; Objective-C method names
  * come from objc_names.c.
  *
  * Per image, on first use:
- *  1. copy the file (open + fstat + pread: see map_file). The vdso has
+ *  1. read the file (open + fstat + pread: see map_file). The vdso has
  *     no file: dl_iterate_phdr names it "linux-vdso.so.1"; its ELF image is
  *     copied out of memory (getauxval(AT_SYSINFO_EHDR)) through the safe
  *     read, since the kernel's page is the only copy;
@@ -17,7 +18,10 @@
  *     name in <dir>/, <dir>/.debug/ and /usr/lib/debug/<dir>/ (accepted if
  *     the link's CRC32 of the whole file matches, or both build-ids do).
  *     A debug file names the functions; the file itself still decodes its
- *     PLT (a debug file's .plt is NOBITS).
+ *     PLT (a debug file's .plt is NOBITS);
+ *  3. detach the parses from the file copies (snap__elf_detach: the
+ *     function names and the PLT's tables copied into blocks of their
+ *     own) and free the copies.
  * Addresses: a symbol's file vaddr + image_base (the load bias), which is
  * right for PIE, shared objects and non-PIE executables (bias 0).
  *
@@ -31,9 +35,10 @@
  *
  * Must not: run in the stopped window (it opens files, locks, allocates),
  * or keep a file mapped (design.md rule 6: a file cut on disk while mapped
- * faults on access). The cost is a heap copy of each cached file (and its
- * debug file): the files of up to MAX_IMAGES images. A file rewritten
- * after it was read keeps its old names until its entry is dropped.
+ * faults on access). The cost: a file's whole copy while it is parsed;
+ * then, per cached image, its function names and sorted symbols (and its
+ * PLT's tables). A file rewritten after it was read keeps its old names
+ * until its entry is dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,8 +58,8 @@
 #include <elf.h>
 
 /* Images kept parsed. A process rarely names frames from more than a few
-   dozen images; each entry holds a copy of its file and of its debug file
-   (heap) and a symbol array of ~24 bytes a function. */
+   dozen images; each entry holds its functions' names and a symbol array
+   of ~24 bytes a function (the file copy only while it is parsed). */
 #define MAX_IMAGES 32
 /* The vdso is one or two pages; anything claiming more is not believed. */
 #define MAX_VDSO_SIZE (1u << 20)
@@ -235,6 +240,8 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
     unmap(&m);
     return false;
   }
+  if (snap__elf_detach(&d) == 0)
+    unmap(&m); /* the names are d's own now */
   img->debug = m;
   img->dbg = d;
   img->has_dbg = true;
@@ -312,7 +319,9 @@ static void load(image_t *img) {
   }
   img->ok = true;
   if (!img->elf.from_symtab && !img->file.vdso)
-    find_debug_file(img);
+    find_debug_file(img); /* needs the file's identity: detach after */
+  if (snap__elf_detach(&img->elf) == 0)
+    unmap(&img->file);
 }
 
 static image_t *image_for(const char *path) {
