@@ -104,13 +104,100 @@ static uint64_t g_clock;
 /* ---- Files ----------------------------------------------------------------
  */
 
-/* The file's bytes, copied into memory we own with bounded preads
-   (abseil's symbolize_elf shape): each read retries on EINTR and stops at
-   end of file; a file cut shorter since fstat gives fewer bytes, and
-   that truncation is the result (the parse of a cut file fails or names
-   less), never an error and never a fault. Never a mapping: a file
-   rewritten in place while mapped (cp over a library being developed)
-   turns every page past its new end into SIGBUS for whoever reads it. */
+/* Reads [off, off + len) of fd into buf + off with bounded preads
+   (abseil's symbolize_elf shape): retried on EINTR, stopped at end of
+   file. Returns the bytes read: fewer when the file was cut since we
+   looked at its size, and that truncation is a result, not an error (the
+   bytes not read stay zero: the parse then fails or names less). */
+static uint64_t read_at(int fd, uint8_t *buf, uint64_t off, uint64_t len) {
+  uint64_t got = 0;
+  while (got < len) {
+    ssize_t n = pread(fd, buf + off + got, (size_t)(len - got),
+                      (off_t)(off + got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += (uint64_t)n;
+  }
+  return got;
+}
+
+static bool is_named(const uint8_t *buf, uint64_t size, const Elf64_Shdr *tab,
+                     uint32_t name, const char *want) {
+  size_t len = strlen(want) + 1;
+  return name < tab->sh_size && tab->sh_size - name >= len &&
+         tab->sh_offset + name + len <= size &&
+         memcmp(buf + tab->sh_offset + name, want, len) == 0;
+}
+
+/* Fills only the parts of buf (size bytes, zeroed) that the reader looks
+   at: the headers, the symbol and string tables, notes, relocations, the
+   PLTs and the debuglink. The text, data and DWARF — most of a file — are
+   never read. False when the headers are not what the reader expects;
+   the caller then reads the whole file and lets the reader judge it. A
+   section this misses only costs what it would have named. */
+static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
+  Elf64_Ehdr eh;
+  Elf64_Shdr s0, names;
+  if (size < sizeof eh || read_at(fd, buf, 0, sizeof eh) != sizeof eh)
+    return false;
+  memcpy(&eh, buf, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 ||
+      eh.e_shoff > size || size - eh.e_shoff < sizeof s0 ||
+      read_at(fd, buf, eh.e_shoff, sizeof s0) != sizeof s0)
+    return false;
+  memcpy(&s0, buf + eh.e_shoff, sizeof s0);
+  uint64_t num = eh.e_shnum ? eh.e_shnum : s0.sh_size;
+  if (num == 0 || num > (size - eh.e_shoff) / sizeof(Elf64_Shdr) ||
+      read_at(fd, buf, eh.e_shoff, num * sizeof(Elf64_Shdr)) !=
+          num * sizeof(Elf64_Shdr))
+    return false;
+  if (eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phoff <= size &&
+      (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) <= size - eh.e_phoff) {
+    read_at(fd, buf, eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr));
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+      Elf64_Phdr ph;
+      memcpy(&ph, buf + eh.e_phoff + i * sizeof ph, sizeof ph);
+      if (ph.p_type == PT_NOTE && ph.p_offset <= size &&
+          ph.p_filesz <= size - ph.p_offset)
+        read_at(fd, buf, ph.p_offset, ph.p_filesz);
+    }
+  }
+  uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? s0.sh_link : eh.e_shstrndx;
+  bool names_ok = strndx < num;
+  if (names_ok) {
+    memcpy(&names, buf + eh.e_shoff + strndx * sizeof names, sizeof names);
+    names_ok = names.sh_type == SHT_STRTAB && names.sh_offset <= size &&
+               names.sh_size <= size - names.sh_offset;
+  }
+  if (names_ok)
+    read_at(fd, buf, names.sh_offset, names.sh_size);
+  for (uint64_t i = 1; i < num; i++) {
+    Elf64_Shdr s;
+    memcpy(&s, buf + eh.e_shoff + i * sizeof s, sizeof s);
+    bool want = s.sh_type == SHT_SYMTAB || s.sh_type == SHT_DYNSYM ||
+                s.sh_type == SHT_STRTAB || s.sh_type == SHT_NOTE ||
+                s.sh_type == SHT_RELA;
+    if (!want && s.sh_type == SHT_PROGBITS && names_ok)
+      want = is_named(buf, size, &names, s.sh_name, ".plt") ||
+             is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
+             is_named(buf, size, &names, s.sh_name, ".plt.got") ||
+             is_named(buf, size, &names, s.sh_name, ".gnu_debuglink");
+    if (want && s.sh_offset <= size && s.sh_size <= size - s.sh_offset)
+      read_at(fd, buf, s.sh_offset, s.sh_size);
+  }
+  return true;
+}
+
+/* The parts of the file the reader needs (read_parts; or all of it),
+   copied into memory we own. Never a mapping: a file rewritten in place
+   while mapped (cp over a library being developed) turns every page past
+   its new end into SIGBUS for whoever reads it. The buffer is the file's
+   size, zeroed: calloc of a large block is fresh zero pages, so the parts
+   never read cost address space, not memory. */
 static bool map_file(const char *path, mapping_t *m) {
   memset(m, 0, sizeof *m);
   int fd;
@@ -121,24 +208,20 @@ static bool map_file(const char *path, mapping_t *m) {
     return false;
   struct stat st;
   uint8_t *buf = NULL;
-  size_t got = 0;
+  uint64_t size = 0;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-      (uint64_t)st.st_size <= MAX_FILE_SIZE)
-    buf = malloc((size_t)st.st_size);
-  while (buf && got < (size_t)st.st_size) {
-    ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break; /* end of file (cut since fstat) or a read error: stop */
-    got += (size_t)n;
+      (uint64_t)st.st_size <= MAX_FILE_SIZE) {
+    size = (uint64_t)st.st_size;
+    buf = calloc(1, (size_t)size);
+  }
+  if (buf && !read_parts(fd, buf, size) && read_at(fd, buf, 0, size) == 0) {
+    free(buf); /* nothing there: cut to nothing since fstat */
+    buf = NULL;
   }
   close(fd);
-  if (!buf || got == 0) {
-    free(buf);
+  if (!buf)
     return false;
-  }
-  *m = (mapping_t){buf, got, false, st.st_dev, st.st_ino};
+  *m = (mapping_t){buf, (size_t)size, false, st.st_dev, st.st_ino};
   return true;
 }
 
@@ -199,8 +282,10 @@ static bool is_vdso_name(const char *path) {
 /* ---- Separate debug files -------------------------------------------------
  */
 
-/* CRC-32 (the polynomial of zlib and of gdb's gnu_debuglink_crc32). */
-static uint32_t crc32_of(const uint8_t *p, size_t n) {
+/* CRC-32 (the polynomial of zlib and of gdb's gnu_debuglink_crc32) of the
+   whole file at path, read in chunks (the file copy holds only parts).
+   False when the file cannot be read to its end. */
+static bool crc32_file(const char *path, uint32_t *out) {
   uint32_t table[256];
   for (uint32_t i = 0; i < 256; i++) {
     uint32_t c = i;
@@ -208,10 +293,31 @@ static uint32_t crc32_of(const uint8_t *p, size_t n) {
       c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
     table[i] = c;
   }
+  int fd;
+  do
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    return false;
+  enum { CHUNK = 1 << 16 };
+  uint8_t *chunk = malloc(CHUNK);
   uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++)
-    crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
+  bool ok = chunk != NULL;
+  for (;;) {
+    ssize_t n = ok ? read(fd, chunk, CHUNK) : 0;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      ok = false;
+    if (n <= 0)
+      break;
+    for (ssize_t i = 0; i < n; i++)
+      crc = table[(crc ^ chunk[i]) & 0xFF] ^ (crc >> 8);
+  }
+  free(chunk);
+  close(fd);
+  *out = crc ^ 0xFFFFFFFFu;
+  return ok;
 }
 
 static bool same_build_id(const snap__elf_t *a, const snap__elf_t *b) {
@@ -224,6 +330,7 @@ static bool same_build_id(const snap__elf_t *a, const snap__elf_t *b) {
    by build-id, or (by_crc) by the debuglink's CRC. */
 static bool try_debug(image_t *img, const char *path, bool by_crc) {
   mapping_t m;
+  uint32_t crc;
   if (!map_file(path, &m))
     return false;
   snap__elf_t d;
@@ -232,7 +339,7 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
   if (ok) {
     ok = d.from_symtab && d.machine == img->elf.machine &&
          (same_build_id(&img->elf, &d) ||
-          (by_crc && crc32_of(m.addr, m.size) == img->elf.debuglink_crc));
+          (by_crc && crc32_file(path, &crc) && crc == img->elf.debuglink_crc));
     if (!ok)
       snap__elf_free(&d);
   }
