@@ -110,6 +110,13 @@ static int child(const char *copy) {
     snprintf(name, sizeof name, "snapsmall_%d", i);
     g_pc[i] = i % 3 ? (uintptr_t)dlsym(h, name) : 0;
   }
+  /* Source lines: libdw's session learns the library now (an assembly
+     function: no line of its own), and reads the C function's line table
+     only once the file is cut. */
+  uintptr_t seed = (uintptr_t)dlsym(h, "snap_elf_seed_entry");
+  snap_stack_release(snap_symbolicate(&g_pc[1], 1,
+                                      SNAP_SYMBOLICATE_EXACT_PC0 |
+                                          SNAP_SYMBOLICATE_SOURCE_LINES));
   int named = 0, unnamed = 0, wrong = 0;
   wrong += name_some(1, &named, &unnamed);
   printf("before: %d named, %d unnamed\n", named, unnamed);
@@ -129,6 +136,13 @@ static int child(const char *copy) {
   wrong += name_some(1, &named, &unnamed);
   wrong += name_some(2, &named, &unnamed);
   printf("cut to 0 bytes: %d named, %d unnamed\n", named, unnamed);
+  const snap_stack_t *s = snap_symbolicate(
+      &seed, 1, SNAP_SYMBOLICATE_EXACT_PC0 | SNAP_SYMBOLICATE_SOURCE_LINES);
+  const snap_frame_t *f = s ? snap_stack_frame(s, 0) : NULL;
+  printf("source line of snap_elf_seed_entry: %s:%u\n",
+         f && f->source_file ? f->source_file : "(none)",
+         f ? f->source_line : 0);
+  snap_stack_release(s);
 
   /* Never unloaded, and the child leaves by _exit: cutting the file threw
      away even the loader's private copies of its pages (the relocated

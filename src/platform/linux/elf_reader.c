@@ -140,11 +140,11 @@ static int cand_cmp(const void *pa, const void *pb) {
    then put in cand_cmp's order. False when out of memory (c untouched). */
 #define RADIX_BITS 11
 static bool sort_cands(cand_t *c, size_t n) {
-  typedef struct key {
+  typedef struct radix_key {
     uint64_t addr;
     size_t i;
-  } key_t;
-  key_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  } radix_key_t;
+  radix_key_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
   cand_t *out = malloc(n * sizeof *out);
   if (!a || !b || !out) {
     free(a), free(b), free(out);
@@ -152,7 +152,7 @@ static bool sort_cands(cand_t *c, size_t n) {
   }
   uint64_t diff = 0;
   for (size_t i = 0; i < n; i++) {
-    a[i] = (key_t){c[i].addr, i};
+    a[i] = (radix_key_t){c[i].addr, i};
     diff |= c[i].addr ^ c[0].addr;
   }
   const uint64_t mask = (1u << RADIX_BITS) - 1;
@@ -166,7 +166,7 @@ static bool sort_cands(cand_t *c, size_t n) {
       count[d] += count[d - 1];
     for (size_t i = 0; i < n; i++)
       b[count[(a[i].addr >> shift) & mask]++] = a[i];
-    key_t *t = a;
+    radix_key_t *t = a;
     a = b, b = t;
   }
   for (size_t i = 0; i < n; i++)

@@ -14,8 +14,14 @@
  * report fails (an image unloaded and another now sits at its addresses)
  * the session is thrown away and begun again.
  *
+ * Files: libdw maps what it reads, so it is handed a copy of each image's
+ * file in a memfd (copy_to_memfd), never the file itself: a library
+ * rewritten in place cannot fault it. Separate debug files that libdwfl
+ * finds by itself (/usr/lib/debug) are still its own mappings.
+ *
  * Must not: run in the stopped window or on a hot path: the first query of
- * an image reads its whole line table (milliseconds to seconds).
+ * an image copies its file and reads its whole line table (milliseconds to
+ * seconds).
  */
 #include "platform/linux/linux.h"
 
@@ -37,6 +43,10 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -144,12 +154,61 @@ static void reset_session(void) {
   g_nmods = 0;
 }
 
+/* A copy of the file at path in memory we own (a memfd), or -1. libdw
+   maps the files it reads (elf_begin with ELF_C_READ_MMAP): a library
+   rewritten or cut in place under that mapping (cp over one being
+   developed) would SIGBUS whoever reads its line table next. A memfd
+   only we write cannot shrink. Read with bounded preads (EINTR retried,
+   end of file ends it: a file cut meanwhile is copied as far as it goes). */
+static int copy_to_memfd(const char *path) {
+  int in;
+  do
+    in = open(path, O_RDONLY | O_CLOEXEC);
+  while (in < 0 && errno == EINTR);
+  if (in < 0)
+    return -1;
+  int out = memfd_create("stacksnap-dwarf", MFD_CLOEXEC);
+  char *chunk = malloc(1 << 16);
+  bool ok = out >= 0 && chunk;
+  for (off_t at = 0; ok;) {
+    ssize_t n = pread(in, chunk, 1 << 16, at);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ok = n == 0 && at > 0;
+      break;
+    }
+    for (ssize_t done = 0; ok && done < n;) {
+      ssize_t w = write(out, chunk + done, (size_t)(n - done));
+      if (w < 0 && errno == EINTR)
+        continue;
+      ok = w > 0;
+      done += w > 0 ? w : 0;
+    }
+    at += n;
+  }
+  free(chunk);
+  close(in);
+  if (!ok && out >= 0) {
+    close(out);
+    out = -1;
+  }
+  return out;
+}
+
 static Dwfl_Module *report(const char *path, uintptr_t base) {
   if (!g_dwfl && !(g_dwfl = g_dw.begin(&g_callbacks)))
     return NULL;
+  int fd = copy_to_memfd(path);
+  if (fd < 0)
+    return NULL;
   g_dw.report_begin_add(g_dwfl);
-  Dwfl_Module *m = g_dw.report_elf(g_dwfl, path, path, -1, base, true);
+  /* With an fd of ours, libdw reads that, not path; the module owns the fd
+     from then on (closed with it), but not when the report fails. */
+  Dwfl_Module *m = g_dw.report_elf(g_dwfl, path, path, fd, base, true);
   g_dw.report_end(g_dwfl, NULL, NULL);
+  if (!m)
+    close(fd);
   return m;
 }
 
