@@ -142,6 +142,22 @@ static bool load_libdw(void) {
   memcpy(&g_callbacks.find_elf, &find_elf, sizeof find_elf);
   memcpy(&g_callbacks.find_debuginfo, &find_dbg, sizeof find_dbg);
   memcpy(&g_callbacks.section_address, &sec_addr, sizeof sec_addr);
+  /* libdwfl (0.186 and later) dlopens libdebuginfod the first time a
+     debug file is not found locally (a pthread_once inside
+     dwfl_get_debuginfod_client), which would be from inside a call we
+     make under g_lock: a loader call under a lock of ours. Have it happen
+     now, with no lock of ours held. Earlier versions do it in libdw's
+     constructor, during the dlopen above. */
+  void *get_client = dlsym(h, "dwfl_get_debuginfod_client");
+  if (get_client) {
+    void *(*fn)(Dwfl *);
+    memcpy(&fn, &get_client, sizeof fn);
+    Dwfl *d = g_dw.begin(&g_callbacks);
+    if (d) {
+      (void)fn(d);
+      g_dw.end(d);
+    }
+  }
   return true; /* h stays open for the life of the process */
 }
 
