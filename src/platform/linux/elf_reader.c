@@ -17,12 +17,14 @@
  *     file still exports its public functions). ELF32 and big-endian give
  *     -1: the targets (x86_64, aarch64 Linux) are ELF64 LE.
  *  2. Keep defined STT_FUNC / STT_GNU_IFUNC symbols that lie inside their
- *     section; sort by address; of aliases at one address keep one name
- *     (GLOBAL over WEAK over LOCAL, then fewer leading underscores, then
+ *     section; sort by address (a radix sort); of aliases at one address
+ *     keep one name (GLOBAL over WEAK over LOCAL, then fewer leading
+ *     underscores, then
  *     shorter, then strcmp: "malloc" over "__libc_malloc", and the same
  *     answer every run) with the largest size. A size-0 symbol runs to the
  *     next symbol or the end of its section.
- *  3. Names stay in the buffer: a string table counts only if its last byte
+ *  3. Names stay in the buffer (until snap__elf_detach copies the ones
+ *     kept): a string table counts only if its last byte
  *     is NUL, so any in-range offset has its terminator inside the table
  *     (checked once per table, not once per name: a hostile table of long
  *     unterminated strings cannot make the parse quadratic).

@@ -71,8 +71,8 @@ typedef struct snap__elf {
 /* Parses data[0..size). Returns 0 and fills *e (call snap__elf_free later),
    or -1 when the image cannot be named (not ELF64 LE, truncated, absurd
    counts or offsets, no usable symbol table); then *e holds nothing to
-   free. Allocates at most one array, bounded by the number of symbol
-   entries the buffer can hold. [setup] */
+   free. Keeps one array, bounded by the number of symbol entries the
+   buffer can hold (and, while sorting, scratch of that order). [setup] */
 int snap__elf_parse(snap__elf_t *e, const void *data, size_t size);
 void snap__elf_free(snap__elf_t *e);
 
