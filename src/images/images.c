@@ -50,7 +50,19 @@ static interned_t *g_interned[INTERN_BUCKETS];
 
 /* Writer state: guarded by g_writer (g_built, g_dirty and g_stamp are also
    read without it, to skip a rebuild). */
-static pthread_mutex_t g_writer = PTHREAD_MUTEX_INITIALIZER;
+/* The writer lock. A snap__lock_t, so fork() holds it and the child gets it
+   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
+   and Apple's libc re-arm in a forked child), not in a constructor: other
+   files' constructors may get here first. Should the fork registry be
+   full, the lock still excludes; only fork's reset is lost. */
+static snap__lock_t g_writer;
+static pthread_once_t g_writer_once = PTHREAD_ONCE_INIT;
+static void g_writer_init(void) { (void)snap__plat_lock_init(&g_writer); }
+static void g_writer_lock(void) {
+  pthread_once(&g_writer_once, g_writer_init);
+  snap__plat_lock_lock(&g_writer);
+}
+static void g_writer_unlock(void) { snap__plat_lock_unlock(&g_writer); }
 static _Atomic uint64_t g_stamp; /* of the published table; read unlocked */
 static uint64_t g_generation;
 static atomic_bool g_built;
@@ -237,7 +249,7 @@ static int build(bool force) {
     return rc;
   }
 
-  pthread_mutex_lock(&g_writer);
+  g_writer_lock();
   for (int i = 0; i < c.n && rc == SNAP_OK; i++) {
     const char *interned = intern(c.v[i].path);
     if (!interned) {
@@ -260,7 +272,7 @@ static int build(bool force) {
       if (!c.v[i].name)
         free((char *)c.v[i].path);
     free(c.v);
-    pthread_mutex_unlock(&g_writer);
+    g_writer_unlock();
     return rc;
   }
   qsort(c.v, (size_t)c.n, sizeof *c.v, by_start);
@@ -281,7 +293,7 @@ static int build(bool force) {
   atomic_store_explicit(&g_stamp, stamp, memory_order_release);
   atomic_store(&g_built, true);
   atomic_store(&g_dirty, false);
-  pthread_mutex_unlock(&g_writer);
+  g_writer_unlock();
   return SNAP_OK;
 }
 
@@ -325,14 +337,14 @@ int snap_set_app_image_prefixes(const char *const *prefixes, int n) {
       return SNAP_ENOMEM;
     }
   }
-  pthread_mutex_lock(&g_writer);
+  g_writer_lock();
   for (int i = 0; i < g_prefix_count; i++)
     free(g_prefixes[i]);
   for (int i = 0; i < n; i++)
     g_prefixes[i] = copy[i];
   g_prefix_count = n;
   atomic_store(&g_dirty, true);
-  pthread_mutex_unlock(&g_writer);
+  g_writer_unlock();
   return build(true);
 }
 

@@ -164,3 +164,20 @@ if(SNAP_FUZZ_SECONDS GREATER 0)
   math(EXPR elf_fuzz_timeout "${elf_fuzz_seconds} + 120")
   set_tests_properties(fuzz_elf PROPERTIES TIMEOUT ${elf_fuzz_timeout})
 endif()
+
+# ---- test_fork_naming: fork while three threads name (issue 12, defect 3) --
+# Every lock naming takes is held across fork() and made new in the child:
+# 150 children, each naming its own stack while the parent's threads name.
+snap_test(test_fork_naming symbols/test_fork_naming.c)
+add_dependencies(test_fork_naming snap_elf_big snap_elf_small)
+target_compile_definitions(test_fork_naming PRIVATE
+  ELF_BIG_LIB="$<TARGET_FILE:snap_elf_big>"
+  ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")
+set_tests_properties(test_fork_naming PROPERTIES TIMEOUT 300)
+
+# ---- test_elf_rewrite: a loaded library's file rewritten in place ---------
+# (issue 12, defect 9): names or none, never SIGBUS.
+snap_test(test_elf_rewrite symbols/test_elf_rewrite.c)
+add_dependencies(test_elf_rewrite snap_elf_small)
+target_compile_definitions(test_elf_rewrite PRIVATE
+  ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")

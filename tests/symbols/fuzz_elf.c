@@ -6,7 +6,9 @@
  * byte past it an ASan finding. When it parses, every kind of lookup runs:
  * each symbol's start, middle and end, every PLT byte (capped), the
  * addresses around the PLTs, and two addresses taken from the input's
- * first bytes. Built only with SNAP_FUZZ_SECONDS > 0 (clang, the asan
+ * first bytes. Inputs of odd length are detached first (snap__elf_detach)
+ * and their buffer freed, so any lookup that still reads the input is a
+ * use-after-free. Built only with SNAP_FUZZ_SECONDS > 0 (clang, the asan
  * configuration), seeded with a small library that has PLT entries.
  */
 #include <stdlib.h>
@@ -21,6 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(buf, data, size);
   snap__elf_t e;
   if (snap__elf_parse(&e, buf, size) == 0) {
+    if ((size & 1) && snap__elf_detach(&e) == 0) {
+      free(buf);
+      buf = NULL;
+    }
     char name[256];
     uint64_t entry, floor;
     for (size_t i = 0; i < e.nsyms; i++) {

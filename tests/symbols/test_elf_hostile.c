@@ -74,6 +74,8 @@ static int exercise(const buf_t *b) {
   int rc = snap__elf_parse(&e, b->p, b->n);
   if (rc != 0)
     return rc;
+  if (rnd() & 1) /* what elf_symbols.c does before it frees the file copy */
+    (void)snap__elf_detach(&e);
   char name[512];
   uint64_t entry, floor;
   for (size_t i = 0; i < e.nsyms; i += 1 + e.nsyms / 512) {

@@ -17,12 +17,14 @@
  *     file still exports its public functions). ELF32 and big-endian give
  *     -1: the targets (x86_64, aarch64 Linux) are ELF64 LE.
  *  2. Keep defined STT_FUNC / STT_GNU_IFUNC symbols that lie inside their
- *     section; sort by address; of aliases at one address keep one name
- *     (GLOBAL over WEAK over LOCAL, then fewer leading underscores, then
+ *     section; sort by address (a radix sort); of aliases at one address
+ *     keep one name (GLOBAL over WEAK over LOCAL, then fewer leading
+ *     underscores, then
  *     shorter, then strcmp: "malloc" over "__libc_malloc", and the same
  *     answer every run) with the largest size. A size-0 symbol runs to the
  *     next symbol or the end of its section.
- *  3. Names stay in the buffer: a string table counts only if its last byte
+ *  3. Names stay in the buffer (until snap__elf_detach copies the ones
+ *     kept): a string table counts only if its last byte
  *     is NUL, so any in-range offset has its terminator inside the table
  *     (checked once per table, not once per name: a hostile table of long
  *     unterminated strings cannot make the parse quadratic).
@@ -132,6 +134,58 @@ static int cand_cmp(const void *pa, const void *pb) {
   return strcmp(a->name, b->name);
 }
 
+/* Sorts c[0..n) as qsort with cand_cmp would, faster: the comparisons of a
+   100 k-function table were most of an image's first lookup. An LSD radix
+   sort of (addr, index) keys, 11 bits a pass, skipping digits that are
+   the same in every key (a library's addresses span a few MiB: three
+   passes); it is stable, and each run of one address (aliases: short) is
+   then put in cand_cmp's order. False when out of memory (c untouched). */
+#define RADIX_BITS 11
+static bool sort_cands(cand_t *c, size_t n) {
+  typedef struct radix_key {
+    uint64_t addr;
+    size_t i;
+  } radix_key_t;
+  radix_key_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  cand_t *out = malloc(n * sizeof *out);
+  if (!a || !b || !out) {
+    free(a), free(b), free(out);
+    return false;
+  }
+  uint64_t diff = 0;
+  for (size_t i = 0; i < n; i++) {
+    a[i] = (radix_key_t){c[i].addr, i};
+    diff |= c[i].addr ^ c[0].addr;
+  }
+  const uint64_t mask = (1u << RADIX_BITS) - 1;
+  for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
+    if (!((diff >> shift) & mask))
+      continue; /* one digit for all: this pass would change nothing */
+    size_t count[(1u << RADIX_BITS) + 1] = {0};
+    for (size_t i = 0; i < n; i++)
+      count[((a[i].addr >> shift) & mask) + 1]++;
+    for (size_t d = 1; d <= mask + 1; d++)
+      count[d] += count[d - 1];
+    for (size_t i = 0; i < n; i++)
+      b[count[(a[i].addr >> shift) & mask]++] = a[i];
+    radix_key_t *t = a;
+    a = b, b = t;
+  }
+  for (size_t i = 0; i < n; i++)
+    out[i] = c[a[i].i];
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && out[j].addr == out[i].addr)
+      j++;
+    if (j - i > 1)
+      qsort(out + i, j - i, sizeof *out, cand_cmp);
+    i = j;
+  }
+  memcpy(c, out, n * sizeof *c);
+  free(a), free(b), free(out);
+  return true;
+}
+
 static unsigned bind_rank(unsigned char info) {
   switch (ELF64_ST_BIND(info)) {
   case STB_GLOBAL: return 0;
@@ -191,7 +245,8 @@ static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
     free(c);
     return 0;
   }
-  qsort(c, n, sizeof *c, cand_cmp);
+  if (!sort_cands(c, n))
+    qsort(c, n, sizeof *c, cand_cmp);
 
   /* One entry per address: the first of each run is the preferred name;
      the run's largest size and section end stand for all of it. */
@@ -542,7 +597,83 @@ fail:
   return -1;
 }
 
+/* ---- Detaching from the buffer ------------------------------------------ */
+
+/* Appends data[off, off + len) to the block at *at; returns its new offset. */
+static uint64_t keep(uint8_t *blk, size_t *at, const uint8_t *data,
+                     uint64_t off, uint64_t len) {
+  uint64_t where = *at;
+  if (len)
+    memcpy(blk + *at, data + off, (size_t)len);
+  *at += (size_t)len;
+  return where;
+}
+
+int snap__elf_detach(snap__elf_t *e) {
+  if (e->owned)
+    return 0;
+  /* Every range below was checked against the buffer by the parse: each
+     term is at most the buffer's size. The names are not: many symbols
+     may share one long name. Real images' names add up to less than their
+     string table, so past twice the buffer the file is taken as hostile
+     and keeps its buffer (-1). */
+  bool plt = e->nplt > 0;
+  uint64_t need = e->build_id_len;
+  if (e->debuglink)
+    need += strlen(e->debuglink) + 1;
+  if (plt) {
+    for (int i = 0; i < e->nplt; i++)
+      need += e->plt[i].size_in_file;
+    for (int i = 0; i < e->nrela; i++)
+      need += e->rela[i].count * sizeof(Elf64_Rela);
+    need += e->dynsym_count * sizeof(Elf64_Sym) + e->dynstr_size;
+  }
+  for (size_t i = 0; i < e->nsyms; i++) {
+    need += strlen(e->syms[i].name) + 1;
+    if (need > 2 * (uint64_t)e->size + 4096)
+      return -1;
+  }
+  uint8_t *blk = malloc(need ? (size_t)need : 1);
+  if (!blk)
+    return -1;
+  size_t at = 0;
+  const uint8_t *d = e->data;
+  for (size_t i = 0; i < e->nsyms; i++) {
+    const char *name = e->syms[i].name;
+    size_t len = strlen(name) + 1;
+    memcpy(blk + at, name, len);
+    e->syms[i].name = (const char *)blk + at;
+    at += len;
+  }
+  if (e->build_id)
+    e->build_id = blk + keep(blk, &at, e->build_id, 0, e->build_id_len);
+  if (e->debuglink)
+    e->debuglink = (const char *)blk +
+                   keep(blk, &at, (const uint8_t *)e->debuglink, 0,
+                        strlen(e->debuglink) + 1);
+  if (plt) {
+    for (int i = 0; i < e->nplt; i++)
+      if (e->plt[i].size_in_file)
+        e->plt[i].offset =
+            keep(blk, &at, d, e->plt[i].offset, e->plt[i].size_in_file);
+    for (int i = 0; i < e->nrela; i++)
+      e->rela[i].offset = keep(blk, &at, d, e->rela[i].offset,
+                               e->rela[i].count * sizeof(Elf64_Rela));
+    e->dynsym_off = keep(blk, &at, d, e->dynsym_off,
+                         e->dynsym_count * sizeof(Elf64_Sym));
+    e->dynstr_off = keep(blk, &at, d, e->dynstr_off, e->dynstr_size);
+  } else {
+    e->nrela = 0; /* nothing to name without a PLT */
+    e->dynsym_off = e->dynsym_count = e->dynstr_off = e->dynstr_size = 0;
+  }
+  e->data = blk;
+  e->size = at;
+  e->owned = blk;
+  return 0;
+}
+
 void snap__elf_free(snap__elf_t *e) {
   free(e->syms);
+  free(e->owned);
   memset(e, 0, sizeof *e);
 }

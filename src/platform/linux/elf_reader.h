@@ -2,9 +2,11 @@
  * elf_reader.h — function names out of an ELF image held in memory.
  *
  * A pure parser over a byte buffer: no file I/O, no system call, no global
- * state, so the fuzzer can drive it with any bytes. elf_symbols.c maps the
- * files and owns the buffers; every pointer the reader hands back (names,
- * the build-id) points into that buffer and lives as long as it does.
+ * state, so the fuzzer can drive it with any bytes. elf_symbols.c reads the
+ * files into buffers it owns. Every pointer the reader hands back (names,
+ * the build-id) points into that buffer and lives as long as it does —
+ * until snap__elf_detach copies what lookups need into a block of the
+ * parse's own, after which the buffer may be freed.
  *
  * Only ELF64 little-endian is read (x86_64 and aarch64 Linux, the targets);
  * anything else, ELF32 included, parses as "unknown".
@@ -40,8 +42,9 @@ typedef struct snap__elf_rela {
 #define SNAP__ELF_MAX_RELA 4
 
 typedef struct snap__elf {
-  const uint8_t *data;
+  const uint8_t *data; /* the buffer parsed, or after detach: owned */
   size_t size;
+  uint8_t *owned; /* detach's block (data points into it), or NULL */
   uint16_t machine; /* e_machine: EM_X86_64, EM_AARCH64, ... */
   uint16_t type;    /* e_type: ET_EXEC, ET_DYN, ... */
 
@@ -68,10 +71,19 @@ typedef struct snap__elf {
 /* Parses data[0..size). Returns 0 and fills *e (call snap__elf_free later),
    or -1 when the image cannot be named (not ELF64 LE, truncated, absurd
    counts or offsets, no usable symbol table); then *e holds nothing to
-   free. Allocates at most one array, bounded by the number of symbol
-   entries the buffer can hold. [setup] */
+   free. Keeps one array, bounded by the number of symbol entries the
+   buffer can hold (and, while sorting, scratch of that order). [setup] */
 int snap__elf_parse(snap__elf_t *e, const void *data, size_t size);
 void snap__elf_free(snap__elf_t *e);
+
+/* Makes a parsed e independent of the buffer it was parsed from: the
+   function names, the PLT bytes, the relocations and .dynsym/.dynstr that
+   name PLT entries, the build-id and the debuglink are copied into one
+   block e owns (e->data then points there), and the buffer may go. Memory:
+   the names of the functions (not of every symbol, nor the rest of the
+   file), plus the PLT's naming tables when the image has a PLT. Returns 0,
+   or -1 when out of memory (e then still uses the buffer). [setup] */
+int snap__elf_detach(snap__elf_t *e);
 
 /* The function holding vaddr (a file virtual address). Returns it, or NULL.
    O(log n). When none holds it, *floor (if not NULL) receives the end of

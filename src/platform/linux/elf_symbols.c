@@ -1,13 +1,14 @@
 /*
  * elf_symbols.c — the Linux system symbol provider: snap__plat_symbolize.
  *
- * Owns: the files behind the images (mapped read-only, never copied), the
+ * Owns: what naming needs of the files behind the images (read into memory
+ * we own, parsed, then only the names and PLT tables kept), the
  * search for their separate debug files, and a small cache of parsed
  * images. The parsing itself is elf_reader.c's; Objective-C method names
  * come from objc_names.c.
  *
  * Per image, on first use:
- *  1. map the file (open + fstat + mmap, read-only, private). The vdso has
+ *  1. read the file (open + fstat + pread: see map_file). The vdso has
  *     no file: dl_iterate_phdr names it "linux-vdso.so.1"; its ELF image is
  *     copied out of memory (getauxval(AT_SYSINFO_EHDR)) through the safe
  *     read, since the kernel's page is the only copy;
@@ -17,22 +18,27 @@
  *     name in <dir>/, <dir>/.debug/ and /usr/lib/debug/<dir>/ (accepted if
  *     the link's CRC32 of the whole file matches, or both build-ids do).
  *     A debug file names the functions; the file itself still decodes its
- *     PLT (a debug file's .plt is NOBITS).
+ *     PLT (a debug file's .plt is NOBITS);
+ *  3. detach the parses from the file copies (snap__elf_detach: the
+ *     function names and the PLT's tables copied into blocks of their
+ *     own) and free the copies.
  * Addresses: a symbol's file vaddr + image_base (the load bias), which is
  * right for PIE, shared objects and non-PIE executables (bias 0).
  *
  * Cache: up to MAX_IMAGES images keyed by path (symbols are file offsets:
  * where the image is loaded is the query's business), least recently used
- * dropped and unmapped; an image that fails to load is cached too, so a bad
- * file is opened once, not once per pc. One mutex guards it, held while the
- * ELF answers are looked up and copied out of the mappings — never while
+ * dropped and freed; an image that fails to load is cached too, so a bad
+ * file is opened once, not once per pc. One lock guards it, held while the
+ * ELF answers are looked up and copied out of the copies — never while
  * calling anything that may take the loader's lock, nor the callbacks (see
  * snap__plat_symbolize).
  *
- * Must not: run in the stopped window (it opens files, maps, locks,
- * allocates). A file truncated on disk while mapped could fault on access;
- * package managers replace files by rename (the old inode stays mapped),
- * so we accept that rather than copy every library into the heap.
+ * Must not: run in the stopped window (it opens files, locks, allocates),
+ * or keep a file mapped (design.md rule 6: a file cut on disk while mapped
+ * faults on access). The cost: a file's whole copy while it is parsed;
+ * then, per cached image, its function names and sorted symbols (and its
+ * PLT's tables). A file rewritten after it was read keeps its old names
+ * until its entry is dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,17 +58,20 @@
 #include <elf.h>
 
 /* Images kept parsed. A process rarely names frames from more than a few
-   dozen images; each entry holds two mappings (address space, not memory)
-   and a symbol array of ~24 bytes a function. */
+   dozen images; each entry holds its functions' names and a symbol array
+   of ~24 bytes a function (the file copy only while it is parsed). */
 #define MAX_IMAGES 32
 /* The vdso is one or two pages; anything claiming more is not believed. */
 #define MAX_VDSO_SIZE (1u << 20)
 #define DEBUG_ROOT "/usr/lib/debug"
+/* A file bigger than this is not read (its names are lost): the copy is
+   held as long as the image is cached. */
+#define MAX_FILE_SIZE ((uint64_t)512 << 20)
 
 typedef struct mapping {
   void *addr;
   size_t size;
-  bool heap; /* the vdso's copy: free(), not munmap() */
+  bool vdso; /* copied from memory: no file, no debug file */
   dev_t dev;
   ino_t ino;
 } mapping_t;
@@ -77,13 +85,119 @@ typedef struct image {
   snap__elf_t elf, dbg;
 } image_t;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards g_images and g_clock. A snap__lock_t, so fork() holds it and the child gets it
+   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
+   and Apple's libc re-arm in a forked child), not in a constructor: other
+   files' constructors may get here first. Should the fork registry be
+   full, the lock still excludes; only fork's reset is lost. */
+static snap__lock_t g_lock;
+static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
+static void g_lock_init(void) { (void)snap__plat_lock_init(&g_lock); }
+static void g_lock_lock(void) {
+  pthread_once(&g_lock_once, g_lock_init);
+  snap__plat_lock_lock(&g_lock);
+}
+static void g_lock_unlock(void) { snap__plat_lock_unlock(&g_lock); }
 static image_t g_images[MAX_IMAGES];
 static uint64_t g_clock;
 
 /* ---- Files ----------------------------------------------------------------
  */
 
+/* Reads [off, off + len) of fd into buf + off with bounded preads
+   (abseil's symbolize_elf shape): retried on EINTR, stopped at end of
+   file. Returns the bytes read: fewer when the file was cut since we
+   looked at its size, and that truncation is a result, not an error (the
+   bytes not read stay zero: the parse then fails or names less). */
+static uint64_t read_at(int fd, uint8_t *buf, uint64_t off, uint64_t len) {
+  uint64_t got = 0;
+  while (got < len) {
+    ssize_t n = pread(fd, buf + off + got, (size_t)(len - got),
+                      (off_t)(off + got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += (uint64_t)n;
+  }
+  return got;
+}
+
+static bool is_named(const uint8_t *buf, uint64_t size, const Elf64_Shdr *tab,
+                     uint32_t name, const char *want) {
+  size_t len = strlen(want) + 1;
+  return name < tab->sh_size && tab->sh_size - name >= len &&
+         tab->sh_offset + name + len <= size &&
+         memcmp(buf + tab->sh_offset + name, want, len) == 0;
+}
+
+/* Fills only the parts of buf (size bytes, zeroed) that the reader looks
+   at: the headers, the symbol and string tables, notes, relocations, the
+   PLTs and the debuglink. The text, data and DWARF — most of a file — are
+   never read. False when the headers are not what the reader expects;
+   the caller then reads the whole file and lets the reader judge it. A
+   section this misses only costs what it would have named. */
+static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
+  Elf64_Ehdr eh;
+  Elf64_Shdr s0, names;
+  if (size < sizeof eh || read_at(fd, buf, 0, sizeof eh) != sizeof eh)
+    return false;
+  memcpy(&eh, buf, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 ||
+      eh.e_shoff > size || size - eh.e_shoff < sizeof s0 ||
+      read_at(fd, buf, eh.e_shoff, sizeof s0) != sizeof s0)
+    return false;
+  memcpy(&s0, buf + eh.e_shoff, sizeof s0);
+  uint64_t num = eh.e_shnum ? eh.e_shnum : s0.sh_size;
+  if (num == 0 || num > (size - eh.e_shoff) / sizeof(Elf64_Shdr) ||
+      read_at(fd, buf, eh.e_shoff, num * sizeof(Elf64_Shdr)) !=
+          num * sizeof(Elf64_Shdr))
+    return false;
+  if (eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phoff <= size &&
+      (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) <= size - eh.e_phoff) {
+    read_at(fd, buf, eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr));
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+      Elf64_Phdr ph;
+      memcpy(&ph, buf + eh.e_phoff + i * sizeof ph, sizeof ph);
+      if (ph.p_type == PT_NOTE && ph.p_offset <= size &&
+          ph.p_filesz <= size - ph.p_offset)
+        read_at(fd, buf, ph.p_offset, ph.p_filesz);
+    }
+  }
+  uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? s0.sh_link : eh.e_shstrndx;
+  bool names_ok = strndx < num;
+  if (names_ok) {
+    memcpy(&names, buf + eh.e_shoff + strndx * sizeof names, sizeof names);
+    names_ok = names.sh_type == SHT_STRTAB && names.sh_offset <= size &&
+               names.sh_size <= size - names.sh_offset;
+  }
+  if (names_ok)
+    read_at(fd, buf, names.sh_offset, names.sh_size);
+  for (uint64_t i = 1; i < num; i++) {
+    Elf64_Shdr s;
+    memcpy(&s, buf + eh.e_shoff + i * sizeof s, sizeof s);
+    bool want = s.sh_type == SHT_SYMTAB || s.sh_type == SHT_DYNSYM ||
+                s.sh_type == SHT_STRTAB || s.sh_type == SHT_NOTE ||
+                s.sh_type == SHT_RELA;
+    if (!want && s.sh_type == SHT_PROGBITS && names_ok)
+      want = is_named(buf, size, &names, s.sh_name, ".plt") ||
+             is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
+             is_named(buf, size, &names, s.sh_name, ".plt.got") ||
+             is_named(buf, size, &names, s.sh_name, ".gnu_debuglink");
+    if (want && s.sh_offset <= size && s.sh_size <= size - s.sh_offset)
+      read_at(fd, buf, s.sh_offset, s.sh_size);
+  }
+  return true;
+}
+
+/* The parts of the file the reader needs (read_parts; or all of it),
+   copied into memory we own. Never a mapping: a file rewritten in place
+   while mapped (cp over a library being developed) turns every page past
+   its new end into SIGBUS for whoever reads it. The buffer is the file's
+   size, zeroed: calloc of a large block is fresh zero pages, so the parts
+   never read cost address space, not memory. */
 static bool map_file(const char *path, mapping_t *m) {
   memset(m, 0, sizeof *m);
   int fd;
@@ -93,23 +207,26 @@ static bool map_file(const char *path, mapping_t *m) {
   if (fd < 0)
     return false;
   struct stat st;
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-            (uint64_t)st.st_size <= SIZE_MAX;
-  if (ok) {
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    ok = p != MAP_FAILED;
-    if (ok)
-      *m = (mapping_t){p, (size_t)st.st_size, false, st.st_dev, st.st_ino};
+  uint8_t *buf = NULL;
+  uint64_t size = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (uint64_t)st.st_size <= MAX_FILE_SIZE) {
+    size = (uint64_t)st.st_size;
+    buf = calloc(1, (size_t)size);
+  }
+  if (buf && !read_parts(fd, buf, size) && read_at(fd, buf, 0, size) == 0) {
+    free(buf); /* nothing there: cut to nothing since fstat */
+    buf = NULL;
   }
   close(fd);
-  return ok;
+  if (!buf)
+    return false;
+  *m = (mapping_t){buf, (size_t)size, false, st.st_dev, st.st_ino};
+  return true;
 }
 
 static void unmap(mapping_t *m) {
-  if (m->addr && m->heap)
-    free(m->addr);
-  else if (m->addr)
-    munmap(m->addr, m->size);
+  free(m->addr);
   memset(m, 0, sizeof *m);
 }
 
@@ -165,8 +282,10 @@ static bool is_vdso_name(const char *path) {
 /* ---- Separate debug files -------------------------------------------------
  */
 
-/* CRC-32 (the polynomial of zlib and of gdb's gnu_debuglink_crc32). */
-static uint32_t crc32_of(const uint8_t *p, size_t n) {
+/* CRC-32 (the polynomial of zlib and of gdb's gnu_debuglink_crc32) of the
+   whole file at path, read in chunks (the file copy holds only parts).
+   False when the file cannot be read to its end. */
+static bool crc32_file(const char *path, uint32_t *out) {
   uint32_t table[256];
   for (uint32_t i = 0; i < 256; i++) {
     uint32_t c = i;
@@ -174,10 +293,31 @@ static uint32_t crc32_of(const uint8_t *p, size_t n) {
       c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
     table[i] = c;
   }
+  int fd;
+  do
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    return false;
+  enum { CHUNK = 1 << 16 };
+  uint8_t *chunk = malloc(CHUNK);
   uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++)
-    crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
+  bool ok = chunk != NULL;
+  for (;;) {
+    ssize_t n = ok ? read(fd, chunk, CHUNK) : 0;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      ok = false;
+    if (n <= 0)
+      break;
+    for (ssize_t i = 0; i < n; i++)
+      crc = table[(crc ^ chunk[i]) & 0xFF] ^ (crc >> 8);
+  }
+  free(chunk);
+  close(fd);
+  *out = crc ^ 0xFFFFFFFFu;
+  return ok;
 }
 
 static bool same_build_id(const snap__elf_t *a, const snap__elf_t *b) {
@@ -190,6 +330,7 @@ static bool same_build_id(const snap__elf_t *a, const snap__elf_t *b) {
    by build-id, or (by_crc) by the debuglink's CRC. */
 static bool try_debug(image_t *img, const char *path, bool by_crc) {
   mapping_t m;
+  uint32_t crc;
   if (!map_file(path, &m))
     return false;
   snap__elf_t d;
@@ -198,7 +339,7 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
   if (ok) {
     ok = d.from_symtab && d.machine == img->elf.machine &&
          (same_build_id(&img->elf, &d) ||
-          (by_crc && crc32_of(m.addr, m.size) == img->elf.debuglink_crc));
+          (by_crc && crc32_file(path, &crc) && crc == img->elf.debuglink_crc));
     if (!ok)
       snap__elf_free(&d);
   }
@@ -206,6 +347,8 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
     unmap(&m);
     return false;
   }
+  if (snap__elf_detach(&d) == 0)
+    unmap(&m); /* the names are d's own now */
   img->debug = m;
   img->dbg = d;
   img->has_dbg = true;
@@ -282,8 +425,10 @@ static void load(image_t *img) {
     return;
   }
   img->ok = true;
-  if (!img->elf.from_symtab && !img->file.heap)
-    find_debug_file(img);
+  if (!img->elf.from_symtab && !img->file.vdso)
+    find_debug_file(img); /* needs the file's identity: detach after */
+  if (snap__elf_detach(&img->elf) == 0)
+    unmap(&img->file);
 }
 
 static image_t *image_for(const char *path) {
@@ -313,7 +458,7 @@ static image_t *image_for(const char *path) {
 
 /* What the locked phase found for one query, for the unlocked phase. */
 typedef struct found {
-  char *name;      /* a copy (the mapping may go once unlocked), or NULL */
+  char *name;      /* a copy (the image may go once unlocked), or NULL */
   uintptr_t addr;  /* the function's first byte */
   uintptr_t floor; /* Objective-C methods are looked for above this */
   bool plt;        /* a PLT pc: named for its target or not at all */
@@ -365,7 +510,7 @@ static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
 }
 
 /* Two phases. Under g_lock, the ELF answers are looked up and copied
-   (names point into mappings only the lock keeps alive). Then, holding no
+   (names point into file copies only the lock keeps alive). Then, holding no
    lock of ours, the Objective-C runtime is asked and the callbacks run:
    both may take the loader's lock (dl_iterate_phdr, dlsym, a dlopen of
    the C++ runtime to demangle), and a thread inside dlopen — a library
@@ -379,7 +524,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
   if (!f)
     return SNAP_ENOMEM;
   char buf[1024];
-  pthread_mutex_lock(&g_lock);
+  g_lock_lock();
   const image_t *last = NULL;
   for (int i = 0; i < n; i++) {
     if (!q[i].image_path || !q[i].image_path[0])
@@ -390,7 +535,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
     if (last)
       find_one(last, &q[i], &f[i], buf, sizeof buf);
   }
-  pthread_mutex_unlock(&g_lock);
+  g_lock_unlock();
 
   /* Objective-C IMPs usually have no ELF symbol (stripped, or local to a
      runtime-registered class): a method above the ELF function's start, or

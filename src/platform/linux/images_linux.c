@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,12 +67,32 @@ static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
+/* Every dl_iterate_phdr of ours runs under this lock, which fork() holds
+   (platform.h, Locks): glibc (2.36) makes its dl_load_lock new in a forked
+   child but not dl_load_write_lock, which dl_iterate_phdr holds for its
+   whole walk; a child forked while one of our threads walked would wait
+   in its first dl_iterate_phdr forever. Held across a loader call, against
+   the rule, because it cannot deadlock: dl_load_write_lock's other holders
+   (dlopen and dlclose while they edit the list) call no code of anyone's,
+   and our callbacks take no lock. Made on first use (constructors). */
+static snap__lock_t g_walk;
+static pthread_once_t g_walk_once = PTHREAD_ONCE_INIT;
+static void walk_init(void) { (void)snap__plat_lock_init(&g_walk); }
+
+static void walk_images(int (*fn)(struct dl_phdr_info *, size_t, void *),
+                        void *arg) {
+  pthread_once(&g_walk_once, walk_init);
+  snap__plat_lock_lock(&g_walk);
+  dl_iterate_phdr(fn, arg);
+  snap__plat_lock_unlock(&g_walk);
+}
+
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx) {
   char exe[4096];
   enum_ctx_t e = {cb, ctx, ""};
   if (snap__plat_main_executable(exe, sizeof exe))
     e.exe_path = exe;
-  dl_iterate_phdr(each_image, &e);
+  walk_images(each_image, &e);
   return SNAP_OK;
 }
 
@@ -86,7 +107,7 @@ static int first_stamp(struct dl_phdr_info *info, size_t size, void *arg) {
 
 uint64_t snap__plat_images_stamp(void) {
   uint64_t stamp = 0;
-  dl_iterate_phdr(first_stamp, &stamp);
+  walk_images(first_stamp, &stamp);
   return stamp;
 }
 
@@ -136,7 +157,7 @@ static int holds_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 
 bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
   holds_ctx_t h = {addr, base, path, 0};
-  dl_iterate_phdr(holds_cb, &h);
+  walk_images(holds_cb, &h);
   return h.found == 0 ? path == NULL : h.found == 1;
 }
 #endif

@@ -75,7 +75,19 @@ typedef struct objc_api {
   void *(*meta_class)(const char *cls_name); /* the fallback */
 } objc_api_t;
 
-static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards the copy into api. A snap__lock_t, so fork() holds it and the child gets it
+   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
+   and Apple's libc re-arm in a forked child), not in a constructor: other
+   files' constructors may get here first. Should the fork registry be
+   full, the lock still excludes; only fork's reset is lost. */
+static snap__lock_t api_lock;
+static pthread_once_t api_lock_once = PTHREAD_ONCE_INIT;
+static void api_lock_init(void) { (void)snap__plat_lock_init(&api_lock); }
+static void api_lock_lock(void) {
+  pthread_once(&api_lock_once, api_lock_init);
+  snap__plat_lock_lock(&api_lock);
+}
+static void api_lock_unlock(void) { snap__plat_lock_unlock(&api_lock); }
 static objc_api_t api;         /* complete before api_ready is set */
 static atomic_bool api_ready;  /* release-set once, never cleared */
 static atomic_ullong api_miss; /* images stamp + 1 of the last failed probe */
@@ -113,12 +125,12 @@ static const objc_api_t *api_get(void) {
     atomic_store_explicit(&api_miss, stamp, memory_order_relaxed);
     return NULL;
   }
-  pthread_mutex_lock(&api_lock);
+  api_lock_lock();
   if (!atomic_load_explicit(&api_ready, memory_order_relaxed)) {
     api = found;
     atomic_store_explicit(&api_ready, true, memory_order_release);
   }
-  pthread_mutex_unlock(&api_lock);
+  api_lock_unlock();
   return &api;
 }
 
@@ -138,8 +150,19 @@ typedef struct objc_table {
   uint64_t stamp; /* key: snap__plat_images_stamp() when built */
 } objc_table_t;
 
-/* Guards `current` only; a leaf lock (see the head comment). */
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards `current` only; a leaf lock (see the head comment). A snap__lock_t, so fork() holds it and the child gets it
+   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
+   and Apple's libc re-arm in a forked child), not in a constructor: other
+   files' constructors may get here first. Should the fork registry be
+   full, the lock still excludes; only fork's reset is lost. */
+static snap__lock_t table_lock;
+static pthread_once_t table_lock_once = PTHREAD_ONCE_INIT;
+static void table_lock_init(void) { (void)snap__plat_lock_init(&table_lock); }
+static void table_lock_lock(void) {
+  pthread_once(&table_lock_once, table_lock_init);
+  snap__plat_lock_lock(&table_lock);
+}
+static void table_lock_unlock(void) { snap__plat_lock_unlock(&table_lock); }
 static objc_table_t *current;
 
 static int entry_cmp(const void *pa, const void *pb) {
@@ -260,10 +283,10 @@ bool snap__linux_objc_prepare(void) {
   int classes = a->get_class_list(NULL, 0);
   uint64_t stamp = snap__plat_images_stamp();
 
-  pthread_mutex_lock(&table_lock);
+  table_lock_lock();
   bool up_to_date =
       current && current->classes == classes && current->stamp == stamp;
-  pthread_mutex_unlock(&table_lock);
+  table_lock_unlock();
   if (up_to_date)
     return true;
 
@@ -273,10 +296,10 @@ bool snap__linux_objc_prepare(void) {
   objc_table_t *fresh = table_build(a, classes, stamp);
   if (!fresh)
     return false;
-  pthread_mutex_lock(&table_lock);
+  table_lock_lock();
   objc_table_t *old = current;
   current = fresh;
-  pthread_mutex_unlock(&table_lock);
+  table_lock_unlock();
   table_free(old);
   return true;
 }
@@ -285,9 +308,9 @@ uintptr_t snap__linux_objc_lookup(uintptr_t addr, uintptr_t lo, char *buf,
                                   size_t size) {
   if (!buf && size)
     return 0;
-  pthread_mutex_lock(&table_lock);
+  table_lock_lock();
   uintptr_t imp = current ? table_lookup(current, addr, lo, buf, size) : 0;
-  pthread_mutex_unlock(&table_lock);
+  table_lock_unlock();
   return imp;
 }
 

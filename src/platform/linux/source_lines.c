@@ -14,8 +14,14 @@
  * report fails (an image unloaded and another now sits at its addresses)
  * the session is thrown away and begun again.
  *
+ * Files: libdw maps what it reads, so it is handed a copy of each image's
+ * file in a memfd (copy_to_memfd), never the file itself: a library
+ * rewritten in place cannot fault it. Separate debug files that libdwfl
+ * finds by itself (/usr/lib/debug) are still its own mappings.
+ *
  * Must not: run in the stopped window or on a hot path: the first query of
- * an image reads its whole line table (milliseconds to seconds).
+ * an image copies its file and reads its whole line table (milliseconds to
+ * seconds).
  */
 #include "platform/linux/linux.h"
 
@@ -37,6 +43,10 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -74,7 +84,20 @@ typedef struct module {
   Dwfl_Module *mod; /* NULL: reported and failed; not tried again */
 } module_t;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards the session (g_dwfl, g_mods): every libdw call is made under
+   it, so no thread of ours is inside libdw at fork. A snap__lock_t, so fork() holds it and the child gets it
+   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
+   and Apple's libc re-arm in a forked child), not in a constructor: other
+   files' constructors may get here first. Should the fork registry be
+   full, the lock still excludes; only fork's reset is lost. */
+static snap__lock_t g_lock;
+static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
+static void g_lock_init(void) { (void)snap__plat_lock_init(&g_lock); }
+static void g_lock_lock(void) {
+  pthread_once(&g_lock_once, g_lock_init);
+  snap__plat_lock_lock(&g_lock);
+}
+static void g_lock_unlock(void) { snap__plat_lock_unlock(&g_lock); }
 /* 0 not tried, 2 a thread is loading it, 1 loaded, -1 unavailable. Loaded
    with no lock of ours held, and never waited for: dlopen takes the
    loader's lock, and a thread inside dlopen (a constructor asking for a
@@ -88,6 +111,13 @@ static module_t g_mods[MAX_MODULES];
 static int g_nmods;
 
 #define SYM(field, name) (*(void **)&g_dw.field = dlsym(h, name)) != NULL
+
+/* In a forked child: a load some parent thread had under way will never
+   finish there; the next caller tries again. */
+static void state_fork_child(void) {
+  int loading = 2;
+  atomic_compare_exchange_strong(&g_state, &loading, 0);
+}
 
 static bool load_libdw(void) {
   void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -112,6 +142,22 @@ static bool load_libdw(void) {
   memcpy(&g_callbacks.find_elf, &find_elf, sizeof find_elf);
   memcpy(&g_callbacks.find_debuginfo, &find_dbg, sizeof find_dbg);
   memcpy(&g_callbacks.section_address, &sec_addr, sizeof sec_addr);
+  /* libdwfl (0.186 and later) dlopens libdebuginfod the first time a
+     debug file is not found locally (a pthread_once inside
+     dwfl_get_debuginfod_client), which would be from inside a call we
+     make under g_lock: a loader call under a lock of ours. Have it happen
+     now, with no lock of ours held. Earlier versions do it in libdw's
+     constructor, during the dlopen above. */
+  void *get_client = dlsym(h, "dwfl_get_debuginfod_client");
+  if (get_client) {
+    void *(*fn)(Dwfl *);
+    memcpy(&fn, &get_client, sizeof fn);
+    Dwfl *d = g_dw.begin(&g_callbacks);
+    if (d) {
+      (void)fn(d);
+      g_dw.end(d);
+    }
+  }
   return true; /* h stays open for the life of the process */
 }
 
@@ -124,12 +170,61 @@ static void reset_session(void) {
   g_nmods = 0;
 }
 
+/* A copy of the file at path in memory we own (a memfd), or -1. libdw
+   maps the files it reads (elf_begin with ELF_C_READ_MMAP): a library
+   rewritten or cut in place under that mapping (cp over one being
+   developed) would SIGBUS whoever reads its line table next. A memfd
+   only we write cannot shrink. Read with bounded preads (EINTR retried,
+   end of file ends it: a file cut meanwhile is copied as far as it goes). */
+static int copy_to_memfd(const char *path) {
+  int in;
+  do
+    in = open(path, O_RDONLY | O_CLOEXEC);
+  while (in < 0 && errno == EINTR);
+  if (in < 0)
+    return -1;
+  int out = memfd_create("stacksnap-dwarf", MFD_CLOEXEC);
+  char *chunk = malloc(1 << 16);
+  bool ok = out >= 0 && chunk;
+  for (off_t at = 0; ok;) {
+    ssize_t n = pread(in, chunk, 1 << 16, at);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ok = n == 0 && at > 0;
+      break;
+    }
+    for (ssize_t done = 0; ok && done < n;) {
+      ssize_t w = write(out, chunk + done, (size_t)(n - done));
+      if (w < 0 && errno == EINTR)
+        continue;
+      ok = w > 0;
+      done += w > 0 ? w : 0;
+    }
+    at += n;
+  }
+  free(chunk);
+  close(in);
+  if (!ok && out >= 0) {
+    close(out);
+    out = -1;
+  }
+  return out;
+}
+
 static Dwfl_Module *report(const char *path, uintptr_t base) {
   if (!g_dwfl && !(g_dwfl = g_dw.begin(&g_callbacks)))
     return NULL;
+  int fd = copy_to_memfd(path);
+  if (fd < 0)
+    return NULL;
   g_dw.report_begin_add(g_dwfl);
-  Dwfl_Module *m = g_dw.report_elf(g_dwfl, path, path, -1, base, true);
+  /* With an fd of ours, libdw reads that, not path; the module owns the fd
+     from then on (closed with it), but not when the report fails. */
+  Dwfl_Module *m = g_dw.report_elf(g_dwfl, path, path, fd, base, true);
   g_dw.report_end(g_dwfl, NULL, NULL);
+  if (!m)
+    close(fd);
   return m;
 }
 
@@ -172,6 +267,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     return SNAP_EINVAL;
   int state = 0;
   if (atomic_compare_exchange_strong(&g_state, &state, 2)) {
+    (void)pthread_atfork(NULL, NULL, state_fork_child); /* once: 0 -> 2 */
     state = load_libdw() ? 1 : -1;
     atomic_store(&g_state, state);
   }
@@ -179,7 +275,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     return SNAP_EUNSUPPORTED;
   if (state == 2)
     return SNAP_OK; /* being loaded by another thread */
-  pthread_mutex_lock(&g_lock);
+  g_lock_lock();
   /* Only files: the vdso ("linux-vdso.so.1") has no line table. */
   if (q->image_path && q->image_path[0] == '/') {
     Dwfl_Module *m = module_for(q->image_path, q->image_base);
@@ -188,7 +284,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     if (file && lineno > 0)
       cb(file, (unsigned)lineno, ctx);
   }
-  pthread_mutex_unlock(&g_lock);
+  g_lock_unlock();
   return SNAP_OK;
 }
 

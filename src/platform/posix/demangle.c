@@ -31,7 +31,10 @@
  *
  * Thread safety: the C++ lookup runs once, claimed by an atomic (see
  * cxx_state); the Swift pointer is an atomic written by whoever finds it
- * first (every finder finds the same function).
+ * first (every finder finds the same function). No lock: nothing here can
+ * be inherited held by a forked child. A lookup claimed by a thread that
+ * does not exist in the child is given back there (the child handler), so
+ * the child demangles C++ too.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -80,7 +83,18 @@ static void cxx_lookup(void) {
                         memory_order_release);
 }
 
+/* In a forked child: a lookup some parent thread had claimed will never
+   finish there; the next caller makes it. */
+static void cxx_fork_child(void) {
+  int claimed = 1;
+  atomic_compare_exchange_strong(&cxx_state, &claimed, 0);
+}
+
+static pthread_once_t cxx_hook_once = PTHREAD_ONCE_INIT;
+static void cxx_hook(void) { (void)pthread_atfork(NULL, NULL, cxx_fork_child); }
+
 static char *demangle_cxx(const char *mangled) {
+  pthread_once(&cxx_hook_once, cxx_hook);
   int expected = 0;
   if (atomic_compare_exchange_strong(&cxx_state, &expected, 1)) {
     cxx_lookup();
