@@ -90,26 +90,11 @@ uint64_t snap__plat_images_stamp(void) {
   return stamp;
 }
 
-#if defined(DLFO_STRUCT_HAS_EH_DBASE) /* glibc >= 2.35 */
-/* _dl_find_object is glibc's lock-free lookup for unwinders: a binary
-   search over a copy of the loaded objects that dlclose updates before it
-   unmaps anything. Comparing the link map's base and name (not the link
-   map's address: a library loaded after a dlclose can get the freed link
-   map's memory back) tells "still the same image" apart from "another image
-   now at the same place". The main program's link map has an empty name
-   and cannot be unloaded: its base is enough. */
-bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
-  struct dl_find_object fo;
-  if (_dl_find_object((void *)addr, &fo) != 0)
-    return path == NULL; /* in no image now: right only if it was in none */
-  const struct link_map *lm = fo.dlfo_link_map;
-  if (!path || !lm || lm->l_addr != base)
-    return false;
-  return !lm->l_name || !lm->l_name[0] || strcmp(lm->l_name, path) == 0;
-}
-#else
-/* Older glibc: the same question through dl_iterate_phdr, which takes the
-   loader lock — correct, but it serialises threads on every cache hit. */
+/* Asked through dl_iterate_phdr, under the loader's lock, so every record
+   read is alive. Not the lock-free _dl_find_object: the link map it returns
+   (and the file name in it) may be freed by a concurrent dlclose the moment
+   it is returned. The symbol cache does not ask this on Linux: it judges
+   its hits by the image table alone (symbols/cache.c). */
 typedef struct holds_ctx {
   uintptr_t addr, base;
   const char *path;
@@ -139,7 +124,6 @@ bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
   dl_iterate_phdr(holds_cb, &h);
   return h.found == 0 ? path == NULL : h.found == 1;
 }
-#endif
 
 bool snap__plat_app_root(char *buf, size_t size) {
   if (!snap__plat_main_executable(buf, size))
