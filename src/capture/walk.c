@@ -36,6 +36,9 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->signal_frames = 0;
   c->images = NULL;
   c->salt = snap__rule_cache_salt(snap__images_current_generation());
+  c->live = (snap__plat_live_t){0, 0, 0, 0}; /* empty: ask at first pc */
+  c->live_found = false;
+  c->run_salt = c->salt;
   c->lo = regs->sp;
   c->hi = hi > regs->sp ? hi : 0;
 }
@@ -48,6 +51,38 @@ const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
     c->salt = snap__rule_cache_salt(snap__images_generation(c->images));
   }
   return c->images;
+}
+
+void snap__cursor_live(snap__cursor_t *c, uintptr_t pc) {
+  c->live_found = snap__plat_image_live(pc, &c->live);
+  if (!c->live_found) /* in no image: this pc alone */
+    c->live = (snap__plat_live_t){pc, pc + 1, 0, 0};
+  /* A multiply keeps distinct identities from cancelling the salt. */
+  c->run_salt = c->salt ^ (c->live.id * 0xbf58476d1ce4e5b9ull);
+}
+
+const snap__image_t *snap__cursor_image(snap__cursor_t *c, uintptr_t pc,
+                                        snap__image_t *scratch) {
+  (void)snap__cursor_salt(c, pc); /* brings live to pc's image */
+  const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
+  /* snap__cursor_images may have moved the generation salt: refresh. */
+  c->run_salt = c->salt ^ (c->live.id * 0xbf58476d1ce4e5b9ull);
+  if (!c->live_found)
+    return NULL; /* unloaded since the table was built, or never an image */
+  if (c->live.id == 0 || (img && img->live_id == c->live.id))
+    return img; /* no live check here, or the table is right at pc */
+  /* The table is stale at pc: what the loader says now, read safely. */
+  *scratch = (snap__image_t){0};
+  scratch->start = c->live.lo;
+  scratch->end = c->live.hi;
+  scratch->base = c->live.lo;
+  scratch->unwind_hdr = c->live.unwind_hdr;
+  scratch->unwind_lo = c->live.lo;
+  scratch->unwind_hi = c->live.hi;
+  scratch->live_id = c->live.id;
+  scratch->read_safely = true;
+  scratch->path = scratch->name = "";
+  return scratch;
 }
 
 void snap__cursor_done(snap__cursor_t *c) {
@@ -114,11 +149,12 @@ static bool lr_pending(snap__cursor_t *c) {
    fp, return address and fp saved at offsets from it). The checks are
    cfi_step's. Anything else — a cache miss, a signal frame, a link
    register, unknown bounds — declines, and the general step runs. */
-static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
+static inline int fast_step(snap__cursor_t *c, uintptr_t *pc,
                             uintptr_t *sp, uintptr_t *fp, bool exact) {
   uintptr_t cfa, ra, next_fp = *fp;
   snap__rule_t rule;
-  if (!snap__rule_cache_get(exact ? *pc : *pc - 1, c->salt, &rule) ||
+  uintptr_t lookup = exact ? *pc : *pc - 1;
+  if (!snap__rule_cache_get(lookup, snap__cursor_salt(c, lookup), &rule) ||
       rule.ra != SNAP__RA_AT_CFA ||
       (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP))
     return SNAP__STEP_DECLINE;
@@ -148,7 +184,7 @@ static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
    With SNAP_CAPTURE_FP_ONLY there is no phase 2. Returns the number of
    frames advanced; their pcs go to out. */
 #define RECORD_BATCH 32
-static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
+static inline int record_run(snap__cursor_t *c, uintptr_t *pc,
                              uintptr_t *sp, uintptr_t *fp, bool *exact,
                              uintptr_t out[RECORD_BATCH]) {
   uintptr_t fps[RECORD_BATCH + 1];
@@ -172,7 +208,8 @@ static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
     uintptr_t frame_sp = *sp;
     for (int i = 0; i < k; i++) {
       uintptr_t lookup = i == 0 ? (*exact ? *pc : *pc - 1) : out[i - 1] - 1;
-      intptr_t cfa_off = snap__rule_cache_record_cfa(lookup, c->salt);
+      intptr_t cfa_off =
+          snap__rule_cache_record_cfa(lookup, snap__cursor_salt(c, lookup));
       uintptr_t cfa = fps[i] + (uintptr_t)cfa_off;
       if (!cfa_off || cfa <= frame_sp || cfa > c->hi)
         break;

@@ -164,6 +164,12 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
   img->func_index = r->func_index;
   img->func_index_size = r->func_index_size;
   img->path = path; /* a copy until build() interns it and sets name */
+  /* Lock-free, so allowed under the enumeration's loader lock. An image
+     the loader's snapshot does not list yet gets 0: walks then treat its
+     record as stale and read its tables safely. */
+  snap__plat_live_t live;
+  if (snap__plat_image_live(r->start, &live))
+    img->live_id = live.id;
 }
 
 static int by_start(const void *a, const void *b) {
@@ -270,6 +276,7 @@ static int build(bool force) {
     const snap__image_t *old = cur ? snap__images_find(cur, img->start) : NULL;
     img->since = (old && old->start == img->start && old->end == img->end &&
                   old->base == img->base && old->path == img->path &&
+                  old->live_id == img->live_id &&
                   old->in_app == img->in_app)
                      ? old->since
                      : generation;

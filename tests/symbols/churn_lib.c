@@ -5,9 +5,12 @@
  * A was, and only the names (and the test's oracle, nm) tell them apart.
  *
  * CHURN_CAPTURE: the library's constructor captures its own stack twice,
- * with snap_capture_self and glibc's backtrace(), for the test to compare.
+ * with snap_capture_self (the test program's, exported) and glibc's
+ * backtrace(), for test_reload_capture to compare. A's and B's frames
+ * differ in size (CHURN_PAD), so a rule cached for A's code is wrong for
+ * B's.
  */
-#include <execinfo.h>
+#include <dlfcn.h>
 #include <stdint.h>
 
 #define CAT2(a, b) a##b
@@ -39,9 +42,14 @@ int CAT(churn_ctor_nsnap_, CHURN_TAG), CAT(churn_ctor_nglibc_, CHURN_TAG);
 
 /* Two levels inside the library, without frame pointers (the library is
    built with -fomit-frame-pointer), so the walk needs its unwind tables. */
+/* glibc's own backtrace, not a sanitizer's interceptor (whose frame would
+   come first): tests/oracle.h's way. */
+typedef int (*backtrace_fn)(void **, int);
 __attribute__((noinline)) static void capture_here(void) {
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  backtrace_fn bt = libc ? (backtrace_fn)dlsym(libc, "backtrace") : 0;
   CAT(churn_ctor_nglibc_, CHURN_TAG) =
-      backtrace(CAT(churn_ctor_glibc_, CHURN_TAG), MAXF);
+      bt ? bt(CAT(churn_ctor_glibc_, CHURN_TAG), MAXF) : -1;
   CAT(churn_ctor_nsnap_, CHURN_TAG) =
       snap_capture_self(CAT(churn_ctor_snap_, CHURN_TAG), MAXF, 0, 0);
   __asm__ volatile("" ::: "memory");
@@ -52,6 +60,14 @@ __attribute__((noinline)) static void level1(int depth) {
   pad[0] = (char)depth;
   capture_here();
   __asm__ volatile("" ::"r"(pad) : "memory");
+}
+
+/* The same capture again, after loading: the test calls it once the image
+   table knows the library, so the rule cache learns its code. */
+void CAT(CAT(churn_, CHURN_TAG), _capture)(void);
+__attribute__((noinline)) void CAT(CAT(churn_, CHURN_TAG), _capture)(void) {
+  level1(2);
+  __asm__ volatile("" ::: "memory");
 }
 
 __attribute__((constructor)) static void churn_init(void) {

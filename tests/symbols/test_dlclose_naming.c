@@ -72,7 +72,8 @@ static void load_nm(int lib) {
       snprintf(want, sizeof want, "churn_%c_f%d", g_tags[lib], i);
       if (strcmp(name, want) == 0) {
         g_syms[lib][i].off = (uintptr_t)v;
-        snprintf(g_syms[lib][i].name, sizeof g_syms[lib][i].name, "%s", name);
+        snprintf(g_syms[lib][i].name, sizeof g_syms[lib][i].name, "%.63s",
+                 name);
         found++;
       }
     }

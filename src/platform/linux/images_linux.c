@@ -90,6 +90,40 @@ uint64_t snap__plat_images_stamp(void) {
   return stamp;
 }
 
+#if defined(DLFO_STRUCT_HAS_EH_DBASE) /* glibc >= 2.35 */
+/* _dl_find_object is glibc's lock-free, async-signal-safe lookup for
+   unwinders: it copies, under a version check, the loader's own snapshot of
+   the loaded objects, which dlclose updates before it unmaps anything. Only
+   the copied values are used; the link map is never dereferenced (a
+   concurrent dlclose may free it), its address only mixed into the
+   identity, with the mapping's range and unwind header: a library loaded
+   where another was gets a new identity unless all four repeat (two builds
+   of one layout, the freed link map reused: then the image table's
+   generation, moved by the next refresh, tells them apart). */
+bool snap__plat_image_live(uintptr_t pc, snap__plat_live_t *out) {
+  struct dl_find_object fo;
+  if (_dl_find_object((void *)pc, &fo) != 0)
+    return false;
+  out->lo = (uintptr_t)fo.dlfo_map_start;
+  out->hi = (uintptr_t)fo.dlfo_map_end;
+  out->unwind_hdr = (uintptr_t)fo.dlfo_eh_frame;
+  uint64_t h = 0x243f6a8885a308d3ull;
+  uintptr_t parts[4] = {out->lo, out->hi, out->unwind_hdr,
+                        (uintptr_t)fo.dlfo_link_map};
+  for (int i = 0; i < 4; i++)
+    h = (h ^ (uint64_t)parts[i]) * 0x9e3779b97f4a7c15ull;
+  out->id = (h ^ h >> 29) | 1; /* never 0: 0 means "no check" */
+  return out->hi > out->lo;
+}
+#else
+/* Older glibc has no lock-free lookup: no live check, trust the table. */
+bool snap__plat_image_live(uintptr_t pc, snap__plat_live_t *out) {
+  (void)pc;
+  *out = (snap__plat_live_t){0, UINTPTR_MAX, 0, 0};
+  return true;
+}
+#endif
+
 /* Asked through dl_iterate_phdr, under the loader's lock, so every record
    read is alive. Not the lock-free _dl_find_object: the link map it returns
    (and the file name in it) may be freed by a concurrent dlclose the moment
