@@ -35,9 +35,18 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->flags = flags;
   c->signal_frames = 0;
   c->images = NULL;
+  /* Nothing loaded since the table was built (the platform's lock-free
+     load count): no new code can sit where the table says other code was,
+     so rules filed under the table's generation hold everywhere; one
+     range covering every pc, no per-image check. Else an empty range: ask
+     the loader at the first pc, and at every image the walk enters. */
+  c->trusted = snap__images_current();
+  c->live = c->trusted ? (snap__plat_live_t){0, UINTPTR_MAX, 0, 0}
+                       : (snap__plat_live_t){0, 0, 0, 0};
+  c->live_found = c->trusted;
+  /* After the load count: the generation read here is at least that of
+     the table the count vouched for. */
   c->salt = snap__rule_cache_salt(snap__images_current_generation());
-  c->live = (snap__plat_live_t){0, 0, 0, 0}; /* empty: ask at first pc */
-  c->live_found = false;
   c->run_salt = c->salt;
   c->lo = regs->sp;
   c->hi = hi > regs->sp ? hi : 0;
@@ -61,28 +70,45 @@ void snap__cursor_live(snap__cursor_t *c, uintptr_t pc) {
   c->run_salt = c->salt ^ (c->live.id * 0xbf58476d1ce4e5b9ull);
 }
 
+/* A record of what the loader reports, for a pc the table is stale at. */
+static const snap__image_t *from_loader(const snap__plat_live_t *live,
+                                        snap__image_t *scratch) {
+  *scratch = (snap__image_t){0};
+  scratch->start = live->lo;
+  scratch->end = live->hi;
+  scratch->base = live->lo;
+  scratch->unwind_hdr = live->unwind_hdr;
+  scratch->unwind_lo = live->lo;
+  scratch->unwind_hi = live->hi;
+  scratch->live_id = live->id;
+  scratch->read_safely = true; /* bounds: the whole mapping, gaps included */
+  scratch->path = scratch->name = "";
+  return scratch;
+}
+
 const snap__image_t *snap__cursor_image(snap__cursor_t *c, uintptr_t pc,
                                         snap__image_t *scratch) {
-  (void)snap__cursor_salt(c, pc); /* brings live to pc's image */
+  snap__plat_live_t here;
+  const snap__plat_live_t *live = &c->live;
+  bool found;
+  if (c->trusted) {
+    /* Rules are trusted; tables are about to be read: an image unloaded
+       since the build (no load since, so nothing replaced it) must not
+       be read. One loader lookup per rule-cache miss. */
+    found = snap__plat_image_live(pc, &here);
+    live = &here;
+  } else {
+    (void)snap__cursor_salt(c, pc); /* brings c->live to pc's image */
+    found = c->live_found;
+  }
   const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
   /* snap__cursor_images may have moved the generation salt: refresh. */
   c->run_salt = c->salt ^ (c->live.id * 0xbf58476d1ce4e5b9ull);
-  if (!c->live_found)
+  if (!found)
     return NULL; /* unloaded since the table was built, or never an image */
-  if (c->live.id == 0 || (img && img->live_id == c->live.id))
+  if (live->id == 0 || (img && img->live_id == live->id))
     return img; /* no live check here, or the table is right at pc */
-  /* The table is stale at pc: what the loader says now, read safely. */
-  *scratch = (snap__image_t){0};
-  scratch->start = c->live.lo;
-  scratch->end = c->live.hi;
-  scratch->base = c->live.lo;
-  scratch->unwind_hdr = c->live.unwind_hdr;
-  scratch->unwind_lo = c->live.lo;
-  scratch->unwind_hi = c->live.hi;
-  scratch->live_id = c->live.id;
-  scratch->read_safely = true;
-  scratch->path = scratch->name = "";
-  return scratch;
+  return from_loader(live, scratch); /* the table is stale at pc */
 }
 
 void snap__cursor_done(snap__cursor_t *c) {

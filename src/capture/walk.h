@@ -45,6 +45,7 @@ typedef struct snap__cursor {
      not asked yet. */
   snap__plat_live_t live;
   bool live_found;   /* live describes an image (else pc is in none) */
+  bool trusted;      /* nothing loaded since the table: live spans all */
   uint64_t run_salt;
 } snap__cursor_t;
 

@@ -52,6 +52,9 @@ static interned_t *g_interned[INTERN_BUCKETS];
    read without it, to skip a rebuild). */
 static pthread_mutex_t g_writer = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_stamp; /* of the published table; read unlocked */
+/* The platform's lock-free load count before the published table was
+   enumerated; UINT64_MAX when it had none. */
+static _Atomic uint64_t g_loads = UINT64_MAX;
 static uint64_t g_generation;
 static atomic_bool g_built;
 static atomic_bool g_dirty; /* prefixes changed since the last build */
@@ -228,6 +231,9 @@ static void free_collected(collect_t *c) {
    wait for ours — taking them in the other order would deadlock. */
 static int build(bool force) {
   uint64_t stamp = snap__plat_images_stamp();
+  uint64_t loads;
+  if (!snap__plat_images_loads_now(&loads))
+    loads = UINT64_MAX;
   if (!force && atomic_load(&g_built) && !atomic_load(&g_dirty) &&
       stamp == atomic_load(&g_stamp))
     return SNAP_OK;
@@ -286,6 +292,7 @@ static int build(bool force) {
   slot->generation = generation;
   atomic_store_explicit(&g_current, slot, memory_order_release);
   atomic_store_explicit(&g_stamp, stamp, memory_order_release);
+  atomic_store_explicit(&g_loads, loads, memory_order_release);
   atomic_store(&g_built, true);
   atomic_store(&g_dirty, false);
   pthread_mutex_unlock(&g_writer);
@@ -299,6 +306,12 @@ int snap__images_refresh_if_stale(void) {
       atomic_load_explicit(&g_stamp, memory_order_acquire))
     return SNAP_OK;
   return build(false);
+}
+
+bool snap__images_current(void) {
+  uint64_t now, built = atomic_load_explicit(&g_loads, memory_order_acquire);
+  return built != UINT64_MAX && snap__plat_images_loads_now(&now) &&
+         now == built;
 }
 
 __attribute__((constructor)) static void images_init(void) {

@@ -67,4 +67,10 @@ int snap__images_refresh(bool force);
    the writer lock only when the stamp moved. [setup] */
 int snap__images_refresh_if_stale(void);
 
+/* True when the platform's lock-free load count says nothing was loaded
+   since the published table was built (unloads may have happened: nothing
+   new sits where the table says something was); false when something was,
+   or when the platform cannot tell. [signal-safe] */
+bool snap__images_current(void);
+
 #endif /* SNAP_IMAGES_H */

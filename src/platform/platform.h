@@ -111,6 +111,11 @@ bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx);
 /* A number that changes whenever an image is loaded or unloaded. [setup] */
 uint64_t snap__plat_images_stamp(void);
+/* How many images were loaded so far, read without any lock where the
+   platform can (false where it cannot). Unloads do not move it: it tells a
+   walk that no new code can sit where the image table says other code was.
+   [signal-safe] */
+bool snap__plat_images_loads_now(uint64_t *loads);
 /* Whether the image enumerated at `base` from `path` still holds addr right
    now — false once it is unloaded, or replaced by another image at the same
    place; for base 0 and path NULL, whether addr is still in no image. Asked

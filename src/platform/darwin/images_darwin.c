@@ -190,3 +190,9 @@ bool snap__plat_image_live(uintptr_t pc, snap__plat_live_t *out) {
   *out = (snap__plat_live_t){0, UINTPTR_MAX, 0, 0};
   return true;
 }
+
+/* No lock-free load counter on Apple (yet): walks check each image. */
+bool snap__plat_images_loads_now(uint64_t *loads) {
+  (void)loads;
+  return false;
+}

@@ -8,9 +8,10 @@
  * linker we know; if not, the reader fails its bounds check and falls back
  * to frame records).
  *
- * The stamp is dlpi_adds + dlpi_subs: glibc bumps them on every dlopen and
- * dlclose, so one callback (we stop after the first image) tells whether
- * the table is stale.
+ * The stamp mixes dlpi_adds and dlpi_subs: glibc bumps them on every dlopen
+ * and dlclose, so one callback (we stop after the first image) tells
+ * whether the table is stale. The load count alone can also be read
+ * without the loader's lock, once found (below).
  *
  * Must not: run in the stopped window. dl_iterate_phdr takes the loader
  * lock, which a stopped thread may hold.
@@ -18,6 +19,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,19 +77,114 @@ int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx) {
   return SNAP_OK;
 }
 
+typedef struct counters {
+  uint64_t adds, subs;
+  bool ok;
+} counters_t;
+
 static int first_stamp(struct dl_phdr_info *info, size_t size, void *arg) {
-  uint64_t *stamp = arg;
+  counters_t *c = arg;
   /* dlpi_adds/dlpi_subs exist when size says so (glibc >= 2.4). */
   if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-    *stamp = (uint64_t)info->dlpi_adds * 0x9E3779B97F4A7C15ull +
-             (uint64_t)info->dlpi_subs;
+    *c = (counters_t){info->dlpi_adds, info->dlpi_subs, true};
   return 1; /* the counters are global: one image is enough */
 }
 
+/* ---- The load counter without the loader's lock ---------------------------
+ *
+ * dl_iterate_phdr is the only published way to read glibc's load counter
+ * (dlpi_adds), and it takes the loader's write lock: not async-signal-safe,
+ * so a capture may not call it. The counter itself is an unsigned long long
+ * in the loader's _rtld_global (_dl_load_adds), bumped under that lock. So,
+ * on the setup side, we find it: at the first locked read, every 8-aligned
+ * word of _rtld_global equal to dlpi_adds is a candidate; at each later
+ * locked read that sees the count move, candidates that did not move with
+ * it drop out. The shortcut is on once exactly one candidate has followed
+ * the count through a change, and goes off for good the first time a
+ * locked read disagrees with it. No layout is assumed; where the search
+ * fails (another libc, a static program) walks check each image instead.
+ * (glibc 2.36 holds a second word that follows the count on every load —
+ * the namespace's object count — so the shortcut is learnt at the first
+ * dlclose followed by a dlopen; until then walks check each image.) */
+#define MAX_CANDIDATES 16
+static const uint64_t *g_cand[MAX_CANDIDATES];
+static int g_ncand = -1;     /* -1: not searched; all three guarded by */
+static uint64_t g_cand_adds; /* g_learning (dlpi_adds at the last check) */
+/* Taken by trying only: a thread that finds it held skips this lesson (the
+   next locked read gives another), so nothing waits on it, and a child
+   forked mid-lesson merely never learns. */
+static atomic_flag g_learning = ATOMIC_FLAG_INIT;
+static const uint64_t *_Atomic g_adds; /* the found counter, or NULL */
+static atomic_bool g_adds_off;
+
+static uint64_t load_word(const uint64_t *w) {
+  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+
+static void search_counter(uint64_t adds) {
+  void *rtld = dlsym(RTLD_DEFAULT, "_rtld_global");
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  g_ncand = 0;
+  if (!rtld || !dladdr1(rtld, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+      (uintptr_t)rtld % sizeof(uint64_t))
+    return;
+  const uint64_t *words = rtld;
+  for (size_t i = 0; i < sym->st_size / sizeof(uint64_t); i++)
+    if (load_word(&words[i]) == adds) {
+      if (g_ncand == MAX_CANDIDATES) {
+        g_ncand = 0; /* too common a value to learn from: give up */
+        return;
+      }
+      g_cand[g_ncand++] = &words[i];
+    }
+  g_cand_adds = adds;
+}
+
+/* Called with each locked read; before/after: the shortcut's answer just
+   before and after it (both valid only if have). */
+static void learn_counter(const counters_t *c, bool have, uint64_t before,
+                          uint64_t after) {
+  if (!c->ok)
+    return;
+  if (atomic_load(&g_adds)) {
+    if (have && before == after && before != c->adds)
+      atomic_store(&g_adds_off, true); /* it is not the counter after all */
+    return;
+  }
+  if (atomic_flag_test_and_set_explicit(&g_learning, memory_order_acquire))
+    return;
+  if (g_ncand < 0) {
+    search_counter(c->adds);
+  } else if (g_ncand > 0 && c->adds != g_cand_adds) {
+    int kept = 0;
+    for (int i = 0; i < g_ncand; i++)
+      if (load_word(g_cand[i]) == c->adds)
+        g_cand[kept++] = g_cand[i];
+    g_ncand = kept;
+    g_cand_adds = c->adds;
+    if (kept == 1)
+      atomic_store(&g_adds, g_cand[0]);
+  }
+  atomic_flag_clear_explicit(&g_learning, memory_order_release);
+}
+
+bool snap__plat_images_loads_now(uint64_t *loads) {
+  const uint64_t *w = atomic_load_explicit(&g_adds, memory_order_acquire);
+  if (!w || atomic_load_explicit(&g_adds_off, memory_order_relaxed))
+    return false;
+  *loads = load_word(w);
+  return true;
+}
+
 uint64_t snap__plat_images_stamp(void) {
-  uint64_t stamp = 0;
-  dl_iterate_phdr(first_stamp, &stamp);
-  return stamp;
+  uint64_t before = 0, after = 0;
+  bool have = snap__plat_images_loads_now(&before);
+  counters_t c = {0, 0, false};
+  dl_iterate_phdr(first_stamp, &c);
+  have = have && snap__plat_images_loads_now(&after);
+  learn_counter(&c, have, before, after);
+  return c.ok ? c.adds * 0x9E3779B97F4A7C15ull + c.subs : 0;
 }
 
 #if defined(DLFO_STRUCT_HAS_EH_DBASE) /* glibc >= 2.35 */
