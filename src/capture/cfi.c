@@ -25,8 +25,8 @@
  * the loader, asked lock-free, still reports the image the record was made
  * from at the pc; otherwise (a stale image table: a library unloaded and
  * another loaded in its place) every byte is copied through snap__plat_read,
- * which cannot fault. No allocation, no lock; the only calls out are
- * memcpy and, for those copied reads, snap__plat_read.
+ * which cannot fault. No allocation, no lock, no libc call; the one call
+ * out, for those copied reads, is snap__plat_read.
  * DWARF expressions: a CFA expression that reduces to sp + constant at the
  * pc (the PLT stub's) is evaluated; register rules given as expressions are
  * not, and the walker falls back to frame records there. A CIE marked 'S'
@@ -82,7 +82,11 @@ static __attribute__((noinline)) bool rd_safe(rd_t *r, size_t n, void *out) {
     r->win_at = r->p;
     r->win_len = len;
   }
-  memcpy(out, r->win + (r->p - r->win_at), n);
+  /* A byte loop, not memcpy: n varies here, and a variable memcpy is a
+     libc call (the stopped window's import check counts them). */
+  uint8_t *o = out;
+  for (size_t i = 0; i < n; i++)
+    o[i] = r->win[r->p - r->win_at + i];
   return true;
 }
 
