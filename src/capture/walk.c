@@ -47,6 +47,15 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   /* After the load count: the generation read here is at least that of
      the table the count vouched for. */
   c->salt = snap__rule_cache_salt(snap__images_current_generation());
+  /* Loads since the table: where the platform can count them lock-free,
+     the count goes into the salt too, which tells apart even two builds of
+     one layout that the loader's record cannot (see
+     snap__plat_image_live). */
+  uint64_t loads;
+  c->salt_mix = !c->trusted && snap__plat_images_loads_now(&loads)
+                    ? (loads + 1) * 0x94d049bb133111ebull
+                    : 0;
+  c->salt ^= c->salt_mix;
   c->run_salt = c->salt;
   c->lo = regs->sp;
   c->hi = hi > regs->sp ? hi : 0;
@@ -57,7 +66,8 @@ const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
     c->images = snap__images_acquire();
     /* Rules found from now on come from this table: file them under its
        generation (it can only be newer than the one read at init). */
-    c->salt = snap__rule_cache_salt(snap__images_generation(c->images));
+    c->salt = snap__rule_cache_salt(snap__images_generation(c->images)) ^
+              c->salt_mix;
   }
   return c->images;
 }

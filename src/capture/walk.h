@@ -36,6 +36,7 @@ typedef struct snap__cursor {
   unsigned flags;    /* SNAP_CAPTURE_* */
   int signal_frames; /* kernel signal frames crossed so far */
   uint64_t salt;     /* rule-cache salt of the image generation in use */
+  uint64_t salt_mix; /* mixed into salt: the load count, when untrusted */
   const snap__images_t *images; /* NULL until first needed */
   /* The image the last pc looked up lies in, as the loader reports it now
      (snap__plat_image_live): pcs in [live.lo, live.hi) use run_salt, the

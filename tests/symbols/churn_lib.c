@@ -34,6 +34,14 @@ BODY(3)
 #ifdef CHURN_CAPTURE
 int snap_capture_self(uintptr_t *pcs, int max, int skip, unsigned flags);
 
+/* Read-only data of a different size in A and B, which moves B's unwind
+   tables (.eh_frame_hdr follows .rodata): the walk tells a library loaded
+   where another was by the loader's record of it (mapping, unwind-table
+   address, link-map address: snap__plat_image_live), and two builds that
+   repeat all three — one layout, the freed link map reused — are the limit
+   it states, not the case under test. */
+const char CAT(churn_layout_, CHURN_TAG)[48 * CHURN_PAD] = "layout";
+
 #define MAXF 64
 /* What the constructor saw, read by the test through dlsym. */
 uintptr_t CAT(churn_ctor_snap_, CHURN_TAG)[MAXF];

@@ -103,13 +103,16 @@ static int first_stamp(struct dl_phdr_info *info, size_t size, void *arg) {
  * the count through a change, and goes off for good the first time a
  * locked read disagrees with it. No layout is assumed; where the search
  * fails (another libc, a static program) walks check each image instead.
- * (glibc 2.36 holds a second word that follows the count on every load —
- * the namespace's object count — so the shortcut is learnt at the first
- * dlclose followed by a dlopen; until then walks check each image.) */
+ * A candidate is accepted only once it has followed the count across an
+ * unload as well: a count of loaded objects (glibc keeps one per namespace)
+ * rises with every load like the counter but falls back at each unload.
+ * So the shortcut is learnt after a dlclose and a later dlopen; until then
+ * walks check each image. */
 #define MAX_CANDIDATES 16
 static const uint64_t *g_cand[MAX_CANDIDATES];
 static int g_ncand = -1;     /* -1: not searched; all three guarded by */
-static uint64_t g_cand_adds; /* g_learning (dlpi_adds at the last check) */
+static uint64_t g_cand_adds; /* g_learning (dlpi_adds and dlpi_subs at */
+static uint64_t g_cand_subs; /* the last check) */
 /* Taken by trying only: a thread that finds it held skips this lesson (the
    next locked read gives another), so nothing waits on it, and a child
    forked mid-lesson merely never learns. */
@@ -121,7 +124,7 @@ static uint64_t load_word(const uint64_t *w) {
   return __atomic_load_n(w, __ATOMIC_ACQUIRE);
 }
 
-static void search_counter(uint64_t adds) {
+static void search_counter(uint64_t adds, uint64_t subs) {
   void *rtld = dlsym(RTLD_DEFAULT, "_rtld_global");
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
@@ -139,6 +142,7 @@ static void search_counter(uint64_t adds) {
       g_cand[g_ncand++] = &words[i];
     }
   g_cand_adds = adds;
+  g_cand_subs = subs;
 }
 
 /* Called with each locked read; before/after: the shortcut's answer just
@@ -155,16 +159,18 @@ static void learn_counter(const counters_t *c, bool have, uint64_t before,
   if (atomic_flag_test_and_set_explicit(&g_learning, memory_order_acquire))
     return;
   if (g_ncand < 0) {
-    search_counter(c->adds);
+    search_counter(c->adds, c->subs);
   } else if (g_ncand > 0 && c->adds != g_cand_adds) {
     int kept = 0;
     for (int i = 0; i < g_ncand; i++)
       if (load_word(g_cand[i]) == c->adds)
         g_cand[kept++] = g_cand[i];
     g_ncand = kept;
-    g_cand_adds = c->adds;
-    if (kept == 1)
+    /* Decided only across an unload too: a count of loaded objects rises
+       with each load like the counter, but falls back at each unload. */
+    if (kept == 1 && c->subs != g_cand_subs)
       atomic_store(&g_adds, g_cand[0]);
+    g_cand_adds = c->adds;
   }
   atomic_flag_clear_explicit(&g_learning, memory_order_release);
 }
