@@ -72,7 +72,8 @@ const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
   return c->images;
 }
 
-void snap__cursor_live(snap__cursor_t *c, uintptr_t pc) {
+__attribute__((noinline)) void snap__cursor_live(snap__cursor_t *c,
+                                                 uintptr_t pc) {
   c->live_found = snap__plat_image_live(pc, &c->live);
   if (!c->live_found) /* in no image: this pc alone */
     c->live = (snap__plat_live_t){pc, pc + 1, 0, 0};
@@ -241,13 +242,21 @@ static inline int record_run(snap__cursor_t *c, uintptr_t *pc,
   uintptr_t next_sp = *sp;
   if (!(c->flags & SNAP_CAPTURE_FP_ONLY)) { /* phase 2 */
     good = 0;
-    uintptr_t frame_sp = *sp;
+    uintptr_t frame_sp = *sp, hi = c->hi;
+    /* The image range and its salt in locals: the loader is asked only
+       when a pc leaves the range, so the lookups still overlap. */
+    uintptr_t live_lo = c->live.lo, live_span = c->live.hi - c->live.lo;
+    uint64_t salt = c->run_salt;
     for (int i = 0; i < k; i++) {
       uintptr_t lookup = i == 0 ? (*exact ? *pc : *pc - 1) : out[i - 1] - 1;
-      intptr_t cfa_off =
-          snap__rule_cache_record_cfa(lookup, snap__cursor_salt(c, lookup));
+      if (__builtin_expect(lookup - live_lo >= live_span, 0)) {
+        salt = snap__cursor_salt(c, lookup);
+        live_lo = c->live.lo;
+        live_span = c->live.hi - c->live.lo;
+      }
+      intptr_t cfa_off = snap__rule_cache_record_cfa(lookup, salt);
       uintptr_t cfa = fps[i] + (uintptr_t)cfa_off;
-      if (!cfa_off || cfa <= frame_sp || cfa > c->hi)
+      if (!cfa_off || cfa <= frame_sp || cfa > hi)
         break;
       frame_sp = cfa;
       good++;

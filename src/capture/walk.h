@@ -75,7 +75,7 @@ void snap__cursor_live(snap__cursor_t *c, uintptr_t pc);
    while the walk stays in one image; a lock-free loader lookup when it
    moves to another. */
 static inline uint64_t snap__cursor_salt(snap__cursor_t *c, uintptr_t pc) {
-  if (pc - c->live.lo >= c->live.hi - c->live.lo)
+  if (__builtin_expect(pc - c->live.lo >= c->live.hi - c->live.lo, 0))
     snap__cursor_live(c, pc);
   return c->run_salt;
 }
