@@ -40,7 +40,9 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
      so rules filed under the table's generation hold everywhere; one
      range covering every pc, no per-image check. Else an empty range: ask
      the loader at the first pc, and at every image the walk enters. */
-  c->trusted = snap__images_current();
+  uint64_t loads = 0; /* initialised: see frame_records.c on clang 14 */
+  bool counted = snap__plat_images_loads_now(&loads);
+  c->trusted = counted && snap__images_current(loads);
   c->live = c->trusted ? (snap__plat_live_t){0, UINTPTR_MAX, 0, 0}
                        : (snap__plat_live_t){0, 0, 0, 0};
   c->live_found = c->trusted;
@@ -51,8 +53,7 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
      the count goes into the salt too, which tells apart even two builds of
      one layout that the loader's record cannot (see
      snap__plat_image_live). */
-  uint64_t loads;
-  c->salt_mix = !c->trusted && snap__plat_images_loads_now(&loads)
+  c->salt_mix = !c->trusted && counted
                     ? (loads + 1) * 0x94d049bb133111ebull
                     : 0;
   c->salt ^= c->salt_mix;

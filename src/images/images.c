@@ -308,10 +308,9 @@ int snap__images_refresh_if_stale(void) {
   return build(false);
 }
 
-bool snap__images_current(void) {
-  uint64_t now, built = atomic_load_explicit(&g_loads, memory_order_acquire);
-  return built != UINT64_MAX && snap__plat_images_loads_now(&now) &&
-         now == built;
+bool snap__images_current(uint64_t loads) {
+  uint64_t built = atomic_load_explicit(&g_loads, memory_order_acquire);
+  return built != UINT64_MAX && loads == built;
 }
 
 __attribute__((constructor)) static void images_init(void) {

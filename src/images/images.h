@@ -67,10 +67,12 @@ int snap__images_refresh(bool force);
    the writer lock only when the stamp moved. [setup] */
 int snap__images_refresh_if_stale(void);
 
-/* True when the platform's lock-free load count says nothing was loaded
-   since the published table was built (unloads may have happened: nothing
-   new sits where the table says something was); false when something was,
-   or when the platform cannot tell. [signal-safe] */
-bool snap__images_current(void);
+/* True when `loads`, the platform's lock-free load count read by the
+   caller (snap__plat_images_loads_now), says nothing was loaded since the
+   published table was built (unloads may have happened: nothing new sits
+   where the table says something was). The caller reads the generation
+   after this, which is then at least the table's that the count vouched
+   for. [signal-safe] */
+bool snap__images_current(uint64_t loads);
 
 #endif /* SNAP_IMAGES_H */

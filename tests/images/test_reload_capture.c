@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "oracle.h"
+#include "platform/platform.h"
 #include "stacksnap.h"
 
 #define MAXF 64
@@ -115,6 +116,22 @@ int main(void) {
     reused = 1;
     printf("B loaded at A's address %#lx\n", (unsigned long)a_base);
     compare("B, where A was", &b);
+    /* Refreshed again (a dlclose and a dlopen since the last refresh: on
+       Linux the lock-free load count is learnt here), B captures through a
+       table that describes it: the walk may trust the table now. */
+    uintptr_t pc_b = b.base + 1;
+    snap_stack_release(snap_symbolicate(&pc_b, 1, 0));
+    uint64_t loads;
+    printf("lock-free load count: %s\n",
+           snap__plat_images_loads_now(&loads) ? "learnt" : "not learnt");
+    void (*again_b)(void) =
+        (void (*)(void))dlsym(b.handle, "churn_b_capture");
+    CHECK(again_b != NULL, "no churn_b_capture");
+    if (again_b) {
+      again_b();
+      counts(&b, 'b');
+      compare("B, called", &b);
+    }
     CHECK(dlclose(b.handle) == 0, "dlclose B");
   }
   CHECK(reused, "B was never loaded at A's address");
