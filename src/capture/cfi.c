@@ -20,13 +20,7 @@
  *
  * Safety: every byte read is checked against [unwind_lo, unwind_hi), the
  * read-only segment holding the tables; malformed tables end in
- * SNAP__CFA_NONE, never a wild read. The image record comes from the walk
- * (snap__cursor_image), which reads a table's bytes directly only after
- * the loader, asked lock-free, still reports the image the record was made
- * from at the pc; otherwise (a stale image table: a library unloaded and
- * another loaded in its place) every byte is copied through snap__plat_read,
- * which cannot fault. No allocation, no lock, no libc call; the one call
- * out, for those copied reads, is snap__plat_read.
+ * SNAP__CFA_NONE, never a wild read. No allocation, no lock, no libc call.
  * DWARF expressions: a CFA expression that reduces to sp + constant at the
  * pc (the PLT stub's) is evaluated; register rules given as expressions are
  * not, and the walker falls back to frame records there. A CIE marked 'S'
@@ -38,23 +32,11 @@
 #include <string.h>
 
 #include "capture/arch.h"
-#include "platform/platform.h"
 
-/* Bounded byte reader over one segment. A record the walk made from the
-   loader's answer (img->read_safely: the image table was stale there) has
-   the whole mapping as bounds, gaps between segments included, and may be
-   unmapped by a dlclose at any instant: its bytes are copied through
-   snap__plat_read, which cannot fault, a window of WINDOW bytes at a time
-   (on Linux each copy is a process_vm_readv system call: ~1 us here, so
-   not one per byte). */
-#define WINDOW 64
+/* Bounded byte reader over one segment. */
 typedef struct rd {
   uintptr_t p, lo, hi;
   bool bad;
-  bool safe;          /* reads go through the window */
-  uintptr_t win_at;   /* window holds [win_at, win_at + win_len) */
-  size_t win_len;
-  uint8_t win[WINDOW];
 } rd_t;
 
 static bool rd_ok(rd_t *r, size_t n) {
@@ -65,31 +47,6 @@ static bool rd_ok(rd_t *r, size_t n) {
   return true;
 }
 
-/* Copies n (<= 8) bytes at r->p through the window, refilling it from
-   r->p; a refill that meets unmapped memory retries with just n bytes. */
-static __attribute__((noinline)) bool rd_safe(rd_t *r, size_t n, void *out) {
-  if (r->p < r->win_at || r->p - r->win_at > r->win_len ||
-      r->win_len - (r->p - r->win_at) < n) {
-    size_t len = r->hi - r->p < WINDOW ? (size_t)(r->hi - r->p) : WINDOW;
-    if (!snap__plat_read(r->p, r->win, len)) {
-      len = n;
-      if (!snap__plat_read(r->p, r->win, len)) {
-        r->win_len = 0;
-        r->bad = true;
-        return false;
-      }
-    }
-    r->win_at = r->p;
-    r->win_len = len;
-  }
-  /* A byte loop, not memcpy: n varies here, and a variable memcpy is a
-     libc call (the stopped window's import check counts them). */
-  uint8_t *o = out;
-  for (size_t i = 0; i < n; i++)
-    o[i] = r->win[r->p - r->win_at + i];
-  return true;
-}
-
 /* Inlined: every caller passes a constant n, so the copy becomes one load
    (out of line, the variable-size memcpy call was most of a lookup). */
 static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r,
@@ -97,12 +54,7 @@ static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r,
   if (!rd_ok(r, n))
     return 0;
   uint64_t v = 0;
-  if (r->safe) {
-    if (!rd_safe(r, n, &v))
-      return 0;
-  } else {
-    memcpy(&v, (const void *)r->p, n); /* little-endian targets only */
-  }
+  memcpy(&v, (const void *)r->p, n); /* little-endian targets only */
   r->p += n;
   return v;
 }
@@ -560,13 +512,7 @@ static bool find_fde_for(const snap__image_t *img, uintptr_t pc, rd_t *r,
                          uintptr_t *pc_range, uintptr_t *fde_end) {
   if (!img || !img->unwind_hdr)
     return false;
-  r->p = 0;
-  r->lo = img->unwind_lo;
-  r->hi = img->unwind_hi;
-  r->bad = false;
-  r->safe = img->read_safely;
-  r->win_at = 0;
-  r->win_len = 0;
+  *r = (rd_t){0, img->unwind_lo, img->unwind_hi, false};
   uintptr_t fde = find_fde(r, img->unwind_hdr, pc);
   if (!fde)
     return false;

@@ -36,8 +36,7 @@
 static bool function_bounds(snap__cursor_t *c, uintptr_t *start,
                             uintptr_t *end) {
   uintptr_t pc = snap__cursor_lookup_pc(c);
-  snap__image_t scratch;
-  const snap__image_t *img = snap__cursor_image(c, pc, &scratch);
+  const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
   if (!img)
     return false;
   if (img->func_index &&

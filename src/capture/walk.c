@@ -35,29 +35,7 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->flags = flags;
   c->signal_frames = 0;
   c->images = NULL;
-  /* Nothing loaded since the table was built (the platform's lock-free
-     load count): no new code can sit where the table says other code was,
-     so rules filed under the table's generation hold everywhere; one
-     range covering every pc, no per-image check. Else an empty range: ask
-     the loader at the first pc, and at every image the walk enters. */
-  uint64_t loads = 0; /* initialised: see frame_records.c on clang 14 */
-  bool counted = snap__plat_images_loads_now(&loads);
-  c->trusted = counted && snap__images_current(loads);
-  c->live = c->trusted ? (snap__plat_live_t){0, UINTPTR_MAX, 0, 0}
-                       : (snap__plat_live_t){0, 0, 0, 0};
-  c->live_found = c->trusted;
-  /* After the load count: the generation read here is at least that of
-     the table the count vouched for. */
   c->salt = snap__rule_cache_salt(snap__images_current_generation());
-  /* Loads since the table: where the platform can count them lock-free,
-     the count goes into the salt too, which tells apart even two builds of
-     one layout that the loader's record cannot (see
-     snap__plat_image_live). */
-  c->salt_mix = !c->trusted && counted
-                    ? (loads + 1) * 0x94d049bb133111ebull
-                    : 0;
-  c->salt ^= c->salt_mix;
-  c->run_salt = c->salt;
   c->lo = regs->sp;
   c->hi = hi > regs->sp ? hi : 0;
 }
@@ -67,60 +45,9 @@ const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
     c->images = snap__images_acquire();
     /* Rules found from now on come from this table: file them under its
        generation (it can only be newer than the one read at init). */
-    c->salt = snap__rule_cache_salt(snap__images_generation(c->images)) ^
-              c->salt_mix;
+    c->salt = snap__rule_cache_salt(snap__images_generation(c->images));
   }
   return c->images;
-}
-
-__attribute__((noinline)) void snap__cursor_live(snap__cursor_t *c,
-                                                 uintptr_t pc) {
-  c->live_found = snap__plat_image_live(pc, &c->live);
-  if (!c->live_found) /* in no image: this pc alone */
-    c->live = (snap__plat_live_t){pc, pc + 1, 0, 0};
-  /* A multiply keeps distinct identities from cancelling the salt. */
-  c->run_salt = c->salt ^ (c->live.id * 0xbf58476d1ce4e5b9ull);
-}
-
-/* A record of what the loader reports, for a pc the table is stale at. */
-static const snap__image_t *from_loader(const snap__plat_live_t *live,
-                                        snap__image_t *scratch) {
-  *scratch = (snap__image_t){0};
-  scratch->start = live->lo;
-  scratch->end = live->hi;
-  scratch->base = live->lo;
-  scratch->unwind_hdr = live->unwind_hdr;
-  scratch->unwind_lo = live->lo;
-  scratch->unwind_hi = live->hi;
-  scratch->live_id = live->id;
-  scratch->read_safely = true; /* bounds: the whole mapping, gaps included */
-  scratch->path = scratch->name = "";
-  return scratch;
-}
-
-const snap__image_t *snap__cursor_image(snap__cursor_t *c, uintptr_t pc,
-                                        snap__image_t *scratch) {
-  snap__plat_live_t here;
-  const snap__plat_live_t *live = &c->live;
-  bool found;
-  if (c->trusted) {
-    /* Rules are trusted; tables are about to be read: an image unloaded
-       since the build (no load since, so nothing replaced it) must not
-       be read. One loader lookup per rule-cache miss. */
-    found = snap__plat_image_live(pc, &here);
-    live = &here;
-  } else {
-    (void)snap__cursor_salt(c, pc); /* brings c->live to pc's image */
-    found = c->live_found;
-  }
-  const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
-  /* snap__cursor_images may have moved the generation salt: refresh. */
-  c->run_salt = c->salt ^ (c->live.id * 0xbf58476d1ce4e5b9ull);
-  if (!found)
-    return NULL; /* unloaded since the table was built, or never an image */
-  if (live->id == 0 || (img && img->live_id == live->id))
-    return img; /* no live check here, or the table is right at pc */
-  return from_loader(live, scratch); /* the table is stale at pc */
 }
 
 void snap__cursor_done(snap__cursor_t *c) {
@@ -189,12 +116,11 @@ static bool lr_pending(snap__cursor_t *c) {
    register, unknown bounds, a saved fp below sp (an epilogue past its
    pop, which cfi_step knows how to read) — declines, and the general step
    runs. */
-static inline int fast_step(snap__cursor_t *c, uintptr_t *pc,
+static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
                             uintptr_t *sp, uintptr_t *fp, bool exact) {
   uintptr_t cfa, ra, next_fp = *fp;
   snap__rule_t rule;
-  uintptr_t lookup = exact ? *pc : *pc - 1;
-  if (!snap__rule_cache_get(lookup, snap__cursor_salt(c, lookup), &rule) ||
+  if (!snap__rule_cache_get(exact ? *pc : *pc - 1, c->salt, &rule) ||
       rule.ra != SNAP__RA_AT_CFA ||
       (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP))
     return SNAP__STEP_DECLINE;
@@ -224,7 +150,7 @@ static inline int fast_step(snap__cursor_t *c, uintptr_t *pc,
    With SNAP_CAPTURE_FP_ONLY there is no phase 2. Returns the number of
    frames advanced; their pcs go to out. */
 #define RECORD_BATCH SNAP__RECORD_BATCH
-static inline int record_run(snap__cursor_t *c, uintptr_t *pc,
+static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
                              uintptr_t *sp, uintptr_t *fp, bool *exact,
                              uintptr_t out[RECORD_BATCH],
                              uintptr_t fps[RECORD_BATCH + 1]) {
@@ -245,21 +171,12 @@ static inline int record_run(snap__cursor_t *c, uintptr_t *pc,
   uintptr_t next_sp = *sp;
   if (!(c->flags & SNAP_CAPTURE_FP_ONLY)) { /* phase 2 */
     good = 0;
-    uintptr_t frame_sp = *sp, hi = c->hi;
-    /* The image range and its salt in locals: the loader is asked only
-       when a pc leaves the range, so the lookups still overlap. */
-    uintptr_t live_lo = c->live.lo, live_span = c->live.hi - c->live.lo;
-    uint64_t salt = c->run_salt;
+    uintptr_t frame_sp = *sp;
     for (int i = 0; i < k; i++) {
       uintptr_t lookup = i == 0 ? (*exact ? *pc : *pc - 1) : out[i - 1] - 1;
-      if (__builtin_expect(lookup - live_lo >= live_span, 0)) {
-        salt = snap__cursor_salt(c, lookup);
-        live_lo = c->live.lo;
-        live_span = c->live.hi - c->live.lo;
-      }
-      intptr_t cfa_off = snap__rule_cache_record_cfa(lookup, salt);
+      intptr_t cfa_off = snap__rule_cache_record_cfa(lookup, c->salt);
       uintptr_t cfa = fps[i] + (uintptr_t)cfa_off;
-      if (!cfa_off || cfa <= frame_sp || cfa > hi)
+      if (!cfa_off || cfa <= frame_sp || cfa > c->hi)
         break;
       frame_sp = cfa;
       good++;

@@ -37,18 +37,7 @@ typedef struct snap__cursor {
   unsigned flags;    /* SNAP_CAPTURE_* */
   int signal_frames; /* kernel signal frames crossed so far */
   uint64_t salt;     /* rule-cache salt of the image generation in use */
-  uint64_t salt_mix; /* mixed into salt: the load count, when untrusted */
   const snap__images_t *images; /* NULL until first needed */
-  /* The image the last pc looked up lies in, as the loader reports it now
-     (snap__plat_image_live): pcs in [live.lo, live.hi) use run_salt, the
-     generation's salt mixed with the image's live identity, so a rule
-     cached for an image that was unloaded is never served for the one
-     loaded in its place, even before the table is refreshed. Empty range:
-     not asked yet. */
-  snap__plat_live_t live;
-  bool live_found;   /* live describes an image (else pc is in none) */
-  bool trusted;      /* nothing loaded since the table: live spans all */
-  uint64_t run_salt;
 } snap__cursor_t;
 
 enum snap__step {
@@ -97,25 +86,6 @@ SNAP__STACK_READ_ATTRS SNAP__STACK_READ_HWASAN static inline uintptr_t
 snap__stack_word(uintptr_t addr) {
   return *(const uintptr_t *)addr;
 }
-
-/* Asks the loader about the image holding pc; sets live and run_salt. */
-void snap__cursor_live(snap__cursor_t *c, uintptr_t pc);
-
-/* The rule-cache salt for a lookup at pc (see run_salt). One range check
-   while the walk stays in one image; a lock-free loader lookup when it
-   moves to another. */
-static inline uint64_t snap__cursor_salt(snap__cursor_t *c, uintptr_t pc) {
-  if (__builtin_expect(pc - c->live.lo >= c->live.hi - c->live.lo, 0))
-    snap__cursor_live(c, pc);
-  return c->run_salt;
-}
-
-/* The image whose unwind tables describe pc: the table's record if the
-   loader still reports the same image there; else (the table is stale) a
-   record made in *scratch from the loader's answer, whose tables are read
-   only through snap__plat_read; NULL when pc is in no image. */
-const snap__image_t *snap__cursor_image(snap__cursor_t *c, uintptr_t pc,
-                                        snap__image_t *scratch);
 
 /* One stack word: aligned, inside the bounds, or through the checked read
    when the bounds are unknown. */

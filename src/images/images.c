@@ -64,9 +64,6 @@ static void g_writer_lock(void) {
 }
 static void g_writer_unlock(void) { snap__plat_lock_unlock(&g_writer); }
 static _Atomic uint64_t g_stamp; /* of the published table; read unlocked */
-/* The platform's lock-free load count before the published table was
-   enumerated; UINT64_MAX when it had none. */
-static _Atomic uint64_t g_loads = UINT64_MAX;
 static uint64_t g_generation;
 static atomic_bool g_built;
 static atomic_bool g_dirty; /* prefixes changed since the last build */
@@ -179,12 +176,6 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
   img->func_index = r->func_index;
   img->func_index_size = r->func_index_size;
   img->path = path; /* a copy until build() interns it and sets name */
-  /* Lock-free, so allowed under the enumeration's loader lock. An image
-     the loader's snapshot does not list yet gets 0: walks then treat its
-     record as stale and read its tables safely. */
-  snap__plat_live_t live;
-  if (snap__plat_image_live(r->start, &live))
-    img->live_id = live.id;
 }
 
 static int by_start(const void *a, const void *b) {
@@ -243,9 +234,6 @@ static void free_collected(collect_t *c) {
    wait for ours — taking them in the other order would deadlock. */
 static int build(bool force) {
   uint64_t stamp = snap__plat_images_stamp();
-  uint64_t loads;
-  if (!snap__plat_images_loads_now(&loads))
-    loads = UINT64_MAX;
   if (!force && atomic_load(&g_built) && !atomic_load(&g_dirty) &&
       stamp == atomic_load(&g_stamp))
     return SNAP_OK;
@@ -294,7 +282,6 @@ static int build(bool force) {
     const snap__image_t *old = cur ? snap__images_find(cur, img->start) : NULL;
     img->since = (old && old->start == img->start && old->end == img->end &&
                   old->base == img->base && old->path == img->path &&
-                  old->live_id == img->live_id &&
                   old->in_app == img->in_app)
                      ? old->since
                      : generation;
@@ -304,7 +291,6 @@ static int build(bool force) {
   slot->generation = generation;
   atomic_store_explicit(&g_current, slot, memory_order_release);
   atomic_store_explicit(&g_stamp, stamp, memory_order_release);
-  atomic_store_explicit(&g_loads, loads, memory_order_release);
   atomic_store(&g_built, true);
   atomic_store(&g_dirty, false);
   g_writer_unlock();
@@ -318,11 +304,6 @@ int snap__images_refresh_if_stale(void) {
       atomic_load_explicit(&g_stamp, memory_order_acquire))
     return SNAP_OK;
   return build(false);
-}
-
-bool snap__images_current(uint64_t loads) {
-  uint64_t built = atomic_load_explicit(&g_loads, memory_order_acquire);
-  return built != UINT64_MAX && loads == built;
 }
 
 __attribute__((constructor)) static void images_init(void) {

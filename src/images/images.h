@@ -26,15 +26,6 @@ typedef struct snap__image {
   uintptr_t unwind_hi;
   uintptr_t func_index; /* the platform's function-start index, 0 if none */
   size_t func_index_size;
-  /* The loader's identity of the image when the table was built
-     (snap__plat_image_live; 0 if it had none). A walk reads this image's
-     unwind tables directly only while the loader still reports this
-     identity at the pc: else the table is stale there. */
-  uint64_t live_id;
-  /* Set only on a record a walk makes from the loader's answer when the
-     table is stale: every read of its tables goes through snap__plat_read
-     (its bounds are the whole mapping, gaps between segments included). */
-  bool read_safely;
   const char *path; /* points into the table's string pool */
   const char *name; /* base name of path */
   bool in_app;
@@ -66,13 +57,5 @@ int snap__images_refresh(bool force);
 /* The same for hot paths: asks the platform's load/unload stamp and takes
    the writer lock only when the stamp moved. [setup] */
 int snap__images_refresh_if_stale(void);
-
-/* True when `loads`, the platform's lock-free load count read by the
-   caller (snap__plat_images_loads_now), says nothing was loaded since the
-   published table was built (unloads may have happened: nothing new sits
-   where the table says something was). The caller reads the generation
-   after this, which is then at least the table's that the count vouched
-   for. [signal-safe] */
-bool snap__images_current(uint64_t loads);
 
 #endif /* SNAP_IMAGES_H */

@@ -114,11 +114,6 @@ bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx);
 /* A number that changes whenever an image is loaded or unloaded. [setup] */
 uint64_t snap__plat_images_stamp(void);
-/* How many images were loaded so far, read without any lock where the
-   platform can (false where it cannot). Unloads do not move it: it tells a
-   walk that no new code can sit where the image table says other code was.
-   [signal-safe] */
-bool snap__plat_images_loads_now(uint64_t *loads);
 /* Whether the image enumerated at `base` from `path` still holds addr right
    now — false once it is unloaded, or replaced by another image at the same
    place; for base 0 and path NULL, whether addr is still in no image. Asked
@@ -126,20 +121,6 @@ bool snap__plat_images_loads_now(uint64_t *loads);
    shared memory: Linux asks glibc's lock-free _dl_find_object; Apple
    consults a log its remove-image callback keeps. [setup] */
 bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path);
-/* What the loader says, right now and without its lock, about the image
-   holding pc: its mapped range [lo, hi), its unwind-table header
-   (.eh_frame_hdr, 0 if none) and an identity that changes when the image
-   there is unloaded and another loaded in its place. id 0 means the
-   platform has no such check: then lo is 0, hi UINTPTR_MAX, and the image
-   table is to be trusted as it is. Nothing the answer points to is
-   dereferenced to make it (Linux: glibc's _dl_find_object, which copies
-   the loader's own snapshot). False when pc is in no image. [signal-safe] */
-typedef struct snap__plat_live {
-  uintptr_t lo, hi;
-  uintptr_t unwind_hdr;
-  uint64_t id;
-} snap__plat_live_t;
-bool snap__plat_image_live(uintptr_t pc, snap__plat_live_t *out);
 /* The directory whose images count as the app by default, with its
    trailing '/': Linux, the main executable's directory; Apple, the
    outermost .app bundle around it (so Contents/Frameworks of a macOS app

@@ -9,32 +9,24 @@
  *
  * Per-thread front: FRONT_SLOTS slots per thread (two candidates per key),
  * each one more reference to a stack. A repeated call site is answered there
- * without touching anything of ours another thread writes — no stripe lock,
- * no LRU splice, no shared counter — which is what lets two threads on two
- * stacks run in parallel (a stripe lock taken on every hit moves its cache
- * line between cores on every call). The one shared thing a hit touches is
- * the loader's: its load/unload stamp, read under glibc's loader write lock
- * (held only while a dlopen or dlclose edits the list, ~10 ns a read
- * uncontended). A front miss goes to the shared table and
+ * without touching anything another thread writes — no lock, no LRU
+ * splice, no shared counter — which is what lets two threads on two stacks run
+ * in parallel (a stripe lock taken on every hit moves its cache line
+ * between cores on every call). A front miss goes to the shared table and
  * refills the slot. Slots are released when the thread exits.
  *
  * Verification, on every hit, front or shared:
  *  - the key: n, flags and every pc equal. Two stacks with the same hash
  *    cannot both be in the table (the newer replaces the older), so a
  *    collision costs a miss, never a wrong answer;
- *  - the images, from data we own only (never the loader's records, which
- *    a concurrent dlclose frees): every lookup first brings the image table
- *    up to date with the platform's load/unload stamp
- *    (snap__images_refresh_if_stale; the table is rebuilt only when the
- *    stamp moved). A stack remembers the table generation it was last
- *    found right under; while that is still the current generation — the
- *    common case, nothing loaded or unloaded — a hit costs one atomic load.
- *    Otherwise each image the names came from must be in the current table
- *    at the same base, from the same file, unchanged since the stack was
- *    named (snap__image_t.since), which also covers app-ness; the answer is
- *    remembered for that generation. So after a dlclose nothing named for
- *    that range is served, and a library loaded at the same address gets
- *    its own names.
+ *  - the images: each image a stack's names came from must still hold its
+ *    address, asked of the platform without the loader's lock
+ *    (snap__plat_image_holds: one lock-free lookup per distinct image). So
+ *    after a dlclose nothing named for that range is served, and a library
+ *    loaded at the same address gets its own names;
+ *  - app-ness: when the image table was rebuilt since the stack was named
+ *    (new app prefixes, a load elsewhere), each image must be unchanged
+ *    since (snap__image_t.since); checked once per rebuild, then remembered.
  *
  * Memory: each stripe holds at most limit / STRIPES bytes (stacks and
  * entries; the uthash bucket arrays add ~16 bytes per entry on top). Past
@@ -148,10 +140,14 @@ static bool unchanged_since(const snap_stack_t *s, const snap__images_t *t) {
   return true;
 }
 
-/* Whether s may still be served under the current table, which the caller
-   has brought up to date (snap__cache_get). Lock-free; writes shared memory
-   only once per image-table rebuild (to remember the check). */
+/* Whether s may still be served. Lock-free; writes shared memory only once
+   per image-table rebuild (to remember the check). */
 static bool fresh(snap_stack_t *s) {
+  for (int i = 0; i < s->key.n_images; i++) {
+    const snap__stack_image_t *r = &s->key.images[i];
+    if (!snap__plat_image_holds(r->addr, r->base, r->path))
+      return false;
+  }
   uint64_t current = snap__images_current_generation();
   if (atomic_load_explicit(&s->checked_generation, memory_order_relaxed) ==
       current)
@@ -263,12 +259,6 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
                                     unsigned flags) {
   if (!caching())
     return NULL;
-  /* The table must know of every load and unload before a hit is judged
-     (a stale table would vouch for a library that is gone). One look at
-     the platform's stamp when nothing moved; a rebuild when it did. A table
-     that could not be rebuilt judges nothing: miss. */
-  if (snap__images_refresh_if_stale() != SNAP_OK)
-    return NULL;
   key &= atomic_load_explicit(&g_key_mask, memory_order_relaxed);
   snap_stack_t *hit = front_get(key, pcs, n, flags);
   if (hit)
@@ -290,7 +280,8 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
   if (!hit)
     return NULL;
 
-  /* Checked outside the lock: it may acquire the image table. */
+  /* Checked outside the lock: on Apple the check may ask dyld, and a
+     thread holding dyld's lock may be waiting for this stripe. */
   if (fresh(hit)) {
     front_fill(key, hit);
     return hit;

@@ -112,16 +112,10 @@ static void check_rule(const snap__image_t *img, uint32_t off, int cfa,
    a lookup in a real image (these tables belong to no loaded image). */
 static void cache_rule(const snap__image_t *img, uint32_t off) {
   snap__rule_t r;
-  uintptr_t pc = img->unwind_lo + CODE + off;
-  snap__cfi_find_rule(img, pc, &r);
-  /* Filed under the salt a walk starting now uses at pc (the table's
-     generation, and what the loader says is there: walk.c). */
-  snap__regs_t regs = {0};
-  regs.pc = pc;
-  snap__cursor_t c;
-  snap__cursor_init(&c, &regs, true, 0, 0);
-  snap__rule_cache_put(pc, snap__cursor_salt(&c, pc), &r);
-  snap__cursor_done(&c);
+  snap__cfi_find_rule(img, img->unwind_lo + CODE + off, &r);
+  snap__rule_cache_put(img->unwind_lo + CODE + off,
+                       snap__rule_cache_salt(snap__images_current_generation()),
+                       &r);
 }
 
 /* A thread stopped at the epilogue pc CODE + 0x51a (after `pop %rbp`),

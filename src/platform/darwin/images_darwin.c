@@ -182,17 +182,3 @@ bool snap__plat_main_executable(char *buf, size_t size) {
   uint32_t len = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
   return _NSGetExecutablePath(buf, &len) == 0;
 }
-
-/* No live check on Apple (yet): the walk trusts the image table as the
-   last refresh left it, as it did before Linux had one. */
-bool snap__plat_image_live(uintptr_t pc, snap__plat_live_t *out) {
-  (void)pc;
-  *out = (snap__plat_live_t){0, UINTPTR_MAX, 0, 0};
-  return true;
-}
-
-/* No lock-free load counter on Apple (yet): walks check each image. */
-bool snap__plat_images_loads_now(uint64_t *loads) {
-  (void)loads;
-  return false;
-}
