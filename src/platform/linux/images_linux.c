@@ -18,12 +18,12 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "platform/linux/linux.h"
+#include "platform/posix/locks.h"
 
 typedef struct enum_ctx {
   snap__plat_range_cb cb;
@@ -67,24 +67,17 @@ static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
-/* Every dl_iterate_phdr of ours runs under this lock, which fork() holds
-   (platform.h, Locks): glibc (2.36) makes its dl_load_lock new in a forked
-   child but not dl_load_write_lock, which dl_iterate_phdr holds for its
-   whole walk; a child forked while one of our threads walked would wait
-   in its first dl_iterate_phdr forever. Held across a loader call, against
-   the rule, because it cannot deadlock: dl_load_write_lock's other holders
-   (dlopen and dlclose while they edit the list) call no code of anyone's,
-   and our callbacks take no lock. Made on first use (constructors). */
-static snap__lock_t g_walk;
-static pthread_once_t g_walk_once = PTHREAD_ONCE_INIT;
-static void walk_init(void) { (void)snap__plat_lock_init(&g_walk); }
-
+/* Every dl_iterate_phdr of ours passes the fork gate (posix/locks.h):
+   glibc (2.36) makes its dl_load_lock new in a forked child but not
+   dl_load_write_lock, which dl_iterate_phdr holds for its whole walk; a
+   child forked while one of our threads walked would wait in its first
+   dl_iterate_phdr forever. A gate, not a lock: the image stamp is read on
+   every app-only capture, and threads naming at once must not queue. */
 static void walk_images(int (*fn)(struct dl_phdr_info *, size_t, void *),
                         void *arg) {
-  pthread_once(&g_walk_once, walk_init);
-  snap__plat_lock_lock(&g_walk);
+  snap__fork_gate_enter();
   dl_iterate_phdr(fn, arg);
-  snap__plat_lock_unlock(&g_walk);
+  snap__fork_gate_leave();
 }
 
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx) {

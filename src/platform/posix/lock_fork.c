@@ -24,6 +24,7 @@
  * registered (snap__plat_lock_destroy forgets them first).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "platform/posix/locks.h"
@@ -35,6 +36,31 @@ static atomic_int g_count; /* slots handed out; a NULL one is free */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool g_hooked;
 
+/* The fork gate (locks.h): threads inside it, and whether fork closed it.
+   Sequentially consistent on both sides (Dekker): an entering thread
+   counts itself, then looks at the gate; fork closes the gate, then looks
+   at the count. At least one of them sees the other. */
+static atomic_int g_gate_users;
+static atomic_bool g_gate_closed;
+
+void snap__fork_gate_enter(void) {
+  for (;;) {
+    atomic_fetch_add(&g_gate_users, 1);
+    if (!atomic_load(&g_gate_closed))
+      return;
+    atomic_fetch_sub(&g_gate_users, 1);
+    while (atomic_load(&g_gate_closed))
+      sched_yield(); /* a fork is in progress: short */
+  }
+}
+
+void snap__fork_gate_leave(void) { atomic_fetch_sub(&g_gate_users, 1); }
+
+/* The locks first, then the gate: a thread that holds one of our locks
+   may still have to pass the gate before it can release it (the image
+   table's writer enumerates images under its lock), so the gate closes
+   only once no thread holds a lock of ours; a thread inside the gate
+   holds none that fork waits for. */
 static void prepare(void) {
   int n = atomic_load(&g_count);
   for (int i = 0; i < n && i < MAX_LOCKS; i++) {
@@ -42,9 +68,13 @@ static void prepare(void) {
     if (l)
       snap__plat_lock_lock(l);
   }
+  atomic_store(&g_gate_closed, true);
+  while (atomic_load(&g_gate_users) > 0)
+    sched_yield();
 }
 
 static void parent(void) {
+  atomic_store(&g_gate_closed, false);
   int n = atomic_load(&g_count);
   for (int i = (n < MAX_LOCKS ? n : MAX_LOCKS) - 1; i >= 0; i--) {
     snap__lock_t *l = atomic_load(&g_locks[i]);
@@ -54,6 +84,8 @@ static void parent(void) {
 }
 
 static void child(void) {
+  atomic_store(&g_gate_users, 0); /* the other threads are gone */
+  atomic_store(&g_gate_closed, false);
   int n = atomic_load(&g_count);
   for (int i = 0; i < n && i < MAX_LOCKS; i++) {
     snap__lock_t *l = atomic_load(&g_locks[i]);

@@ -31,6 +31,19 @@ bool snap__lock_register(snap__lock_t *l);
 /* Removes l (snap__plat_lock_destroy). [setup] */
 void snap__lock_forget(snap__lock_t *l);
 
+/* ---- Fork gate (lock_fork.c) ------------------------------------------ */
+
+/* For short calls into a library whose own lock a forked child could
+   inherit held (Linux: dl_iterate_phdr holds glibc's dl_load_write_lock,
+   which glibc 2.36 does not renew in the child). fork() waits until no
+   thread is between enter and leave, and holds new ones at enter, so it
+   never copies that lock held by one of our threads. Two atomic operations
+   a pass; passers never wait for each other (a lock here made two naming
+   threads 4-8x slower than one). Must not be entered twice by one thread,
+   nor while the thread runs code that can fork. [setup] */
+void snap__fork_gate_enter(void);
+void snap__fork_gate_leave(void);
+
 /* ---- Sampler lock (sampler_lock.c) ------------------------------------ */
 
 /* Taken by snap__plat_sample before it stops a thread (Apple: before
