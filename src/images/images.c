@@ -16,7 +16,6 @@
  */
 #include "images/images.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,19 +49,13 @@ static interned_t *g_interned[INTERN_BUCKETS];
 
 /* Writer state: guarded by g_writer (g_built, g_dirty and g_stamp are also
    read without it, to skip a rebuild). */
-/* The writer lock. A snap__lock_t, so fork() holds it and the child gets it
-   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
-   and Apple's libc re-arm in a forked child), not in a constructor: other
-   files' constructors may get here first. Should the fork registry be
-   full, the lock still excludes; only fork's reset is lost. */
-static snap__lock_t g_writer;
-static pthread_once_t g_writer_once = PTHREAD_ONCE_INIT;
-static void g_writer_init(void) { (void)snap__plat_lock_init(&g_writer); }
-static void g_writer_lock(void) {
-  pthread_once(&g_writer_once, g_writer_init);
-  snap__plat_lock_lock(&g_writer);
-}
-static void g_writer_unlock(void) { snap__plat_lock_unlock(&g_writer); }
+/* The writer lock.
+   Made on first use, not in a constructor (other files' constructors may
+   get here first); fork holds it and the child gets it afresh
+   (platform.h, snap__lazy_lock_t). */
+static snap__lazy_lock_t g_writer;
+static void g_writer_lock(void) { snap__plat_lazy_lock(&g_writer); }
+static void g_writer_unlock(void) { snap__plat_lazy_unlock(&g_writer); }
 static _Atomic uint64_t g_stamp; /* of the published table; read unlocked */
 static uint64_t g_generation;
 static atomic_bool g_built;

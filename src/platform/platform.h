@@ -232,6 +232,20 @@ void snap__plat_lock_unlock(snap__lock_t *l); /* [setup] */
 /* Only for a lock no thread holds or waits for. [setup] */
 void snap__plat_lock_destroy(snap__lock_t *l);
 
+/* A lock made on its first use, for files whose functions can be called
+   before their own constructors have run (from another file's
+   constructor). Zero-initialised static storage is an unmade lock:
+   `static snap__lazy_lock_t l;`. It is made while no fork can start (the
+   fork gate: posix/locks.h), so a child never finds one half made; once
+   made it is a snap__lock_t like any other (held across fork, made afresh
+   in the child). */
+typedef struct snap__lazy_lock {
+  snap__lock_t lock;
+  _Atomic int state; /* 0 unmade, 1 being made, 2 made */
+} snap__lazy_lock_t;
+void snap__plat_lazy_lock(snap__lazy_lock_t *l);   /* [setup] */
+void snap__plat_lazy_unlock(snap__lazy_lock_t *l); /* [setup] */
+
 /* ---- Semaphores -------------------------------------------------------- */
 
 /* Wake-ups only (a thread that sleeps until another has news), never

@@ -43,7 +43,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,19 +84,13 @@ typedef struct image {
   snap__elf_t elf, dbg;
 } image_t;
 
-/* Guards g_images and g_clock. A snap__lock_t, so fork() holds it and the child gets it
-   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
-   and Apple's libc re-arm in a forked child), not in a constructor: other
-   files' constructors may get here first. Should the fork registry be
-   full, the lock still excludes; only fork's reset is lost. */
-static snap__lock_t g_lock;
-static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
-static void g_lock_init(void) { (void)snap__plat_lock_init(&g_lock); }
-static void g_lock_lock(void) {
-  pthread_once(&g_lock_once, g_lock_init);
-  snap__plat_lock_lock(&g_lock);
-}
-static void g_lock_unlock(void) { snap__plat_lock_unlock(&g_lock); }
+/* Guards g_images and g_clock.
+   Made on first use, not in a constructor (other files' constructors may
+   get here first); fork holds it and the child gets it afresh
+   (platform.h, snap__lazy_lock_t). */
+static snap__lazy_lock_t g_lock;
+static void g_lock_lock(void) { snap__plat_lazy_lock(&g_lock); }
+static void g_lock_unlock(void) { snap__plat_lazy_unlock(&g_lock); }
 static image_t g_images[MAX_IMAGES];
 static uint64_t g_clock;
 

@@ -48,7 +48,6 @@
  * left to the ELF symbols.
  */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,19 +74,13 @@ typedef struct objc_api {
   void *(*meta_class)(const char *cls_name); /* the fallback */
 } objc_api_t;
 
-/* Guards the copy into api. A snap__lock_t, so fork() holds it and the child gets it
-   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
-   and Apple's libc re-arm in a forked child), not in a constructor: other
-   files' constructors may get here first. Should the fork registry be
-   full, the lock still excludes; only fork's reset is lost. */
-static snap__lock_t api_lock;
-static pthread_once_t api_lock_once = PTHREAD_ONCE_INIT;
-static void api_lock_init(void) { (void)snap__plat_lock_init(&api_lock); }
-static void api_lock_lock(void) {
-  pthread_once(&api_lock_once, api_lock_init);
-  snap__plat_lock_lock(&api_lock);
-}
-static void api_lock_unlock(void) { snap__plat_lock_unlock(&api_lock); }
+/* Guards the copy into api.
+   Made on first use, not in a constructor (other files' constructors may
+   get here first); fork holds it and the child gets it afresh
+   (platform.h, snap__lazy_lock_t). */
+static snap__lazy_lock_t api_lock;
+static void api_lock_lock(void) { snap__plat_lazy_lock(&api_lock); }
+static void api_lock_unlock(void) { snap__plat_lazy_unlock(&api_lock); }
 static objc_api_t api;         /* complete before api_ready is set */
 static atomic_bool api_ready;  /* release-set once, never cleared */
 static atomic_ullong api_miss; /* images stamp + 1 of the last failed probe */
@@ -150,19 +143,13 @@ typedef struct objc_table {
   uint64_t stamp; /* key: snap__plat_images_stamp() when built */
 } objc_table_t;
 
-/* Guards `current` only; a leaf lock (see the head comment). A snap__lock_t, so fork() holds it and the child gets it
-   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
-   and Apple's libc re-arm in a forked child), not in a constructor: other
-   files' constructors may get here first. Should the fork registry be
-   full, the lock still excludes; only fork's reset is lost. */
-static snap__lock_t table_lock;
-static pthread_once_t table_lock_once = PTHREAD_ONCE_INIT;
-static void table_lock_init(void) { (void)snap__plat_lock_init(&table_lock); }
-static void table_lock_lock(void) {
-  pthread_once(&table_lock_once, table_lock_init);
-  snap__plat_lock_lock(&table_lock);
-}
-static void table_lock_unlock(void) { snap__plat_lock_unlock(&table_lock); }
+/* Guards `current` only; a leaf lock (see the head comment).
+   Made on first use, not in a constructor (other files' constructors may
+   get here first); fork holds it and the child gets it afresh
+   (platform.h, snap__lazy_lock_t). */
+static snap__lazy_lock_t table_lock;
+static void table_lock_lock(void) { snap__plat_lazy_lock(&table_lock); }
+static void table_lock_unlock(void) { snap__plat_lazy_unlock(&table_lock); }
 static objc_table_t *current;
 
 static int entry_cmp(const void *pa, const void *pb) {

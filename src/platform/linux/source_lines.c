@@ -24,6 +24,7 @@
  * seconds).
  */
 #include "platform/linux/linux.h"
+#include "platform/posix/locks.h"
 
 #if defined(__has_include)
 #if __has_include(<elfutils/libdwfl.h>)
@@ -85,19 +86,13 @@ typedef struct module {
 } module_t;
 
 /* Guards the session (g_dwfl, g_mods): every libdw call is made under
-   it, so no thread of ours is inside libdw at fork. A snap__lock_t, so fork() holds it and the child gets it
-   afresh (platform.h, Locks). Made on first use (pthread_once, which glibc
-   and Apple's libc re-arm in a forked child), not in a constructor: other
-   files' constructors may get here first. Should the fork registry be
-   full, the lock still excludes; only fork's reset is lost. */
-static snap__lock_t g_lock;
-static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
-static void g_lock_init(void) { (void)snap__plat_lock_init(&g_lock); }
-static void g_lock_lock(void) {
-  pthread_once(&g_lock_once, g_lock_init);
-  snap__plat_lock_lock(&g_lock);
-}
-static void g_lock_unlock(void) { snap__plat_lock_unlock(&g_lock); }
+   it, so no thread of ours is inside libdw at fork.
+   Made on first use, not in a constructor (other files' constructors may
+   get here first); fork holds it and the child gets it afresh
+   (platform.h, snap__lazy_lock_t). */
+static snap__lazy_lock_t g_lock;
+static void g_lock_lock(void) { snap__plat_lazy_lock(&g_lock); }
+static void g_lock_unlock(void) { snap__plat_lazy_unlock(&g_lock); }
 /* 0 not tried, 2 a thread is loading it, 1 loaded, -1 unavailable. Loaded
    with no lock of ours held, and never waited for: dlopen takes the
    loader's lock, and a thread inside dlopen (a constructor asking for a
@@ -119,7 +114,7 @@ static void state_fork_child(void) {
   atomic_compare_exchange_strong(&g_state, &loading, 0);
 }
 
-static bool load_libdw(void) {
+static bool load_libdw_gated(void) {
   void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h)
     return false;
@@ -159,6 +154,18 @@ static bool load_libdw(void) {
     }
   }
   return true; /* h stays open for the life of the process */
+}
+
+/* Inside the fork gate (posix/locks.h): dlopen edits the loader's list
+   under dl_load_write_lock, which glibc does not renew in a forked child;
+   a fork while this thread loaded libdw would leave the child waiting on
+   it in its first dl_iterate_phdr (seen under TSan, whose slower dlopen
+   overlaps the forks of test_fork_naming). */
+static bool load_libdw(void) {
+  snap__fork_gate_enter();
+  bool ok = load_libdw_gated();
+  snap__fork_gate_leave();
+  return ok;
 }
 
 static void reset_session(void) {

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "platform/platform.h"
+#include "platform/posix/locks.h"
 
 typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len,
                                  int *status);
@@ -74,7 +75,9 @@ static void cxx_lookup(void) {
   if (!sym) {
     /* RTLD_LOCAL: the runtime's symbols must not start satisfying lookups
        of the program's own libraries. The handle is never closed. */
+    snap__fork_gate_enter(); /* dlopen edits the loader's list: locks.h */
     void *lib = dlopen(SNAP_CXX_RUNTIME, RTLD_NOW | RTLD_LOCAL);
+    snap__fork_gate_leave();
     if (lib)
       sym = dlsym(lib, "__cxa_demangle");
   }

@@ -61,12 +61,22 @@ void snap__fork_gate_leave(void) { atomic_fetch_sub(&g_gate_users, 1); }
    table's writer enumerates images under its lock), so the gate closes
    only once no thread holds a lock of ours; a thread inside the gate
    holds none that fork waits for. */
+/* The locks prepare took, for parent to release: exactly those, since a
+   lock registered meanwhile (a lazy lock made by a thread inside the gate
+   before it closed) was never taken. Only the forking thread touches it,
+   between prepare and parent. */
+static snap__lock_t *g_held[MAX_LOCKS];
+static int g_nheld;
+
 static void prepare(void) {
   int n = atomic_load(&g_count);
+  g_nheld = 0;
   for (int i = 0; i < n && i < MAX_LOCKS; i++) {
     snap__lock_t *l = atomic_load(&g_locks[i]);
-    if (l)
+    if (l) {
       snap__plat_lock_lock(l);
+      g_held[g_nheld++] = l;
+    }
   }
   atomic_store(&g_gate_closed, true);
   while (atomic_load(&g_gate_users) > 0)
@@ -75,17 +85,17 @@ static void prepare(void) {
 
 static void parent(void) {
   atomic_store(&g_gate_closed, false);
-  int n = atomic_load(&g_count);
-  for (int i = (n < MAX_LOCKS ? n : MAX_LOCKS) - 1; i >= 0; i--) {
-    snap__lock_t *l = atomic_load(&g_locks[i]);
-    if (l)
-      snap__plat_lock_unlock(l);
-  }
+  for (int i = g_nheld - 1; i >= 0; i--)
+    snap__plat_lock_unlock(g_held[i]);
+  g_nheld = 0;
 }
 
+/* Every registered lock, also one made after prepare's count: in the
+   child no thread holds any, whatever the parent's threads were doing. */
 static void child(void) {
   atomic_store(&g_gate_users, 0); /* the other threads are gone */
   atomic_store(&g_gate_closed, false);
+  g_nheld = 0;
   int n = atomic_load(&g_count);
   for (int i = 0; i < n && i < MAX_LOCKS; i++) {
     snap__lock_t *l = atomic_load(&g_locks[i]);
@@ -122,6 +132,28 @@ bool snap__lock_register(snap__lock_t *l) {
 int snap__plat_lock_init(snap__lock_t *l) {
   snap__lock_raw_init(l);
   return snap__lock_register(l) ? SNAP_OK : SNAP_ENOMEM;
+}
+
+/* Made inside the fork gate: fork waits for the maker, so no child starts
+   with state 1 and nobody to finish it. Others that find it being made
+   yield until it is (a few microseconds, once per process). */
+void snap__plat_lazy_lock(snap__lazy_lock_t *l) {
+  if (atomic_load_explicit(&l->state, memory_order_acquire) != 2) {
+    snap__fork_gate_enter();
+    int unmade = 0;
+    if (atomic_compare_exchange_strong(&l->state, &unmade, 1)) {
+      (void)snap__plat_lock_init(&l->lock); /* unregistered: still a lock */
+      atomic_store_explicit(&l->state, 2, memory_order_release);
+    }
+    snap__fork_gate_leave();
+    while (atomic_load_explicit(&l->state, memory_order_acquire) != 2)
+      sched_yield();
+  }
+  snap__plat_lock_lock(&l->lock);
+}
+
+void snap__plat_lazy_unlock(snap__lazy_lock_t *l) {
+  snap__plat_lock_unlock(&l->lock);
 }
 
 void snap__lock_forget(snap__lock_t *l) {

@@ -34,8 +34,9 @@ void snap__lock_forget(snap__lock_t *l);
 /* ---- Fork gate (lock_fork.c) ------------------------------------------ */
 
 /* For short calls into a library whose own lock a forked child could
-   inherit held (Linux: dl_iterate_phdr holds glibc's dl_load_write_lock,
-   which glibc 2.36 does not renew in the child). fork() waits until no
+   inherit held (Linux: dl_iterate_phdr, and our own dlopen calls, hold
+   glibc's dl_load_write_lock, which glibc 2.36 does not renew in the
+   child). fork() waits until no
    thread is between enter and leave, and holds new ones at enter, so it
    never copies that lock held by one of our threads. Two atomic operations
    a pass; passers never wait for each other (a lock here made two naming
