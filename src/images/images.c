@@ -47,15 +47,10 @@ typedef struct interned {
 #define INTERN_BUCKETS 256
 static interned_t *g_interned[INTERN_BUCKETS];
 
-/* Writer state: guarded by g_writer (g_built, g_dirty and g_stamp are also
-   read without it, to skip a rebuild). */
-/* The writer lock.
-   Made on first use, not in a constructor (other files' constructors may
-   get here first); fork holds it and the child gets it afresh
-   (platform.h, snap__lazy_lock_t). */
+/* Writer state: guarded by g_writer, made on first use (platform.h,
+   snap__lazy_lock_t); g_built, g_dirty and g_stamp are also read without
+   it, to skip a rebuild. */
 static snap__lazy_lock_t g_writer;
-static void g_writer_lock(void) { snap__plat_lazy_lock(&g_writer); }
-static void g_writer_unlock(void) { snap__plat_lazy_unlock(&g_writer); }
 static _Atomic uint64_t g_stamp; /* of the published table; read unlocked */
 static uint64_t g_generation;
 static atomic_bool g_built;
@@ -242,7 +237,7 @@ static int build(bool force) {
     return rc;
   }
 
-  g_writer_lock();
+  snap__plat_lazy_lock(&g_writer);
   for (int i = 0; i < c.n && rc == SNAP_OK; i++) {
     const char *interned = intern(c.v[i].path);
     if (!interned) {
@@ -265,7 +260,7 @@ static int build(bool force) {
       if (!c.v[i].name)
         free((char *)c.v[i].path);
     free(c.v);
-    g_writer_unlock();
+    snap__plat_lazy_unlock(&g_writer);
     return rc;
   }
   qsort(c.v, (size_t)c.n, sizeof *c.v, by_start);
@@ -286,7 +281,7 @@ static int build(bool force) {
   atomic_store_explicit(&g_stamp, stamp, memory_order_release);
   atomic_store(&g_built, true);
   atomic_store(&g_dirty, false);
-  g_writer_unlock();
+  snap__plat_lazy_unlock(&g_writer);
   return SNAP_OK;
 }
 
@@ -330,14 +325,14 @@ int snap_set_app_image_prefixes(const char *const *prefixes, int n) {
       return SNAP_ENOMEM;
     }
   }
-  g_writer_lock();
+  snap__plat_lazy_lock(&g_writer);
   for (int i = 0; i < g_prefix_count; i++)
     free(g_prefixes[i]);
   for (int i = 0; i < n; i++)
     g_prefixes[i] = copy[i];
   g_prefix_count = n;
   atomic_store(&g_dirty, true);
-  g_writer_unlock();
+  snap__plat_lazy_unlock(&g_writer);
   return build(true);
 }
 

@@ -196,8 +196,9 @@ static int attach(CFRunLoopRef rl) {
      main loops do; the watchdog watches the main loop); one too few makes
      the Exit of a run nested one level idle, as before nesting was
      counted. Counting 1 matters: the main loop's outermost run, which we
-     are usually attached from, never exits, so its Entry is never seen. The CF lock that
-     CFRunLoopAddObserver takes publishes this state to the loop's thread. */
+     are usually attached from, never exits, so its Entry is never seen.
+     The CF lock that CFRunLoopAddObserver takes publishes this state to
+     the loop's thread. */
   CFStringRef running = g_cf.copy_mode(rl);
   snap__rl_nesting_init(nest, running ? 1u : 0u, running != NULL);
   if (running)

@@ -84,13 +84,9 @@ typedef struct image {
   snap__elf_t elf, dbg;
 } image_t;
 
-/* Guards g_images and g_clock.
-   Made on first use, not in a constructor (other files' constructors may
-   get here first); fork holds it and the child gets it afresh
-   (platform.h, snap__lazy_lock_t). */
+/* Guards g_images and g_clock. Made on first use (platform.h,
+   snap__lazy_lock_t). */
 static snap__lazy_lock_t g_lock;
-static void g_lock_lock(void) { snap__plat_lazy_lock(&g_lock); }
-static void g_lock_unlock(void) { snap__plat_lazy_unlock(&g_lock); }
 static image_t g_images[MAX_IMAGES];
 static uint64_t g_clock;
 
@@ -517,7 +513,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
   if (!f)
     return SNAP_ENOMEM;
   char buf[1024];
-  g_lock_lock();
+  snap__plat_lazy_lock(&g_lock);
   const image_t *last = NULL;
   for (int i = 0; i < n; i++) {
     if (!q[i].image_path || !q[i].image_path[0])
@@ -528,7 +524,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
     if (last)
       find_one(last, &q[i], &f[i], buf, sizeof buf);
   }
-  g_lock_unlock();
+  snap__plat_lazy_unlock(&g_lock);
 
   /* Objective-C IMPs usually have no ELF symbol (stripped, or local to a
      runtime-registered class): a method above the ELF function's start, or

@@ -74,13 +74,9 @@ typedef struct objc_api {
   void *(*meta_class)(const char *cls_name); /* the fallback */
 } objc_api_t;
 
-/* Guards the copy into api.
-   Made on first use, not in a constructor (other files' constructors may
-   get here first); fork holds it and the child gets it afresh
-   (platform.h, snap__lazy_lock_t). */
+/* Guards the copy into api. Made on first use (platform.h,
+   snap__lazy_lock_t). */
 static snap__lazy_lock_t api_lock;
-static void api_lock_lock(void) { snap__plat_lazy_lock(&api_lock); }
-static void api_lock_unlock(void) { snap__plat_lazy_unlock(&api_lock); }
 static objc_api_t api;         /* complete before api_ready is set */
 static atomic_bool api_ready;  /* release-set once, never cleared */
 static atomic_ullong api_miss; /* images stamp + 1 of the last failed probe */
@@ -118,12 +114,12 @@ static const objc_api_t *api_get(void) {
     atomic_store_explicit(&api_miss, stamp, memory_order_relaxed);
     return NULL;
   }
-  api_lock_lock();
+  snap__plat_lazy_lock(&api_lock);
   if (!atomic_load_explicit(&api_ready, memory_order_relaxed)) {
     api = found;
     atomic_store_explicit(&api_ready, true, memory_order_release);
   }
-  api_lock_unlock();
+  snap__plat_lazy_unlock(&api_lock);
   return &api;
 }
 
@@ -143,13 +139,9 @@ typedef struct objc_table {
   uint64_t stamp; /* key: snap__plat_images_stamp() when built */
 } objc_table_t;
 
-/* Guards `current` only; a leaf lock (see the head comment).
-   Made on first use, not in a constructor (other files' constructors may
-   get here first); fork holds it and the child gets it afresh
-   (platform.h, snap__lazy_lock_t). */
+/* Guards `current` only; a leaf lock (see the head comment). Made on
+   first use (platform.h, snap__lazy_lock_t). */
 static snap__lazy_lock_t table_lock;
-static void table_lock_lock(void) { snap__plat_lazy_lock(&table_lock); }
-static void table_lock_unlock(void) { snap__plat_lazy_unlock(&table_lock); }
 static objc_table_t *current;
 
 static int entry_cmp(const void *pa, const void *pb) {
@@ -270,10 +262,10 @@ bool snap__linux_objc_prepare(void) {
   int classes = a->get_class_list(NULL, 0);
   uint64_t stamp = snap__plat_images_stamp();
 
-  table_lock_lock();
+  snap__plat_lazy_lock(&table_lock);
   bool up_to_date =
       current && current->classes == classes && current->stamp == stamp;
-  table_lock_unlock();
+  snap__plat_lazy_unlock(&table_lock);
   if (up_to_date)
     return true;
 
@@ -283,10 +275,10 @@ bool snap__linux_objc_prepare(void) {
   objc_table_t *fresh = table_build(a, classes, stamp);
   if (!fresh)
     return false;
-  table_lock_lock();
+  snap__plat_lazy_lock(&table_lock);
   objc_table_t *old = current;
   current = fresh;
-  table_lock_unlock();
+  snap__plat_lazy_unlock(&table_lock);
   table_free(old);
   return true;
 }
@@ -295,9 +287,9 @@ uintptr_t snap__linux_objc_lookup(uintptr_t addr, uintptr_t lo, char *buf,
                                   size_t size) {
   if (!buf && size)
     return 0;
-  table_lock_lock();
+  snap__plat_lazy_lock(&table_lock);
   uintptr_t imp = current ? table_lookup(current, addr, lo, buf, size) : 0;
-  table_lock_unlock();
+  snap__plat_lazy_unlock(&table_lock);
   return imp;
 }
 

@@ -86,13 +86,9 @@ typedef struct module {
 } module_t;
 
 /* Guards the session (g_dwfl, g_mods): every libdw call is made under
-   it, so no thread of ours is inside libdw at fork.
-   Made on first use, not in a constructor (other files' constructors may
-   get here first); fork holds it and the child gets it afresh
+   it, so no thread of ours is inside libdw at fork. Made on first use
    (platform.h, snap__lazy_lock_t). */
 static snap__lazy_lock_t g_lock;
-static void g_lock_lock(void) { snap__plat_lazy_lock(&g_lock); }
-static void g_lock_unlock(void) { snap__plat_lazy_unlock(&g_lock); }
 /* 0 not tried, 2 a thread is loading it, 1 loaded, -1 unavailable. Loaded
    with no lock of ours held, and never waited for: dlopen takes the
    loader's lock, and a thread inside dlopen (a constructor asking for a
@@ -282,7 +278,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     return SNAP_EUNSUPPORTED;
   if (state == 2)
     return SNAP_OK; /* being loaded by another thread */
-  g_lock_lock();
+  snap__plat_lazy_lock(&g_lock);
   /* Only files: the vdso ("linux-vdso.so.1") has no line table. */
   if (q->image_path && q->image_path[0] == '/') {
     Dwfl_Module *m = module_for(q->image_path, q->image_base);
@@ -291,7 +287,7 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     if (file && lineno > 0)
       cb(file, (unsigned)lineno, ctx);
   }
-  g_lock_unlock();
+  snap__plat_lazy_unlock(&g_lock);
   return SNAP_OK;
 }
 
