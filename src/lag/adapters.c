@@ -8,10 +8,14 @@
  */
 #include "lag/lag.h"
 
+/* The calls every adapter makes: the loop observer's (observer.c). */
+static const snap__loop_hooks_t g_hooks = {snap_lag_loop_busy,
+                                           snap_lag_loop_idle};
+
 SNAP_EXPORT int snap_lag_attach_glib(void *main_context) {
-  return snap__plat_attach_glib(main_context);
+  return snap__plat_attach_glib(main_context, &g_hooks);
 }
 
 SNAP_EXPORT int snap_lag_attach_cfrunloop(void *runloop) {
-  return snap__plat_attach_runloop(runloop);
+  return snap__plat_attach_runloop(runloop, &g_hooks);
 }

@@ -327,13 +327,23 @@ int snap__plat_file_remove(const char *dir, const char *name);
 
 /* ---- Loop adapters ----------------------------------------------------- */
 
-/* Hooks the platform's own event loop (Apple: CFRunLoop observers calling
-   snap_lag_loop_busy/idle); SNAP_EUNSUPPORTED where there is none. */
-int snap__plat_attach_runloop(void *runloop);
+/* What a loop adapter calls: busy when the loop wakes to work, idle when
+   it is about to sleep. The lag layer hands in its own functions, so the
+   platform never calls up into it. hooks must outlive the process (the
+   adapters keep the pointer); one set per process. */
+typedef struct snap__loop_hooks {
+  void (*busy)(void);
+  void (*idle)(void);
+} snap__loop_hooks_t;
+
+/* Hooks the platform's own event loop (Apple: CFRunLoop observers);
+   SNAP_EUNSUPPORTED where there is none. */
+int snap__plat_attach_runloop(void *runloop, const snap__loop_hooks_t *hooks);
 /* Wraps a GLib main context's poll function (NULL = the default context)
    with idle/busy calls; SNAP_EUNSUPPORTED without GLib's headers at build
    time or GLib in the process, SNAP_EBUSY for a second context whose poll
    function differs from the first one's. */
-int snap__plat_attach_glib(void *main_context);
+int snap__plat_attach_glib(void *main_context,
+                           const snap__loop_hooks_t *hooks);
 
 #endif /* SNAP_PLATFORM_H */

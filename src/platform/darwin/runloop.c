@@ -1,8 +1,8 @@
 /*
  * runloop.c — the lag watchdog's adapter for CFRunLoop, the loop every
- * Apple app's main thread runs: run-loop observers that call
- * snap_lag_loop_busy and snap_lag_loop_idle, so the app needs no manual
- * calls.
+ * Apple app's main thread runs: run-loop observers that call the busy and
+ * idle hooks the lag layer hands in (snap_lag_loop_busy / _idle), so the
+ * app needs no manual calls.
  *
  * What each activity means, nested runs included, is decided by the pure
  * state machine in runloop_nesting.c (its head has the rules and the
@@ -51,6 +51,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "platform/darwin/darwin.h"
 #include "platform/darwin/runloop_nesting.h"
@@ -110,6 +111,9 @@ typedef struct cf_api {
 #define MAX_LOOPS 8
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* What the observers call (the lag layer's busy/idle), stored before the
+   first observer is added. */
+static _Atomic(const snap__loop_hooks_t *) g_hooks;
 static cf_api_t g_cf;                   /* under g_lock */
 static CFRunLoopRef g_loops[MAX_LOOPS]; /* attached (and retained) */
 static int g_nloops;
@@ -147,12 +151,14 @@ static bool find_cf(cf_api_t *api) {
 static void on_activity(CFRunLoopObserverRef obs, CFRunLoopActivity act,
                         void *info) {
   (void)obs;
+  const snap__loop_hooks_t *h =
+      atomic_load_explicit(&g_hooks, memory_order_acquire);
   switch (snap__rl_nesting_step(info, (unsigned)act)) {
   case SNAP__RL_BUSY:
-    snap_lag_loop_busy();
+    h->busy();
     break;
   case SNAP__RL_IDLE:
-    snap_lag_loop_idle();
+    h->idle();
     break;
   case SNAP__RL_NOTHING:
     break;
@@ -215,7 +221,9 @@ static int attach(CFRunLoopRef rl) {
   return SNAP_OK;
 }
 
-int snap__plat_attach_runloop(void *runloop) {
+int snap__plat_attach_runloop(void *runloop, const snap__loop_hooks_t *hooks) {
+  if (!hooks || !hooks->busy || !hooks->idle)
+    return SNAP_EINVAL;
   cf_api_t api;
   if (!find_cf(&api))
     return SNAP_EUNSUPPORTED;
@@ -223,6 +231,7 @@ int snap__plat_attach_runloop(void *runloop) {
   if (!rl)
     return SNAP_EUNSUPPORTED;
   pthread_mutex_lock(&g_lock);
+  atomic_store_explicit(&g_hooks, hooks, memory_order_release);
   g_cf = api; /* the same addresses every time */
   int rc = attach(rl);
   pthread_mutex_unlock(&g_lock);

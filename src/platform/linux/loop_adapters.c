@@ -10,7 +10,7 @@
  */
 #include "platform/linux/linux.h"
 
-int snap__plat_attach_runloop(void *runloop) {
-  (void)runloop;
+int snap__plat_attach_runloop(void *runloop, const snap__loop_hooks_t *hooks) {
+  (void)runloop, (void)hooks;
   return SNAP_EUNSUPPORTED;
 }

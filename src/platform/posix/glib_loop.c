@@ -1,7 +1,8 @@
 /*
  * glib_loop.c — the lag watchdog's adapter for GLib's main loop: the
- * context's poll function is wrapped so that the loop calls
- * snap_lag_loop_idle before it sleeps and snap_lag_loop_busy after.
+ * context's poll function is wrapped so that the loop calls the idle hook
+ * before it sleeps and the busy hook after (snap__loop_hooks_t: the lag
+ * layer's snap_lag_loop_idle/busy).
  *
  * Why the poll function: GLib calls it exactly where the loop sleeps, so
  * "idle before poll, busy after" brackets each wait the way Apple's run
@@ -25,18 +26,25 @@ typedef GPollFunc (*get_poll_fn)(GMainContext *);
 typedef void (*set_poll_fn)(GMainContext *, GPollFunc);
 typedef GMainContext *(*default_fn)(void);
 
-/* The poll function we wrapped. */
+/* The poll function we wrapped, and what to call around it (stored before
+   the wrapper is installed). */
 static _Atomic(GPollFunc) g_inner;
+static _Atomic(const snap__loop_hooks_t *) g_hooks;
 
 static gint snap_glib_poll(GPollFD *fds, guint nfds, gint timeout) {
   GPollFunc inner = atomic_load_explicit(&g_inner, memory_order_acquire);
-  snap_lag_loop_idle();
+  const snap__loop_hooks_t *h =
+      atomic_load_explicit(&g_hooks, memory_order_acquire);
+  h->idle();
   gint rc = inner(fds, nfds, timeout);
-  snap_lag_loop_busy();
+  h->busy();
   return rc;
 }
 
-int snap__plat_attach_glib(void *main_context) {
+int snap__plat_attach_glib(void *main_context,
+                           const snap__loop_hooks_t *hooks) {
+  if (!hooks || !hooks->busy || !hooks->idle)
+    return SNAP_EINVAL;
   get_poll_fn get =
       (get_poll_fn)snap__plat_find_symbol("g_main_context_get_poll_func");
   set_poll_fn set =
@@ -52,12 +60,14 @@ int snap__plat_attach_glib(void *main_context) {
   GPollFunc expect = NULL;
   if (!atomic_compare_exchange_strong(&g_inner, &expect, cur) && expect != cur)
     return SNAP_EBUSY; /* another context with another poll function */
+  atomic_store_explicit(&g_hooks, hooks, memory_order_release);
   set(ctx, snap_glib_poll);
   return SNAP_OK;
 }
 #else
-int snap__plat_attach_glib(void *main_context) {
-  (void)main_context;
+int snap__plat_attach_glib(void *main_context,
+                           const snap__loop_hooks_t *hooks) {
+  (void)main_context, (void)hooks;
   return SNAP_EUNSUPPORTED; /* built without GLib's headers */
 }
 #endif
