@@ -13,19 +13,44 @@
  */
 #include "lag/lag.h"
 
+static bool has_app_frame(const snap_stack_t *s) {
+  for (int i = 0; i < snap_stack_count(s); i++)
+    if (snap_stack_frame(s, i)->in_app)
+      return true;
+  return false;
+}
+
+/* The next frame at or after *i that is part of the path (app frames only
+   when there are any), or NULL past the end. */
+static const snap_frame_t *next_on_path(const snap_stack_t *s, bool app_only,
+                                        int *i) {
+  for (; *i < snap_stack_count(s); (*i)++) {
+    const snap_frame_t *f = snap_stack_frame(s, *i);
+    if (!app_only || f->in_app)
+      return f;
+  }
+  return NULL;
+}
+
 bool snap__same_path(const snap_stack_t *a, const snap_stack_t *b) {
-  if (!a || !b)
+  if (!a || !b || snap_stack_count(a) == 0 || snap_stack_count(b) == 0)
     return false;
-  int n = snap_stack_count(a);
-  if (n == 0 || n != snap_stack_count(b))
+  /* The app's frames are the lag's identity (classify.c keys on them too):
+     a hot loop that reads the clock or copies memory is sampled now inside
+     libc, now outside it, and both are the same lag. Only a stack with no
+     app frame at all is compared whole. */
+  bool app_only = has_app_frame(a);
+  if (app_only != has_app_frame(b))
     return false;
-  for (int i = 0; i < n; i++) {
-    const snap_frame_t *fa = snap_stack_frame(a, i);
-    const snap_frame_t *fb = snap_stack_frame(b, i);
+  int i = 0, j = 0;
+  for (;; i++, j++) {
+    const snap_frame_t *fa = next_on_path(a, app_only, &i);
+    const snap_frame_t *fb = next_on_path(b, app_only, &j);
+    if (!fa || !fb)
+      return !fa && !fb;
     if (snap__frame_function(fa) != snap__frame_function(fb))
       return false;
   }
-  return true;
 }
 
 void snap__backoff_reset(snap__backoff_t *f) {

@@ -86,8 +86,10 @@ static inline uintptr_t snap__frame_function(const snap_frame_t *f) {
   return f->symbol_addr ? f->symbol_addr : f->pc;
 }
 
-/* True when two named stacks are the same call path: the same functions in
-   the same order (the pcs inside a function may differ). */
+/* True when two named stacks are the same call path: the same app
+   functions in the same order (the pcs inside a function may differ, and
+   system frames between or below them do not count); stacks with no app
+   frame compare all their functions. */
 bool snap__same_path(const snap_stack_t *a, const snap_stack_t *b);
 
 /* Fibonacci back-off of the re-checks of one ongoing lag. */

@@ -3,6 +3,8 @@
 # read by python3's json module (an independent parser). Included from the
 # part of tests/ that runs on Linux and macOS.
 snap_test(test_lag_config lag/test_lag_config.c)
+# Issue 13: one lag sampled inside and outside a libc call is one lag.
+snap_test(test_annealing lag/test_annealing.c)
 
 # Python 3 reads every report: an independent parser.
 find_program(SNAP_PYTHON3 NAMES python3 REQUIRED)
