@@ -78,8 +78,8 @@ int main(void) {
              (uintptr_t[]){clock, compute, clock, step}, 4),
         "system frames between app frames made one lag two");
   /* Another pc inside the same function: the same lag. */
-  CHECK(same((uintptr_t[]){compute + 2, step}, 2,
-             (uintptr_t[]){compute, step}, 2),
+  CHECK(same((uintptr_t[]){compute + 2, step}, 2, (uintptr_t[]){compute, step},
+             2),
         "two pcs of one function made one lag two");
 
   /* A different app function, an extra app frame, a missing one: not. */
@@ -94,8 +94,9 @@ int main(void) {
   CHECK(!same((uintptr_t[]){clock, start}, 2, (uintptr_t[]){compute, start}, 2),
         "a system-only stack taken for an app lag");
   /* Stacks with no app frame compare every function. */
-  CHECK(same((uintptr_t[]){clock, start}, 2, (uintptr_t[]){clock + 2, start}, 2),
-        "one system-only path taken for two");
+  CHECK(
+      same((uintptr_t[]){clock, start}, 2, (uintptr_t[]){clock + 2, start}, 2),
+      "one system-only path taken for two");
   CHECK(!same((uintptr_t[]){memcpy_, start}, 2, (uintptr_t[]){clock, start}, 2),
         "two system-only paths taken for one");
   /* No stack (the main thread could not be sampled) is never the same. */
