@@ -238,10 +238,13 @@ def main():
                "hang", "demo_hang", 2700, 4500)
 
     # CPU: short iterations, main thread hot: a cpu report, no lag.
-    # 50 %: the demo computes ~89 % of the time, but the test shares two
-    # cores with other tests; what is checked is the trigger, not the load.
+    # 30 %: the demo computes ~89 % of the time, but the test shares two
+    # cores with other tests and, under load, with two busy loops: then the
+    # main thread gets about 2/3 x 89 % = 59 % of a core at best, and less
+    # beside TSan's or qemu's own threads (CI saw no report at 50 %: the
+    # thread really used less). What is checked is the trigger, not the load.
     d = run_in(demo, "cpu", "--seconds", "4", "--cpu-window", "1500",
-               "--cpu-percent", "50")
+               "--cpu-percent", "30")
     rs = reports(d)
     kinds = sorted(r["kind"] for r in rs)
     if not kinds or set(kinds) != {"cpu"}:
@@ -249,7 +252,7 @@ def main():
     else:
         r = rs[0]
         check_schema("cpu", r)
-        if r["cpu"]["percent"] < 50:
+        if r["cpu"]["percent"] < 30:
             fail(f"cpu: percent {r['cpu']}")
         check_app_frame(demo, "cpu", r["costliest_stack"]["frames"],
                         "demo_cpu_burner", "costliest stack")
