@@ -20,6 +20,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/prebind.c
   src/platform/darwin/memory.c
   src/platform/darwin/images_darwin.c
+  src/platform/darwin/image_ident.c
   src/platform/darwin/image_registry.c
   src/platform/darwin/macho_ranges.c
   src/platform/darwin/signal_frames_darwin.c

@@ -20,7 +20,12 @@
  *
  * Safety: every byte read is checked against [unwind_lo, unwind_hi), the
  * read-only segment holding the tables; malformed tables end in
- * SNAP__CFA_NONE, never a wild read. No allocation, no lock, no libc call.
+ * SNAP__CFA_NONE, never a wild read. Tables of an image record the walk
+ * made from the loader's lock-free answer (read_safely: the image table
+ * did not know the image, live_images.h) are copied through
+ * snap__plat_read, which cannot fault: their bounds are the whole mapping,
+ * holes included, and a dlclose may unmap them at any instant. No
+ * allocation, no lock; the one call out is snap__plat_read, for those.
  * DWARF expressions: a CFA expression that reduces to sp + constant at the
  * pc (the PLT stub's) is evaluated; register rules given as expressions are
  * not, and the walker falls back to frame records there. A CIE marked 'S'
@@ -32,11 +37,19 @@
 #include <string.h>
 
 #include "capture/arch.h"
+#include "platform/platform.h"
 
-/* Bounded byte reader over one segment. */
+/* Bounded byte reader over one segment; with `safe`, through a window of
+   WINDOW bytes copied by snap__plat_read (on Linux a process_vm_readv
+   system call, ~1 us: a copy per byte would make one lookup cost ms). */
+#define WINDOW 64
 typedef struct rd {
   uintptr_t p, lo, hi;
   bool bad;
+  bool safe;
+  uintptr_t win_at; /* the window holds [win_at, win_at + win_len) */
+  size_t win_len;
+  uint8_t win[WINDOW];
 } rd_t;
 
 static bool rd_ok(rd_t *r, size_t n) {
@@ -47,14 +60,48 @@ static bool rd_ok(rd_t *r, size_t n) {
   return true;
 }
 
-/* Inlined: every caller passes a constant n, so the copy becomes one load
-   (out of line, the variable-size memcpy call was most of a lookup). */
+/* n (<= 8) bytes at r->p into out through the window, refilled from r->p
+   when it does not hold them; a refill that meets unmapped memory retries
+   with just the n bytes (a table may end right before a hole). */
+static __attribute__((noinline)) bool rd_window(rd_t *r, size_t n,
+                                                uint8_t *out) {
+  if (r->p < r->win_at || r->p - r->win_at > r->win_len ||
+      r->win_len - (r->p - r->win_at) < n) {
+    size_t len = r->hi - r->p < WINDOW ? (size_t)(r->hi - r->p) : WINDOW;
+    if (!snap__plat_read(r->p, r->win, len)) {
+      len = n;
+      if (!snap__plat_read(r->p, r->win, len)) {
+        r->win_len = 0;
+        r->bad = true;
+        return false;
+      }
+    }
+    r->win_at = r->p;
+    r->win_len = len;
+  }
+  /* A byte loop: a memcpy of variable size is a libc call, and this runs
+     in the stopped window. */
+  for (size_t i = 0; i < n; i++)
+    out[i] = r->win[r->p - r->win_at + i];
+  return true;
+}
+
+/* Inlined: every caller passes a constant n, so the direct copy becomes
+   one load (out of line, the variable-size memcpy call was most of a
+   lookup). */
 static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r,
                                                            size_t n) {
   if (!rd_ok(r, n))
     return 0;
   uint64_t v = 0;
-  memcpy(&v, (const void *)r->p, n); /* little-endian targets only */
+  if (r->safe) {
+    uint8_t b[8] = {0};
+    if (!rd_window(r, n, b))
+      return 0;
+    memcpy(&v, b, n); /* little-endian targets only */
+  } else {
+    memcpy(&v, (const void *)r->p, n); /* little-endian targets only */
+  }
   r->p += n;
   return v;
 }
@@ -512,7 +559,13 @@ static bool find_fde_for(const snap__image_t *img, uintptr_t pc, rd_t *r,
                          uintptr_t *pc_range, uintptr_t *fde_end) {
   if (!img || !img->unwind_hdr)
     return false;
-  *r = (rd_t){0, img->unwind_lo, img->unwind_hi, false};
+  r->p = 0;
+  r->lo = img->unwind_lo;
+  r->hi = img->unwind_hi;
+  r->bad = false;
+  r->safe = img->read_safely;
+  r->win_at = 0;
+  r->win_len = 0; /* the window starts empty (its bytes are not read) */
   uintptr_t fde = find_fde(r, img->unwind_hdr, pc);
   if (!fde)
     return false;

@@ -20,10 +20,13 @@
 
 void snap__cfi_rule_here(snap__cursor_t *c, snap__rule_t *rule) {
   uintptr_t pc = snap__cursor_lookup_pc(c);
-  if (!snap__rule_cache_get(pc, c->salt, rule)) {
-    const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
+  if (!snap__rule_cache_get(pc, snap__cursor_salt(c, pc), rule)) {
+    /* The table first (it may move the walk's salt to its generation),
+       then the salt the rule is filed under. */
+    snap__image_t scratch;
+    const snap__image_t *img = snap__cursor_unwind_image(c, pc, &scratch);
     snap__cfi_find_rule(img, pc, rule); /* NONE without image or tables */
-    snap__rule_cache_put(pc, c->salt, rule);
+    snap__rule_cache_put(pc, snap__cursor_salt(c, pc), rule);
   }
 }
 

@@ -36,7 +36,8 @@
 static bool function_bounds(snap__cursor_t *c, uintptr_t *start,
                             uintptr_t *end) {
   uintptr_t pc = snap__cursor_lookup_pc(c);
-  const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
+  snap__image_t scratch;
+  const snap__image_t *img = snap__cursor_unwind_image(c, pc, &scratch);
   if (!img)
     return false;
   if (img->func_index &&

@@ -16,9 +16,11 @@
  * from the other would need (k1 * K) ^ (k2 * K) == v1 ^ v2 — for two keys
  * in one slot the left side is pseudo-random in its low 52 bits, so this
  * is a 2^-52 coincidence. A reader sees a whole entry or a miss. The salt is a
- * bijective mix of the image-table generation: when an image is loaded or
- * unloaded every entry stops matching at once, so a pc reused by a new library
- * never gets the old library's rule. "No rule here" is cached too.
+ * bijective mix of the image-table generation, xored with the live identity
+ * of the pc's image (live_images.h): when the table is rebuilt every entry
+ * stops matching at once, and a pc reused by a new library never gets the
+ * old library's rule even before the table knows of the change. "No rule
+ * here" is cached too.
  *
  * Must not: block, allocate, or return a rule it has not verified.
  */

@@ -35,6 +35,7 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->flags = flags;
   c->signal_frames = 0;
   c->images = NULL;
+  snap__live_init(&c->live);
   c->salt = snap__rule_cache_salt(snap__images_current_generation());
   c->lo = regs->sp;
   c->hi = hi > regs->sp ? hi : 0;
@@ -50,6 +51,17 @@ const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
   return c->images;
 }
 
+const snap__image_t *snap__cursor_image(snap__cursor_t *c, uintptr_t pc) {
+  return snap__live_image(
+      &c->live, snap__images_find(snap__cursor_images(c), pc), pc);
+}
+
+const snap__image_t *snap__cursor_unwind_image(snap__cursor_t *c, uintptr_t pc,
+                                               snap__image_t *scratch) {
+  const snap__image_t *img = snap__cursor_image(c, pc);
+  return img ? img : snap__live_unwind_record(&c->live, pc, scratch);
+}
+
 void snap__cursor_done(snap__cursor_t *c) {
   if (c->images)
     snap__images_release(c->images);
@@ -57,8 +69,8 @@ void snap__cursor_done(snap__cursor_t *c) {
 }
 
 /* Whether a return address lies in app code (looked up at the call). */
-static bool is_app(const snap__images_t *t, uintptr_t ret) {
-  const snap__image_t *img = snap__images_find(t, ret - 1);
+static bool is_app(snap__cursor_t *c, uintptr_t ret) {
+  const snap__image_t *img = snap__cursor_image(c, ret - 1);
   return img && img->in_app;
 }
 
@@ -71,7 +83,7 @@ bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact) {
   }
   if (e->app_only) {
     const snap__image_t *img =
-        snap__images_find(snap__cursor_images(e->cursor), exact ? pc : pc - 1);
+        snap__cursor_image(e->cursor, exact ? pc : pc - 1);
     if (!img || !img->in_app)
       return true;
   }
@@ -116,11 +128,11 @@ static bool lr_pending(snap__cursor_t *c) {
    register, unknown bounds, a saved fp below sp (an epilogue past its
    pop, which cfi_step knows how to read) — declines, and the general step
    runs. */
-static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
-                            uintptr_t *sp, uintptr_t *fp, bool exact) {
-  uintptr_t cfa, ra, next_fp = *fp;
+static inline int fast_step(snap__cursor_t *c, uintptr_t *pc, uintptr_t *sp,
+                            uintptr_t *fp, bool exact) {
+  uintptr_t cfa, ra, next_fp = *fp, lookup = exact ? *pc : *pc - 1;
   snap__rule_t rule;
-  if (!snap__rule_cache_get(exact ? *pc : *pc - 1, c->salt, &rule) ||
+  if (!snap__rule_cache_get(lookup, snap__cursor_salt(c, lookup), &rule) ||
       rule.ra != SNAP__RA_AT_CFA ||
       (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP))
     return SNAP__STEP_DECLINE;
@@ -150,7 +162,7 @@ static inline int fast_step(const snap__cursor_t *c, uintptr_t *pc,
    With SNAP_CAPTURE_FP_ONLY there is no phase 2. Returns the number of
    frames advanced; their pcs go to out. */
 #define RECORD_BATCH SNAP__RECORD_BATCH
-static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
+static inline int record_run(snap__cursor_t *c, uintptr_t *pc,
                              uintptr_t *sp, uintptr_t *fp, bool *exact,
                              uintptr_t out[RECORD_BATCH],
                              uintptr_t fps[RECORD_BATCH + 1]) {
@@ -174,7 +186,8 @@ static inline int record_run(const snap__cursor_t *c, uintptr_t *pc,
     uintptr_t frame_sp = *sp;
     for (int i = 0; i < k; i++) {
       uintptr_t lookup = i == 0 ? (*exact ? *pc : *pc - 1) : out[i - 1] - 1;
-      intptr_t cfa_off = snap__rule_cache_record_cfa(lookup, c->salt);
+      intptr_t cfa_off =
+          snap__rule_cache_record_cfa(lookup, snap__cursor_salt(c, lookup));
       uintptr_t cfa = fps[i] + (uintptr_t)cfa_off;
       if (!cfa_off || cfa <= frame_sp || cfa > c->hi)
         break;
@@ -214,7 +227,7 @@ static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
       uintptr_t pc = c->regs.pc, sp = c->regs.sp, fp = c->regs.fp;
       bool ex = c->exact;
       int n = e->n;
-      const snap__images_t *apps = e->app_only ? snap__cursor_images(c) : NULL;
+      bool apps = e->app_only;
       int left_to_skip = e->skip; /* a local: the copy loop below is hot */
       uintptr_t *const batch = st->batch;
       for (;;) {
@@ -228,7 +241,7 @@ static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
           n += take;
         } else {
           for (; i < got && n < max; i++)
-            if (is_app(apps, batch[i]))
+            if (is_app(c, batch[i]))
               pcs[n++] = batch[i];
         }
         steps += got;
@@ -244,7 +257,7 @@ static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
         ex = false;
         if (left_to_skip > 0)
           left_to_skip--;
-        else if (!apps || is_app(apps, pc))
+        else if (!apps || is_app(c, pc))
           pcs[n++] = pc;
         if (n == max || steps >= 2 * SNAP_MAX_FRAMES)
           break;

@@ -18,7 +18,10 @@
  * [signal-safe].
  *
  * The image table is taken lazily: a walk whose every rule is in the rule
- * cache (the common case for a repeated call site) never touches it.
+ * cache (the common case for a repeated call site) never touches it. A
+ * range of the table is used only while the platform says its image still
+ * holds the pc, and cached rules are filed under that image's identity
+ * (live_images.h): the table may be older than the last dlclose.
  */
 #ifndef SNAP_CAPTURE_WALK_H
 #define SNAP_CAPTURE_WALK_H
@@ -26,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capture/live_images.h"
 #include "images/images.h"
 #include "platform/platform.h"
 
@@ -38,6 +42,7 @@ typedef struct snap__cursor {
   int signal_frames; /* kernel signal frames crossed so far */
   uint64_t salt;     /* rule-cache salt of the image generation in use */
   const snap__images_t *images; /* NULL until first needed */
+  snap__live_memo_t live;       /* which image holds a pc now */
 } snap__cursor_t;
 
 enum snap__step {
@@ -57,6 +62,17 @@ void snap__cursor_set_regs(snap__cursor_t *c, const snap__regs_t *regs,
 void snap__cursor_done(snap__cursor_t *c);
 /* The image table, taken on first use. */
 const snap__images_t *snap__cursor_images(snap__cursor_t *c);
+/* The table's range holding pc if the image it describes still holds pc
+   (live_images.h), else NULL. */
+const snap__image_t *snap__cursor_image(snap__cursor_t *c, uintptr_t pc);
+/* The same for reading unwind tables: where the table has no valid range,
+   a record of the live image made in *scratch (read_safely). */
+const snap__image_t *snap__cursor_unwind_image(snap__cursor_t *c, uintptr_t pc,
+                                               snap__image_t *scratch);
+/* The rule-cache salt for pc (live_images.h). */
+static inline uint64_t snap__cursor_salt(snap__cursor_t *c, uintptr_t pc) {
+  return snap__live_salt(&c->live, c->salt, pc);
+}
 
 /* The one direct read of a stack word, for every reader. Why it is not
    AddressSanitizer's (or HWASan's) to check: the word belongs to another

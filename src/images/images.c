@@ -163,6 +163,8 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
   img->unwind_hi = r->unwind_hi;
   img->func_index = r->func_index;
   img->func_index_size = r->func_index_size;
+  img->ident = r->ident;
+  img->content = r->content;
   img->path = path; /* a copy until build() interns it and sets name */
 }
 
@@ -270,6 +272,7 @@ static int build(bool force) {
     const snap__image_t *old = cur ? snap__images_find(cur, img->start) : NULL;
     img->since = (old && old->start == img->start && old->end == img->end &&
                   old->base == img->base && old->path == img->path &&
+                  old->ident == img->ident && old->content == img->content &&
                   old->in_app == img->in_app)
                      ? old->since
                      : generation;

@@ -28,9 +28,18 @@ typedef struct snap__image {
   size_t func_index_size;
   const char *path; /* points into the table's string pool */
   const char *name; /* base name of path */
+  uint64_t ident;   /* who the image was (snap__plat_ident_t.id): a pc whose
+                       live identity differs is no longer this image's */
+  uint64_t content; /* snap__plat_range_t.content */
   bool in_app;
+  /* Set only on a record the walker makes from the loader's lock-free
+     answer where the table is stale (live_images.h): its bounds are the
+     whole mapping, holes included, and the image may be unmapped at any
+     instant, so every byte of its tables is read through snap__plat_read.
+     Records in a table are read directly: the loader has confirmed them. */
+  bool read_safely;
   /* The generation of the first table that held this range unchanged
-     (same start, end, base, path, app-ness). A result computed under
+     (same start, end, base, path, identity, contents, app-ness). A result computed under
      generation g for a pc in this range is still right while since <= g:
      that is how the symbol cache revalidates after a load or unload. */
   uint64_t since;

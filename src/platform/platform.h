@@ -85,6 +85,27 @@ bool snap__plat_read(uintptr_t addr, void *dst, size_t n);
 
 /* ---- Images ------------------------------------------------------------ */
 
+/* Who an image is, as a number the platform can recompute for any address
+   in it without the loader's lock and without reading the loader's
+   records (a record a concurrent dlclose may free): a library loaded where
+   an unloaded one was gets another identity. Linux (glibc >= 2.35): a mix
+   of what _dl_find_object copies out — the image's mapping, its
+   .eh_frame_hdr address and its link map's address, compared, never
+   dereferenced. Platforms without such a lookup (Apple, older glibc)
+   answer SNAP__IDENT_UNKNOWN; their unwind-table reads go through
+   snap__plat_read or are trusted to the last refresh (README). */
+#define SNAP__IDENT_NONE 0u    /* addr is in no image */
+#define SNAP__IDENT_UNKNOWN 1u /* the platform cannot tell lock-free */
+typedef struct snap__plat_ident {
+  uintptr_t lo, hi;     /* every address in [lo, hi) has the same answer */
+  uint64_t id;          /* SNAP__IDENT_NONE, _UNKNOWN, or the identity */
+  uintptr_t unwind_hdr; /* the image's .eh_frame_hdr, 0 if none known */
+} snap__plat_ident_t;
+
+/* The identity of the image holding addr now. Never fails: lo == hi == 0
+   when the answer covers addr alone. [signal-safe] */
+void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out);
+
 /* One executable range of a loaded image, as the platform reports it. */
 typedef struct snap__plat_range {
   uintptr_t start, end; /* executable range [start, end) */
@@ -96,6 +117,11 @@ typedef struct snap__plat_range {
                            (Apple: the image's __unwind_info), 0 if none */
   size_t func_index_size;
   const char *path; /* valid during the callback only */
+  uint64_t ident;   /* snap__plat_image_ident's id for the range, taken
+                       while the loader could not change it */
+  uint64_t content; /* a hash of the image's build ID (Linux), 0 if none:
+                       tells a rebuilt library loaded again at the same
+                       place, with the same layout, from the one before */
 } snap__plat_range_t;
 
 typedef void (*snap__plat_range_cb)(const snap__plat_range_t *r, void *ctx);
@@ -114,13 +140,6 @@ bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx);
 /* A number that changes whenever an image is loaded or unloaded. [setup] */
 uint64_t snap__plat_images_stamp(void);
-/* Whether the image enumerated at `base` from `path` still holds addr right
-   now — false once it is unloaded, or replaced by another image at the same
-   place; for base 0 and path NULL, whether addr is still in no image. Asked
-   on every symbol-cache hit, so it must not take the loader's lock or write
-   shared memory: Linux asks glibc's lock-free _dl_find_object; Apple
-   consults a log its remove-image callback keeps. [setup] */
-bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path);
 /* The directory whose images count as the app by default, with its
    trailing '/': Linux, the main executable's directory; Apple, the
    outermost .app bundle around it (so Contents/Frameworks of a macOS app

@@ -19,14 +19,16 @@
  *  - the key: n, flags and every pc equal. Two stacks with the same hash
  *    cannot both be in the table (the newer replaces the older), so a
  *    collision costs a miss, never a wrong answer;
- *  - the images: each image a stack's names came from must still hold its
- *    address, asked of the platform without the loader's lock
- *    (snap__plat_image_holds: one lock-free lookup per distinct image). So
- *    after a dlclose nothing named for that range is served, and a library
- *    loaded at the same address gets its own names;
- *  - app-ness: when the image table was rebuilt since the stack was named
- *    (new app prefixes, a load elsewhere), each image must be unchanged
- *    since (snap__image_t.since); checked once per rebuild, then remembered.
+ *  - the images: the image table is brought up to date by the caller (the
+ *    platform's load/unload stamp, asked on every call: on Linux one
+ *    dl_iterate_phdr that stops at the first image, ~30 ns, the loader's
+ *    lock held no longer than that), then each image the names
+ *    came from must be unchanged in it since the stack was named
+ *    (snap__image_t.since: same range, base, path and contents); checked
+ *    once per table rebuild, then remembered. So after a dlclose nothing
+ *    named for that range is served, a library loaded at the same address
+ *    gets its own names, and nothing the loader owns is read unlocked
+ *    (reading its record of a library raced with dlclose freeing it).
  *
  * Memory: each stripe holds at most limit / STRIPES bytes (stacks and
  * entries; the uthash bucket arrays add ~16 bytes per entry on top). Past
@@ -140,14 +142,13 @@ static bool unchanged_since(const snap_stack_t *s, const snap__images_t *t) {
   return true;
 }
 
-/* Whether s may still be served. Lock-free; writes shared memory only once
-   per image-table rebuild (to remember the check). */
+/* Whether s may still be served, by the image table the caller brought up
+   to date (cache.h): its own records — each range's "unchanged since"
+   generation — say whether every image the names came from is still the
+   one they were read from. Nothing the loader owns is read unlocked.
+   Writes shared memory only once per table rebuild (to remember the
+   check). */
 static bool fresh(snap_stack_t *s) {
-  for (int i = 0; i < s->key.n_images; i++) {
-    const snap__stack_image_t *r = &s->key.images[i];
-    if (!snap__plat_image_holds(r->addr, r->base, r->path))
-      return false;
-  }
   uint64_t current = snap__images_current_generation();
   if (atomic_load_explicit(&s->checked_generation, memory_order_relaxed) ==
       current)

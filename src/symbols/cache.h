@@ -16,7 +16,10 @@
 #include "stacksnap.h"
 
 /* The stack named for exactly these pcs and flags, with a reference for the
-   caller, or NULL (a miss). key = snap__stack_hash(pcs, n, flags). */
+   caller, or NULL (a miss). key = snap__stack_hash(pcs, n, flags). The
+   caller has brought the image table up to date during its call
+   (snap__images_refresh_if_stale returned SNAP_OK): a hit is checked
+   against the table's records. */
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
                                     unsigned flags);
 

@@ -18,7 +18,8 @@
 
 /* One image a stack's names came from: an address it held when the stack
    was named, its base and (interned) path; path NULL for a pc that was in
-   no image. The cache asks whether each still holds before serving. */
+   no image. The cache asks the image table whether each is unchanged
+   before serving. */
 typedef struct snap__stack_image {
   uintptr_t addr;
   uintptr_t base;

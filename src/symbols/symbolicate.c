@@ -146,33 +146,43 @@ out:
   return s;
 }
 
-const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
-                                     unsigned flags) {
+/* images_current: the caller brought the image table up to date during
+   this call already (capturing callers do it first: an app-only capture
+   needs it too). A table that could not be refreshed serves no hit. */
+static const snap_stack_t *symbolicate(const uintptr_t *pcs, int n,
+                                       unsigned flags, bool images_current) {
   if (n < 0 || n > SNAP_MAX_FRAMES || (n > 0 && !pcs) ||
       (flags & ~NAMING_FLAGS))
     return NULL;
+  /* Hits and names both answer for the images loaded now: a dlclose and a
+     dlopen that finished before this call must be seen (cache.c). */
+  if (!images_current)
+    images_current = snap__images_refresh_if_stale() == SNAP_OK;
   uint64_t hash = snap__stack_hash(pcs, n, flags);
-  const snap_stack_t *hit = snap__cache_get(hash, pcs, n, flags);
+  const snap_stack_t *hit =
+      images_current ? snap__cache_get(hash, pcs, n, flags) : NULL;
   if (hit)
     return hit;
-  /* Naming needs the images loaded now (a hit is checked against them
-     without this: see cache.c). */
-  (void)snap__images_refresh_if_stale();
   snap_stack_t *s = name_stack(pcs, n, flags, hash);
   if (!s)
     return NULL;
   return snap__cache_put(s);
 }
 
+const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
+                                     unsigned flags) {
+  return symbolicate(pcs, n, flags, false);
+}
+
 /* Shared by the two capturing entry points. Each captures in its own body
    (so skip 1 makes frame 0 its caller) and passes the pcs here. */
 static const snap_stack_t *name_captured(uintptr_t *pcs, int n,
-                                         unsigned flags) {
+                                         unsigned flags, bool images_current) {
   if (n < 0)
     return NULL;
   /* App-only filtering already happened at capture, on cheaper data. */
-  return snap_symbolicate(pcs, n,
-                          flags & (NAMING_FLAGS & ~SNAP_CAPTURE_APP_ONLY));
+  return symbolicate(pcs, n, flags & (NAMING_FLAGS & ~SNAP_CAPTURE_APP_ONLY),
+                     images_current);
 }
 
 static bool valid_capture_args(int max, unsigned flags) {
@@ -185,13 +195,12 @@ const snap_stack_t *snap_callstack_symbols(int max, unsigned flags) {
   if (!valid_capture_args(max, flags))
     return NULL;
   uintptr_t pcs[SNAP_MAX_FRAMES];
-  /* Filtering by app at capture needs the images loaded now; a plain
-     capture does not (and the refresh takes the loader's lock). */
-  if (flags & SNAP_CAPTURE_APP_ONLY)
-    (void)snap__images_refresh_if_stale();
+  /* Filtering by app at capture needs the images loaded now, as naming
+     does: one refresh serves both. */
+  bool current = snap__images_refresh_if_stale() == SNAP_OK;
   /* skip 1: frame 0 of the capture is this function, the user's is next. */
   int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
-  const snap_stack_t *s = name_captured(pcs, n, flags);
+  const snap_stack_t *s = name_captured(pcs, n, flags, current);
   /* Not a tail call: the capture above must have seen this frame. */
   __asm__ volatile("" ::: "memory");
   return s;
@@ -201,10 +210,9 @@ int snap_print_callstack(int fd, int max, unsigned flags) {
   if (fd < 0 || !valid_capture_args(max, flags))
     return SNAP_EINVAL;
   uintptr_t pcs[SNAP_MAX_FRAMES];
-  if (flags & SNAP_CAPTURE_APP_ONLY)
-    (void)snap__images_refresh_if_stale();
+  bool current = snap__images_refresh_if_stale() == SNAP_OK;
   int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
-  const snap_stack_t *s = name_captured(pcs, n, flags);
+  const snap_stack_t *s = name_captured(pcs, n, flags, current);
   if (!s)
     return SNAP_ENOMEM;
   int rc = snap_stack_count(s);

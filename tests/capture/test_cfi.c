@@ -109,13 +109,18 @@ static void check_rule(const snap__image_t *img, uint32_t off, int cfa,
   check_rule(&img, off, cfa, cfa_off, ra, fp, __LINE__)
 
 /* Hands the walker the tables' rule for CODE + off, as cfi_step would after
-   a lookup in a real image (these tables belong to no loaded image). */
+   a lookup in a real image (these tables belong to no loaded image): filed
+   under the generation's salt and the live identity of the pc's image
+   (live_images.h). */
 static void cache_rule(const snap__image_t *img, uint32_t off) {
   snap__rule_t r;
-  snap__cfi_find_rule(img, img->unwind_lo + CODE + off, &r);
-  snap__rule_cache_put(img->unwind_lo + CODE + off,
-                       snap__rule_cache_salt(snap__images_current_generation()),
-                       &r);
+  uintptr_t pc = img->unwind_lo + CODE + off;
+  snap__cfi_find_rule(img, pc, &r);
+  snap__plat_ident_t id;
+  snap__plat_image_ident(pc, &id);
+  snap__rule_cache_put(
+      pc, snap__rule_cache_salt(snap__images_current_generation()) ^ id.id,
+      &r);
 }
 
 /* A thread stopped at the epilogue pc CODE + 0x51a (after `pop %rbp`),

@@ -42,3 +42,42 @@ set_target_properties(test_symbol_reentry PROPERTIES ENABLE_EXPORTS ON)
 target_compile_definitions(test_symbol_reentry PRIVATE REENTRY_LIB="$<TARGET_FILE:snap_reentry>")
 add_dependencies(test_symbol_reentry snap_reentry)
 set_tests_properties(test_symbol_reentry PROPERTIES TIMEOUT 60)
+# Issue 12, defects 1 and 2: two libraries of one layout loaded and unloaded
+# at one address (churn_lib.c, tag a or b). test_dlclose_naming names
+# through them while another thread churns; test_reload_capture loads the
+# capturing flavour, whose constructor walks its own stack. Address reuse
+# under qemu: as for test_symbol_unload above.
+foreach(flavour churn churn_ctor)
+  foreach(v a b)
+    add_library(snap_${flavour}_${v} SHARED symbols/churn_lib.c)
+    target_compile_definitions(snap_${flavour}_${v} PRIVATE CHURN_TAG=${v}
+      CHURN_PAD=$<IF:$<STREQUAL:${v},a>,1,2>)
+    if(flavour STREQUAL "churn_ctor")
+      target_compile_definitions(snap_${flavour}_${v} PRIVATE CHURN_CAPTURE=1)
+      target_compile_options(snap_${flavour}_${v} PRIVATE -O1 -fomit-frame-pointer)
+    endif()
+    if(CMAKE_CROSSCOMPILING)
+      target_link_options(snap_${flavour}_${v} PRIVATE -Wl,-Ttext-segment=0x500000000000)
+    endif()
+  endforeach()
+endforeach()
+snap_test(test_dlclose_naming symbols/test_dlclose_naming.c)
+target_compile_definitions(test_dlclose_naming PRIVATE
+  LIB_A="$<TARGET_FILE:snap_churn_a>" LIB_B="$<TARGET_FILE:snap_churn_b>")
+add_dependencies(test_dlclose_naming snap_churn_a snap_churn_b)
+if(CMAKE_CROSSCOMPILING)
+  target_compile_definitions(test_dlclose_naming PRIVATE SNAP_CHURN_SECONDS=4)
+  set_target_properties(test_dlclose_naming PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+  target_compile_options(test_dlclose_naming PRIVATE -fno-pie)
+  target_link_options(test_dlclose_naming PRIVATE -no-pie)
+endif()
+snap_test(test_reload_capture images/test_reload_capture.c)
+set_target_properties(test_reload_capture PROPERTIES ENABLE_EXPORTS ON)
+target_compile_definitions(test_reload_capture PRIVATE
+  LIB_A="$<TARGET_FILE:snap_churn_ctor_a>" LIB_B="$<TARGET_FILE:snap_churn_ctor_b>")
+add_dependencies(test_reload_capture snap_churn_ctor_a snap_churn_ctor_b)
+if(CMAKE_CROSSCOMPILING)
+  set_target_properties(test_reload_capture PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+  target_compile_options(test_reload_capture PRIVATE -fno-pie)
+  target_link_options(test_reload_capture PRIVATE -no-pie)
+endif()

@@ -42,15 +42,6 @@
 static _Atomic uint64_t g_stamp;
 static snap__image_registry_t g_images; /* written by dyld's callbacks */
 
-/* Headers of removed images, for snap__plat_image_holds: a ring of
-   REMOVED_LOG slots written with one atomic store each (the callback runs
-   under dyld's lock: no allocation, no lock of ours). g_removed counts
-   every removal ever; past REMOVED_LOG the oldest entries are overwritten
-   and every image is treated as possibly removed. */
-#define REMOVED_LOG 256
-static _Atomic uintptr_t g_removed_log[REMOVED_LOG];
-static _Atomic uint64_t g_removed;
-
 static void on_image_add(const struct mach_header *mh, intptr_t slide) {
   snap__imgreg_add(&g_images, (uintptr_t)mh, slide);
   atomic_fetch_add_explicit(&g_stamp, 1, memory_order_release);
@@ -59,12 +50,6 @@ static void on_image_add(const struct mach_header *mh, intptr_t slide) {
 static void on_image_remove(const struct mach_header *mh, intptr_t slide) {
   (void)slide;
   snap__imgreg_remove(&g_images, (uintptr_t)mh);
-  /* dyld runs remove callbacks one at a time: the entry is written before
-     the count that makes readers look at it. */
-  uint64_t i = atomic_load_explicit(&g_removed, memory_order_relaxed);
-  atomic_store_explicit(&g_removed_log[i % REMOVED_LOG], (uintptr_t)mh,
-                        memory_order_release);
-  atomic_store_explicit(&g_removed, i + 1, memory_order_release);
   atomic_fetch_add_explicit(&g_stamp, 1, memory_order_release);
 }
 
@@ -72,33 +57,6 @@ __attribute__((constructor)) static void images_darwin_init(void) {
   /* Registering calls the add callback once per image already loaded. */
   _dyld_register_func_for_add_image(on_image_add);
   _dyld_register_func_for_remove_image(on_image_remove);
-}
-
-/* The symbol cache asks this on every hit. Apps almost never unload an
-   image (iOS cannot dlclose most of them), so the common answer costs one
-   atomic load. Only an image whose header is in the removal log — or any,
-   once the log has wrapped — and pcs that were in no image are checked
-   through dladdr, which takes dyld's lock. */
-static bool maybe_removed(uintptr_t base) {
-  uint64_t n = atomic_load_explicit(&g_removed, memory_order_acquire);
-  if (n == 0)
-    return false;
-  if (n > REMOVED_LOG)
-    return true;
-  for (uint64_t i = 0; i < n; i++)
-    if (atomic_load_explicit(&g_removed_log[i], memory_order_acquire) == base)
-      return true;
-  return false;
-}
-
-bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
-  if (path && !maybe_removed(base))
-    return true;
-  Dl_info info;
-  if (!dladdr((const void *)addr, &info) || !info.dli_fbase)
-    return path == NULL;
-  return path && (uintptr_t)info.dli_fbase == base && info.dli_fname &&
-         strcmp(info.dli_fname, path) == 0;
 }
 
 uint64_t snap__plat_images_stamp(void) {
@@ -136,6 +94,7 @@ static void report_range(const snap__imgreg_image_t *img, void *arg) {
     r.func_index_size = (size_t)info->unwind_info_size;
   }
   r.path = img->path;
+  r.ident = SNAP__IDENT_UNKNOWN;
   rc->cb(&r, rc->ctx);
 }
 

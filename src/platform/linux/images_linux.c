@@ -12,8 +12,19 @@
  * dlclose, so one callback (we stop after the first image) tells whether
  * the table is stale.
  *
- * Must not: run in the stopped window. dl_iterate_phdr takes the loader
- * lock, which a stopped thread may hold.
+ * Identity (platform.h, snap__plat_image_ident), for the walker: glibc >=
+ * 2.35 answers "which image holds this address" lock-free and
+ * async-signal-safely with _dl_find_object, from a copy of the loaded
+ * objects that dlclose updates before it unmaps anything. We keep a mix of
+ * the values it copies out and never follow the link-map pointer among
+ * them: a concurrent dlclose frees that record (the symbol cache once read
+ * its l_name there: a use-after-free). Each range's identity, and the hash
+ * of its build ID, are taken inside dl_iterate_phdr's callback, with the
+ * loader's lock held, so they belong to the image the callback describes.
+ *
+ * Must not: run in the stopped window (but for snap__plat_image_ident).
+ * dl_iterate_phdr takes the loader lock, which a stopped thread may hold.
+ * Must not: dereference a link map outside that lock.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -31,6 +42,75 @@ typedef struct enum_ctx {
   const char *exe_path;
 } enum_ctx_t;
 
+#if defined(DLFO_STRUCT_HAS_EH_DBASE) /* glibc >= 2.35 */
+/* The values compared: where the image is mapped, where its unwind table
+   is, and which link map (by address) describes it. Two different images
+   agree in all of them only if the second reuses the first's address,
+   size, table offset and freed link-map memory at once (README, "Images
+   that come and go"). */
+static uint64_t mix_ident(const struct dl_find_object *fo) {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  const uintptr_t v[4] = {(uintptr_t)fo->dlfo_map_start,
+                          (uintptr_t)fo->dlfo_map_end,
+                          (uintptr_t)fo->dlfo_link_map,
+                          (uintptr_t)fo->dlfo_eh_frame};
+  for (int i = 0; i < 4; i++) {
+    h = (h ^ (uint64_t)v[i]) * 0xD6E8FEB86659FD93ull;
+    h ^= h >> 32;
+  }
+  return h > SNAP__IDENT_UNKNOWN ? h : h + 2; /* never NONE or UNKNOWN */
+}
+
+void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out) {
+  struct dl_find_object fo;
+  if (_dl_find_object((void *)addr, &fo) != 0) {
+    *out = (snap__plat_ident_t){0, 0, SNAP__IDENT_NONE, 0};
+    return;
+  }
+  out->lo = (uintptr_t)fo.dlfo_map_start;
+  out->hi = (uintptr_t)fo.dlfo_map_end;
+  out->id = mix_ident(&fo);
+  out->unwind_hdr = (uintptr_t)fo.dlfo_eh_frame;
+}
+#else
+/* Older glibc has no lock-free lookup: the walker trusts the table as last
+   refreshed (README, "Images that come and go"). */
+void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out) {
+  (void)addr;
+  *out = (snap__plat_ident_t){0, 0, SNAP__IDENT_UNKNOWN, 0};
+}
+#endif
+
+/* A hash of the image's GNU build ID note (0 if it has none). Read from
+   the image's memory inside dl_iterate_phdr's callback: the image cannot
+   be unmapped while the loader's lock is held. */
+static uint64_t build_id_hash(const struct dl_phdr_info *info) {
+  uint64_t h = 0;
+  for (int i = 0; i < info->dlpi_phnum && !h; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE)
+      continue;
+    uintptr_t p = info->dlpi_addr + ph->p_vaddr, end = p + ph->p_memsz;
+    while (end - p >= sizeof(ElfW(Nhdr))) {
+      const ElfW(Nhdr) *n = (const void *)p;
+      uintptr_t name = p + sizeof *n;
+      uintptr_t desc = name + ((n->n_namesz + 3u) & ~3u);
+      uintptr_t next = desc + ((n->n_descsz + 3u) & ~3u);
+      if (next > end || next <= p)
+        break;
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+          memcmp((const void *)name, "GNU", 4) == 0) {
+        h = 0xCBF29CE484222325ull; /* FNV-1a */
+        for (uint32_t k = 0; k < n->n_descsz; k++)
+          h = (h ^ ((const uint8_t *)desc)[k]) * 0x100000001B3ull;
+        break;
+      }
+      p = next;
+    }
+  }
+  return h;
+}
+
 static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
   enum_ctx_t *e = arg;
@@ -44,6 +124,7 @@ static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
   /* The main program has an empty name; name it by its file. */
   r.path =
       (info->dlpi_name && info->dlpi_name[0]) ? info->dlpi_name : e->exe_path;
+  r.content = build_id_hash(info);
   if (eh) {
     uintptr_t hdr_vaddr = eh->p_vaddr;
     for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -62,6 +143,9 @@ static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
       continue;
     r.start = info->dlpi_addr + ph->p_vaddr;
     r.end = r.start + ph->p_memsz;
+    snap__plat_ident_t id;
+    snap__plat_image_ident(r.start, &id); /* under the loader's lock */
+    r.ident = id.id;
     e->cb(&r, e->ctx);
   }
   return 0;
@@ -103,57 +187,6 @@ uint64_t snap__plat_images_stamp(void) {
   walk_images(first_stamp, &stamp);
   return stamp;
 }
-
-#if defined(DLFO_STRUCT_HAS_EH_DBASE) /* glibc >= 2.35 */
-/* _dl_find_object is glibc's lock-free lookup for unwinders: a binary
-   search over a copy of the loaded objects that dlclose updates before it
-   unmaps anything. Comparing the link map's base and name (not the link
-   map's address: a library loaded after a dlclose can get the freed link
-   map's memory back) tells "still the same image" apart from "another image
-   now at the same place". The main program's link map has an empty name
-   and cannot be unloaded: its base is enough. */
-bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
-  struct dl_find_object fo;
-  if (_dl_find_object((void *)addr, &fo) != 0)
-    return path == NULL; /* in no image now: right only if it was in none */
-  const struct link_map *lm = fo.dlfo_link_map;
-  if (!path || !lm || lm->l_addr != base)
-    return false;
-  return !lm->l_name || !lm->l_name[0] || strcmp(lm->l_name, path) == 0;
-}
-#else
-/* Older glibc: the same question through dl_iterate_phdr, which takes the
-   loader lock — correct, but it serialises threads on every cache hit. */
-typedef struct holds_ctx {
-  uintptr_t addr, base;
-  const char *path;
-  int found; /* 0 in no image, 1 same image, -1 another image */
-} holds_ctx_t;
-
-static int holds_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  holds_ctx_t *h = arg;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type != PT_LOAD || h->addr < lo || h->addr >= lo + ph->p_memsz)
-      continue;
-    const char *name = info->dlpi_name ? info->dlpi_name : "";
-    h->found = h->path && info->dlpi_addr == h->base &&
-                       (!name[0] || strcmp(name, h->path) == 0)
-                   ? 1
-                   : -1;
-    return 1;
-  }
-  return 0;
-}
-
-bool snap__plat_image_holds(uintptr_t addr, uintptr_t base, const char *path) {
-  holds_ctx_t h = {addr, base, path, 0};
-  walk_images(holds_cb, &h);
-  return h.found == 0 ? path == NULL : h.found == 1;
-}
-#endif
 
 bool snap__plat_app_root(char *buf, size_t size) {
   if (!snap__plat_main_executable(buf, size))
