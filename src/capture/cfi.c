@@ -89,8 +89,7 @@ static __attribute__((noinline)) bool rd_window(rd_t *r, size_t n,
 /* Inlined: every caller passes a constant n, so the direct copy becomes
    one load (out of line, the variable-size memcpy call was most of a
    lookup). */
-static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r,
-                                                           size_t n) {
+static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r, size_t n) {
   if (!rd_ok(r, n))
     return 0;
   uint64_t v = 0;

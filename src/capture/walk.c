@@ -52,8 +52,8 @@ const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
 }
 
 const snap__image_t *snap__cursor_image(snap__cursor_t *c, uintptr_t pc) {
-  return snap__live_image(
-      &c->live, snap__images_find(snap__cursor_images(c), pc), pc);
+  return snap__live_image(&c->live,
+                          snap__images_find(snap__cursor_images(c), pc), pc);
 }
 
 const snap__image_t *snap__cursor_unwind_image(snap__cursor_t *c, uintptr_t pc,
@@ -162,8 +162,8 @@ static inline int fast_step(snap__cursor_t *c, uintptr_t *pc, uintptr_t *sp,
    With SNAP_CAPTURE_FP_ONLY there is no phase 2. Returns the number of
    frames advanced; their pcs go to out. */
 #define RECORD_BATCH SNAP__RECORD_BATCH
-static inline int record_run(snap__cursor_t *c, uintptr_t *pc,
-                             uintptr_t *sp, uintptr_t *fp, bool *exact,
+static inline int record_run(snap__cursor_t *c, uintptr_t *pc, uintptr_t *sp,
+                             uintptr_t *fp, bool *exact,
                              uintptr_t out[RECORD_BATCH],
                              uintptr_t fps[RECORD_BATCH + 1]) {
   uintptr_t f = *fp, floor = *sp;

@@ -39,9 +39,10 @@ typedef struct snap__image {
      Records in a table are read directly: the loader has confirmed them. */
   bool read_safely;
   /* The generation of the first table that held this range unchanged
-     (same start, end, base, path, identity, contents, app-ness). A result computed under
-     generation g for a pc in this range is still right while since <= g:
-     that is how the symbol cache revalidates after a load or unload. */
+     (same start, end, base, path, identity, contents, app-ness). A result
+     computed under generation g for a pc in this range is still right while
+     since <= g: that is how the symbol cache revalidates after a load or
+     unload. */
   uint64_t since;
 } snap__image_t;
 

@@ -362,7 +362,6 @@ int snap__plat_attach_runloop(void *runloop, const snap__loop_hooks_t *hooks);
    with idle/busy calls; SNAP_EUNSUPPORTED without GLib's headers at build
    time or GLib in the process, SNAP_EBUSY for a second context whose poll
    function differs from the first one's. */
-int snap__plat_attach_glib(void *main_context,
-                           const snap__loop_hooks_t *hooks);
+int snap__plat_attach_glib(void *main_context, const snap__loop_hooks_t *hooks);
 
 #endif /* SNAP_PLATFORM_H */

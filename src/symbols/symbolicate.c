@@ -176,8 +176,8 @@ const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
 
 /* Shared by the two capturing entry points. Each captures in its own body
    (so skip 1 makes frame 0 its caller) and passes the pcs here. */
-static const snap_stack_t *name_captured(uintptr_t *pcs, int n,
-                                         unsigned flags, bool images_current) {
+static const snap_stack_t *name_captured(uintptr_t *pcs, int n, unsigned flags,
+                                         bool images_current) {
   if (n < 0)
     return NULL;
   /* App-only filtering already happened at capture, on cheaper data. */

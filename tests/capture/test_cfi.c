@@ -119,8 +119,7 @@ static void cache_rule(const snap__image_t *img, uint32_t off) {
   snap__plat_ident_t id;
   snap__plat_image_ident(pc, &id);
   snap__rule_cache_put(
-      pc, snap__rule_cache_salt(snap__images_current_generation()) ^ id.id,
-      &r);
+      pc, snap__rule_cache_salt(snap__images_current_generation()) ^ id.id, &r);
 }
 
 /* A thread stopped at the epilogue pc CODE + 0x51a (after `pop %rbp`),
@@ -262,7 +261,7 @@ int main(void) {
   RULE(0x300, SNAP__CFA_SIGNAL, 0, 0, 0);
   RULE(0x400, SP, 8, AT, SAME);
   RULE(0x410, SNAP__CFA_NONE, 0, 0, 0); /* past the last FDE */
-  RULE(0x505, SP, 32, AT, SAVED); /* the body */
+  RULE(0x505, SP, 32, AT, SAVED);       /* the body */
   RULE(0x518, SP, 32, AT, SAVED);
   RULE(0x519, SP, 16, AT, SAVED); /* after add $16,%rsp */
   RULE(0x51a, SP, 8, AT, SAVED);  /* after pop %rbp: the slot is below sp */

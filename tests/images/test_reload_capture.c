@@ -65,8 +65,7 @@ static seen_t load(const char *path, char tag) {
 }
 
 static int compare(const char *what, const seen_t *s) {
-  CHECK(s->n_theirs > 5, "%s: backtrace() found %d frames", what,
-        s->n_theirs);
+  CHECK(s->n_theirs > 5, "%s: backtrace() found %d frames", what, s->n_theirs);
   CHECK_EQ(s->n_ours, s->n_theirs);
   int n = s->n_ours < s->n_theirs ? s->n_ours : s->n_theirs, bad = 0;
   for (int i = 1; i < n; i++)
@@ -118,8 +117,7 @@ int main(void) {
     /* Refreshed again, B captures through a table that describes it. */
     uintptr_t pc_b = b.base + 1;
     snap_stack_release(snap_symbolicate(&pc_b, 1, 0));
-    void (*again_b)(void) =
-        (void (*)(void))dlsym(b.handle, "churn_b_capture");
+    void (*again_b)(void) = (void (*)(void))dlsym(b.handle, "churn_b_capture");
     CHECK(again_b != NULL, "no churn_b_capture");
     if (again_b) {
       again_b();

@@ -81,9 +81,8 @@ __attribute__((noinline)) void sampler_loop(sampler_t *me) {
     bool mapped = true; /* every pc in a loaded image, as dladdr sees it */
     for (int i = 0; i < n; i++) {
       Dl_info info;
-      mapped = mapped && pcs[i] != 0 && dladdr((void *)(pcs[i] - (i > 0)),
-                                                &info) &&
-               info.dli_fname;
+      mapped = mapped && pcs[i] != 0 &&
+               dladdr((void *)(pcs[i] - (i > 0)), &info) && info.dli_fname;
     }
     /* The other thread is inside its own sampler_loop (sampling, waiting
        for the sampler lock, or running our signal handler), or waiting in
@@ -184,9 +183,10 @@ int main(void) {
   }
   int peak = snap__sampler_windows_peak();
   printf("most stopped windows open at once: %d\n", peak);
-  CHECK(peak == 1, "two samplers had a thread stopped at the same time "
-                   "(peak %d windows in flight): on Apple they can suspend "
-                   "each other and hang",
+  CHECK(peak == 1,
+        "two samplers had a thread stopped at the same time "
+        "(peak %d windows in flight): on Apple they can suspend "
+        "each other and hang",
         peak);
   return check_result("test_sampler_lock");
 }

@@ -59,7 +59,7 @@ static void load_nm(int lib) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "nm --defined-only %s", g_paths[lib]);
   FILE *p = popen(cmd, "r");
-  CHECK(p != NULL, "see above");
+  CHECK(p != NULL, "cannot run nm on %s", g_paths[lib]);
   char line[512];
   int found = 0;
   while (fgets(line, sizeof line, p)) {
@@ -79,7 +79,8 @@ static void load_nm(int lib) {
     }
   }
   pclose(p);
-  CHECK(found == NFN, "see above");
+  CHECK(found == NFN, "nm found %d of the %d functions in %s", found, NFN,
+        g_paths[lib]);
 }
 
 static void *churn(void *arg) {
@@ -88,11 +89,11 @@ static void *churn(void *arg) {
   for (int lib = 0; !atomic_load(&g_stop); lib ^= 1, cycles++) {
     atomic_fetch_add(&g_seq, 1); /* odd: changing */
     void *h = dlopen(g_paths[lib], RTLD_NOW | RTLD_LOCAL);
-    CHECK(h != NULL, "see above");
+    CHECK(h != NULL, "dlopen %s: %s", g_paths[lib], dlerror());
     char sym[64];
     snprintf(sym, sizeof sym, "churn_%c_f0", g_tags[lib]);
     uintptr_t f0 = (uintptr_t)dlsym(h, sym);
-    CHECK(f0 != 0, "see above");
+    CHECK(f0 != 0, "%s not found", sym);
     atomic_store(&g_base, f0 - g_syms[lib][0].off);
     atomic_store(&g_which, lib);
     atomic_fetch_add(&g_seq, 1); /* even: stable, lib loaded */
@@ -100,7 +101,7 @@ static void *churn(void *arg) {
       sched_yield(); /* let the namer hit the cache a few times */
     atomic_fetch_add(&g_seq, 1);
     atomic_store(&g_which, -1);
-    CHECK(dlclose(h) == 0, "see above");
+    CHECK(dlclose(h) == 0, "dlclose %s", g_paths[lib]);
     atomic_fetch_add(&g_seq, 1);
   }
   printf("churn: %lu load/unload cycles\n", cycles);
@@ -111,11 +112,11 @@ int main(void) {
   load_nm(0);
   load_nm(1);
   pthread_t t;
-  CHECK(pthread_create(&t, NULL, churn, NULL) == 0, "see above");
+  CHECK(pthread_create(&t, NULL, churn, NULL) == 0, "pthread_create");
 
   unsigned long named = 0, checked = 0, hits_before = 0;
   snap_symbol_cache_stats_t st;
-  CHECK(snap_symbol_cache_stats(&st) == SNAP_OK, "see above");
+  CHECK(snap_symbol_cache_stats(&st) == SNAP_OK, "snap_symbol_cache_stats");
   hits_before = st.hits;
   double end = now_s() + SNAP_CHURN_SECONDS;
   for (unsigned long round = 0; now_s() < end; round++) {
@@ -149,12 +150,13 @@ int main(void) {
         for (int k = 0; k < NFN; k++)
           if (off >= g_syms[lib][k].off && off - g_syms[lib][k].off < 32)
             want = g_syms[lib][k].name;
-        CHECK(want != NULL, "see above");
+        CHECK(want != NULL, "pc %#lx is in no function nm lists",
+              (unsigned long)pcs[i]);
         if (!f || !f->symbol || strcmp(f->symbol, want) != 0) {
           fprintf(stderr, "round %lu frame %d: got %s, want %s (lib %c)\n",
                   round, i, f && f->symbol ? f->symbol : "(null)", want,
                   g_tags[lib]);
-          CHECK(0, "see above");
+          CHECK(0, "a name of the library that was unloaded, or none (above)");
         }
       }
       checked++;
@@ -163,10 +165,11 @@ int main(void) {
   }
   atomic_store(&g_stop, true);
   pthread_join(t, NULL);
-  CHECK(snap_symbol_cache_stats(&st) == SNAP_OK, "see above");
+  CHECK(snap_symbol_cache_stats(&st) == SNAP_OK, "snap_symbol_cache_stats");
   printf("named %lu stacks, %lu checked against nm, %llu cache hits\n", named,
          checked, (unsigned long long)(st.hits - hits_before));
-  CHECK(checked > 0, "see above");
-  CHECK(st.hits > hits_before, "see above");
+  CHECK(checked > 0, "no naming happened while a library stayed loaded");
+  CHECK(st.hits > hits_before,
+        "no cache hit: the repeated stacks were never served from the cache");
   return check_result("test_dlclose_naming");
 }

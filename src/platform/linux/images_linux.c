@@ -50,10 +50,9 @@ typedef struct enum_ctx {
    that come and go"). */
 static uint64_t mix_ident(const struct dl_find_object *fo) {
   uint64_t h = 0x9E3779B97F4A7C15ull;
-  const uintptr_t v[4] = {(uintptr_t)fo->dlfo_map_start,
-                          (uintptr_t)fo->dlfo_map_end,
-                          (uintptr_t)fo->dlfo_link_map,
-                          (uintptr_t)fo->dlfo_eh_frame};
+  const uintptr_t v[4] = {
+      (uintptr_t)fo->dlfo_map_start, (uintptr_t)fo->dlfo_map_end,
+      (uintptr_t)fo->dlfo_link_map, (uintptr_t)fo->dlfo_eh_frame};
   for (int i = 0; i < 4; i++) {
     h = (h ^ (uint64_t)v[i]) * 0xD6E8FEB86659FD93ull;
     h ^= h >> 32;
