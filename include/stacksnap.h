@@ -198,18 +198,35 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
    not served. flags: SNAP_CAPTURE_APP_ONLY drops non-app frames,
    SNAP_SYMBOLICATE_EXACT_PC0, SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an
    empty stack. NULL for NULL pcs with n > 0, n < 0, n > SNAP_MAX_FRAMES,
-   unknown flags, or out of memory. Release the result with
-   snap_stack_release. Not async-signal-safe. */
+   unknown flags, or out of memory (snap_symbolicate_ex tells which).
+   Release the result with snap_stack_release. Not async-signal-safe. */
 SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
                                                  unsigned flags);
 
 /* The job of +[NSThread callStackSymbols], with a depth limit and the cache:
    capture the caller's stack (frame 0 = the caller) and name it. max is
    1..SNAP_MAX_FRAMES; flags as for snap_capture_self plus the
-   SNAP_SYMBOLICATE_* flags. NULL on bad arguments or out of memory.
+   SNAP_SYMBOLICATE_* flags. SNAP_SYMBOLICATE_EXACT_PC0 is accepted (flags
+   can be passed through from snap_symbolicate's callers) and changes
+   nothing: every frame of the caller's own stack, frame 0 included, is a
+   return address and is named by its call. NULL on bad arguments or out of
+   memory (snap_callstack_symbols_ex tells which).
    Not async-signal-safe (it may allocate and lock on a cache miss); from
    a signal handler, capture with snap_capture_self and name later. */
 SNAP_EXPORT const snap_stack_t *snap_callstack_symbols(int max, unsigned flags);
+
+/* Extension: the naming calls' int-returning twins, for callers that want
+   to know why there is no stack. Each takes the same arguments plus `out`
+   and returns SNAP_OK with *out set (release it with snap_stack_release),
+   or a negative code with *out NULL:
+     SNAP_EINVAL  out NULL; pcs NULL with n > 0; n < 0 or > SNAP_MAX_FRAMES
+                  (max <= 0 or > SNAP_MAX_FRAMES); unknown flag bits
+     SNAP_ENOMEM  an allocation failed while naming (nothing is cached)
+   The NULL-returning calls above are these with the code dropped. */
+SNAP_EXPORT int snap_symbolicate_ex(const uintptr_t *pcs, int n, unsigned flags,
+                                    const snap_stack_t **out);
+SNAP_EXPORT int snap_callstack_symbols_ex(int max, unsigned flags,
+                                          const snap_stack_t **out);
 
 /* 0 for NULL. */
 SNAP_EXPORT int snap_stack_count(const snap_stack_t *s);
@@ -225,8 +242,9 @@ SNAP_EXPORT const char *snap_stack_line(const snap_stack_t *s, int i);
 SNAP_EXPORT void snap_stack_release(const snap_stack_t *s);
 
 /* Debug printing of the caller's stack to a file descriptor, one line per
-   frame as snap_stack_line. Returns the number of frames printed, or
-   SNAP_EINVAL, SNAP_ENOMEM, SNAP_EIO (a write failed). Not
+   frame as snap_stack_line. max and flags as for snap_callstack_symbols.
+   Returns the number of frames printed, or SNAP_EINVAL (fd < 0, or as
+   snap_callstack_symbols_ex), SNAP_ENOMEM, SNAP_EIO (a write failed). Not
    async-signal-safe. */
 SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
 

@@ -1,6 +1,7 @@
 /*
- * symbolicate.c — the public naming API: snap_symbolicate,
- * snap_callstack_symbols, snap_print_callstack.
+ * symbolicate.c — naming pcs: snap_symbolicate and snap_symbolicate_ex.
+ * (Capturing the caller's stack and naming it is src/callstack.c's job:
+ * nothing here captures.)
  *
  * Hit path: hash the pcs, probe the cache (which verifies the pcs and that
  * every image the names came from is still loaded), hand out a reference.
@@ -146,74 +147,33 @@ out:
   return s;
 }
 
-const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
-                                     unsigned flags) {
+int snap_symbolicate_ex(const uintptr_t *pcs, int n, unsigned flags,
+                        const snap_stack_t **out) {
+  if (!out)
+    return SNAP_EINVAL;
+  *out = NULL;
   if (n < 0 || n > SNAP_MAX_FRAMES || (n > 0 && !pcs) ||
       (flags & ~NAMING_FLAGS))
-    return NULL;
+    return SNAP_EINVAL;
   uint64_t hash = snap__stack_hash(pcs, n, flags);
   const snap_stack_t *hit = snap__cache_get(hash, pcs, n, flags);
-  if (hit)
-    return hit;
+  if (hit) {
+    *out = hit;
+    return SNAP_OK;
+  }
   /* Naming needs the images loaded now (a hit is checked against them
      without this: see cache.c). */
   (void)snap__images_refresh_if_stale();
   snap_stack_t *s = name_stack(pcs, n, flags, hash);
   if (!s)
-    return NULL;
-  return snap__cache_put(s);
+    return SNAP_ENOMEM; /* name_stack fails only when an allocation does */
+  *out = snap__cache_put(s);
+  return SNAP_OK;
 }
 
-/* Shared by the two capturing entry points. Each captures in its own body
-   (so skip 1 makes frame 0 its caller) and passes the pcs here. */
-static const snap_stack_t *name_captured(uintptr_t *pcs, int n,
-                                         unsigned flags) {
-  if (n < 0)
-    return NULL;
-  /* App-only filtering already happened at capture, on cheaper data. */
-  return snap_symbolicate(pcs, n,
-                          flags & (NAMING_FLAGS & ~SNAP_CAPTURE_APP_ONLY));
-}
-
-static bool valid_capture_args(int max, unsigned flags) {
-  return max > 0 && max <= SNAP_MAX_FRAMES &&
-         !(flags & ~(SNAP_CAPTURE_ALL_FLAGS | NAMING_FLAGS)) &&
-         !(flags & SNAP_SYMBOLICATE_EXACT_PC0); /* frame 0 is a return addr */
-}
-
-const snap_stack_t *snap_callstack_symbols(int max, unsigned flags) {
-  if (!valid_capture_args(max, flags))
-    return NULL;
-  uintptr_t pcs[SNAP_MAX_FRAMES];
-  /* Filtering by app at capture needs the images loaded now; a plain
-     capture does not (and the refresh takes the loader's lock). */
-  if (flags & SNAP_CAPTURE_APP_ONLY)
-    (void)snap__images_refresh_if_stale();
-  /* skip 1: frame 0 of the capture is this function, the user's is next. */
-  int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
-  const snap_stack_t *s = name_captured(pcs, n, flags);
-  /* Not a tail call: the capture above must have seen this frame. */
-  __asm__ volatile("" ::: "memory");
+const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
+                                     unsigned flags) {
+  const snap_stack_t *s;
+  (void)snap_symbolicate_ex(pcs, n, flags, &s);
   return s;
-}
-
-int snap_print_callstack(int fd, int max, unsigned flags) {
-  if (fd < 0 || !valid_capture_args(max, flags))
-    return SNAP_EINVAL;
-  uintptr_t pcs[SNAP_MAX_FRAMES];
-  if (flags & SNAP_CAPTURE_APP_ONLY)
-    (void)snap__images_refresh_if_stale();
-  int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
-  const snap_stack_t *s = name_captured(pcs, n, flags);
-  if (!s)
-    return SNAP_ENOMEM;
-  int rc = snap_stack_count(s);
-  for (int i = 0; i < snap_stack_count(s) && rc >= 0; i++) {
-    const char *line = snap_stack_line(s, i);
-    if (snap__plat_write_all(fd, line, strlen(line)) != SNAP_OK ||
-        snap__plat_write_all(fd, "\n", 1) != SNAP_OK)
-      rc = SNAP_EIO;
-  }
-  snap_stack_release(s);
-  return rc;
 }

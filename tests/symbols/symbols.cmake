@@ -42,3 +42,8 @@ set_target_properties(test_symbol_reentry PROPERTIES ENABLE_EXPORTS ON)
 target_compile_definitions(test_symbol_reentry PRIVATE REENTRY_LIB="$<TARGET_FILE:snap_reentry>")
 add_dependencies(test_symbol_reentry snap_reentry)
 set_tests_properties(test_symbol_reentry PROPERTIES TIMEOUT 60)
+
+# API v1: the naming calls' int-returning twins tell each cause of "no
+# stack" apart; snap_callstack_symbols takes SNAP_SYMBOLICATE_EXACT_PC0.
+snap_test(test_naming_errors symbols/test_naming_errors.c)
+set_target_properties(test_naming_errors PROPERTIES ENABLE_EXPORTS ON)
