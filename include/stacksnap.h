@@ -29,6 +29,27 @@ extern "C" {
 #define SNAP_EXPORT
 #endif
 
+/* ---- Version ----------------------------------------------------------- */
+
+/* The API version this header declares (semantic versioning: a new major
+   breaks callers, a new minor only adds). The shared library's SONAME
+   follows the major (libstacksnap.so.1); CMakeLists.txt, the pkg-config
+   file and the CMake package take their version from these three lines. */
+#define SNAP_VERSION_MAJOR 1
+#define SNAP_VERSION_MINOR 0
+#define SNAP_VERSION_PATCH 0
+#define SNAP__STR2(x) #x
+#define SNAP__STR(x) SNAP__STR2(x)
+/* "1.0.0" */
+#define SNAP_VERSION_STRING                                                    \
+  SNAP__STR(SNAP_VERSION_MAJOR)                                                \
+  "." SNAP__STR(SNAP_VERSION_MINOR) "." SNAP__STR(SNAP_VERSION_PATCH)
+
+/* The version the library was built as, "MAJOR.MINOR.PATCH": compare it
+   with SNAP_VERSION_STRING to see whether the library loaded at run time
+   is the one this header describes. A static string. [async-signal-safe] */
+SNAP_EXPORT const char *snap_version(void);
+
 /* ---- Errors ------------------------------------------------------------ */
 
 /* One table makes both the enum and snap_strerror(): X(name, value, text). */
