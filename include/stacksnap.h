@@ -169,8 +169,14 @@ SNAP_EXPORT bool snap_is_app_address(uintptr_t pc);
 SNAP_EXPORT int snap_set_app_image_prefixes(const char *const *prefixes, int n);
 
 /* Extension: what image holds pc. Useful before symbols exist: prints as
-   "image + offset". */
+   "image + offset".
+   API v1: a struct the caller provides starts with its own size. Set
+   `size = sizeof(snap_image_info_t)` before the call; the library fills
+   only the fields that size covers, so fields added in later versions
+   (always at the end) never write past an older caller's struct, and
+   refuses a size it does not know with SNAP_EINVAL, writing nothing. */
 typedef struct snap_image_info {
+  uint32_t size;   /* set by the caller: sizeof(snap_image_info_t) */
   uintptr_t base;  /* load address (what addr2line's offsets count from) */
   uintptr_t start; /* executable range containing pc: [start, end) */
   uintptr_t end;
@@ -179,8 +185,9 @@ typedef struct snap_image_info {
   bool in_app;
 } snap_image_info_t;
 
-/* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, or pc in no
-   executable image). Refreshes the image table first. */
+/* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, out->size not
+   a size this library knows, or pc in no executable image). Refreshes the
+   image table first. */
 SNAP_EXPORT int snap_image_lookup(uintptr_t pc, snap_image_info_t *out);
 
 /* ---- Symbols ----------------------------------------------------------- */
@@ -278,8 +285,13 @@ SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
 #define SNAP_SYMBOL_CACHE_DEFAULT_BYTES (16u << 20)
 SNAP_EXPORT int snap_set_symbol_cache_limit(size_t bytes);
 
-/* Extension: cache counters, for tests and tuning. */
+/* Extension: cache counters, for tests and tuning. As with
+   snap_image_info_t, the caller sets `size = sizeof
+   (snap_symbol_cache_stats_t)` first; only what that size covers is
+   filled. Returns SNAP_OK, or SNAP_EINVAL (out NULL, or a size this
+   library does not know: nothing is written). */
 typedef struct snap_symbol_cache_stats {
+  uint32_t size; /* set by the caller: sizeof(snap_symbol_cache_stats_t) */
   uint64_t hits, misses, evictions;
   uint64_t entries; /* stacks held now */
   uint64_t bytes;   /* memory charged to them now */

@@ -274,7 +274,7 @@ static void test_bad_input(void) {
   /* The vdso: named by its image; and never a crash. */
   uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
   if (vdso) {
-    snap_image_info_t info;
+    snap_image_info_t info = {.size = sizeof info};
     if (snap_image_lookup(vdso + 0x800, &info) == SNAP_OK) {
       uintptr_t v = vdso + 0x800;
       const snap_stack_t *vs =
