@@ -34,7 +34,8 @@ extern "C" {
 /* The API version this header declares (semantic versioning: a new major
    breaks callers, a new minor only adds). The shared library's SONAME
    follows the major (libstacksnap.so.1); CMakeLists.txt, the pkg-config
-   file and the CMake package take their version from these three lines. */
+   file and the CMake package take their version from these three lines
+   (keep each exactly `#define SNAP_VERSION_<PART> <number>`). */
 #define SNAP_VERSION_MAJOR 1
 #define SNAP_VERSION_MINOR 0
 #define SNAP_VERSION_PATCH 0
