@@ -694,7 +694,7 @@ static bool part3_two_threads(void) {
   for (int t = 0; t < 2; t++)
     pthread_join(g_workers[t].thread, NULL);
 
-  snap_symbol_cache_stats_t st;
+  snap_symbol_cache_stats_t st = {.size = sizeof st};
   snap_symbol_cache_stats(&st);
   double m1 = median(one, ROUNDS), m2 = median(two, ROUNDS);
   double mr = median(ratio, ROUNDS);

@@ -29,6 +29,28 @@ extern "C" {
 #define SNAP_EXPORT
 #endif
 
+/* ---- Version ----------------------------------------------------------- */
+
+/* The API version this header declares (semantic versioning: a new major
+   breaks callers, a new minor only adds). The shared library's SONAME
+   follows the major (libstacksnap.so.1); CMakeLists.txt, the pkg-config
+   file and the CMake package take their version from these three lines
+   (keep each exactly `#define SNAP_VERSION_<PART> <number>`). */
+#define SNAP_VERSION_MAJOR 1
+#define SNAP_VERSION_MINOR 0
+#define SNAP_VERSION_PATCH 0
+#define SNAP__STR2(x) #x
+#define SNAP__STR(x) SNAP__STR2(x)
+/* "1.0.0" */
+#define SNAP_VERSION_STRING                                                    \
+  SNAP__STR(SNAP_VERSION_MAJOR)                                                \
+  "." SNAP__STR(SNAP_VERSION_MINOR) "." SNAP__STR(SNAP_VERSION_PATCH)
+
+/* The version the library was built as, "MAJOR.MINOR.PATCH": compare it
+   with SNAP_VERSION_STRING to see whether the library loaded at run time
+   is the one this header describes. A static string. [async-signal-safe] */
+SNAP_EXPORT const char *snap_version(void);
+
 /* ---- Errors ------------------------------------------------------------ */
 
 /* One table makes both the enum and snap_strerror(): X(name, value, text). */
@@ -148,8 +170,14 @@ SNAP_EXPORT bool snap_is_app_address(uintptr_t pc);
 SNAP_EXPORT int snap_set_app_image_prefixes(const char *const *prefixes, int n);
 
 /* Extension: what image holds pc. Useful before symbols exist: prints as
-   "image + offset". */
+   "image + offset".
+   API v1: a struct the caller provides starts with its own size. Set
+   `size = sizeof(snap_image_info_t)` before the call; the library fills
+   only the fields that size covers, so fields added in later versions
+   (always at the end) never write past an older caller's struct, and
+   refuses a size it does not know with SNAP_EINVAL, writing nothing. */
 typedef struct snap_image_info {
+  uint32_t size;   /* set by the caller: sizeof(snap_image_info_t) */
   uintptr_t base;  /* load address (what addr2line's offsets count from) */
   uintptr_t start; /* executable range containing pc: [start, end) */
   uintptr_t end;
@@ -158,8 +186,9 @@ typedef struct snap_image_info {
   bool in_app;
 } snap_image_info_t;
 
-/* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, or pc in no
-   executable image). Refreshes the image table first. */
+/* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, out->size not
+   a size this library knows, or pc in no executable image). Refreshes the
+   image table first. */
 SNAP_EXPORT int snap_image_lookup(uintptr_t pc, snap_image_info_t *out);
 
 /* ---- Symbols ----------------------------------------------------------- */
@@ -198,18 +227,35 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
    not served. flags: SNAP_CAPTURE_APP_ONLY drops non-app frames,
    SNAP_SYMBOLICATE_EXACT_PC0, SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an
    empty stack. NULL for NULL pcs with n > 0, n < 0, n > SNAP_MAX_FRAMES,
-   unknown flags, or out of memory. Release the result with
-   snap_stack_release. Not async-signal-safe. */
+   unknown flags, or out of memory (snap_symbolicate_ex tells which).
+   Release the result with snap_stack_release. Not async-signal-safe. */
 SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
                                                  unsigned flags);
 
 /* The job of +[NSThread callStackSymbols], with a depth limit and the cache:
    capture the caller's stack (frame 0 = the caller) and name it. max is
    1..SNAP_MAX_FRAMES; flags as for snap_capture_self plus the
-   SNAP_SYMBOLICATE_* flags. NULL on bad arguments or out of memory.
+   SNAP_SYMBOLICATE_* flags. SNAP_SYMBOLICATE_EXACT_PC0 is accepted (flags
+   can be passed through from snap_symbolicate's callers) and changes
+   nothing: every frame of the caller's own stack, frame 0 included, is a
+   return address and is named by its call. NULL on bad arguments or out of
+   memory (snap_callstack_symbols_ex tells which).
    Not async-signal-safe (it may allocate and lock on a cache miss); from
    a signal handler, capture with snap_capture_self and name later. */
 SNAP_EXPORT const snap_stack_t *snap_callstack_symbols(int max, unsigned flags);
+
+/* Extension: the naming calls' int-returning twins, for callers that want
+   to know why there is no stack. Each takes the same arguments plus `out`
+   and returns SNAP_OK with *out set (release it with snap_stack_release),
+   or a negative code with *out NULL:
+     SNAP_EINVAL  out NULL; pcs NULL with n > 0; n < 0 or > SNAP_MAX_FRAMES
+                  (max <= 0 or > SNAP_MAX_FRAMES); unknown flag bits
+     SNAP_ENOMEM  an allocation failed while naming (nothing is cached)
+   The NULL-returning calls above are these with the code dropped. */
+SNAP_EXPORT int snap_symbolicate_ex(const uintptr_t *pcs, int n, unsigned flags,
+                                    const snap_stack_t **out);
+SNAP_EXPORT int snap_callstack_symbols_ex(int max, unsigned flags,
+                                          const snap_stack_t **out);
 
 /* 0 for NULL. */
 SNAP_EXPORT int snap_stack_count(const snap_stack_t *s);
@@ -225,8 +271,9 @@ SNAP_EXPORT const char *snap_stack_line(const snap_stack_t *s, int i);
 SNAP_EXPORT void snap_stack_release(const snap_stack_t *s);
 
 /* Debug printing of the caller's stack to a file descriptor, one line per
-   frame as snap_stack_line. Returns the number of frames printed, or
-   SNAP_EINVAL, SNAP_ENOMEM, SNAP_EIO (a write failed). Not
+   frame as snap_stack_line. max and flags as for snap_callstack_symbols.
+   Returns the number of frames printed, or SNAP_EINVAL (fd < 0, or as
+   snap_callstack_symbols_ex), SNAP_ENOMEM, SNAP_EIO (a write failed). Not
    async-signal-safe. */
 SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
 
@@ -239,8 +286,13 @@ SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
 #define SNAP_SYMBOL_CACHE_DEFAULT_BYTES (16u << 20)
 SNAP_EXPORT int snap_set_symbol_cache_limit(size_t bytes);
 
-/* Extension: cache counters, for tests and tuning. */
+/* Extension: cache counters, for tests and tuning. As with
+   snap_image_info_t, the caller sets `size = sizeof
+   (snap_symbol_cache_stats_t)` first; only what that size covers is
+   filled. Returns SNAP_OK, or SNAP_EINVAL (out NULL, or a size this
+   library does not know: nothing is written). */
 typedef struct snap_symbol_cache_stats {
+  uint32_t size; /* set by the caller: sizeof(snap_symbol_cache_stats_t) */
   uint64_t hits, misses, evictions;
   uint64_t entries; /* stacks held now */
   uint64_t bytes;   /* memory charged to them now */

@@ -16,7 +16,9 @@
 #              configuration's compiler), then, over the library built by
 #              Debian's gcc, test_swift_async (swiftc -O) and check_podspec
 #
-# Build trees go to build/<config>. Ends with one line "N passed, M failed"
+# Every CMake configuration here builds with -DSNAP_WERROR=ON (warnings are
+# errors in CI; a user's build leaves it OFF). Build trees go to
+# build/<config>. Ends with one line "N passed, M failed"
 # counting configurations; exits non-zero if any failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +35,7 @@ run_config() {
   local dir="$root/build/$name"
   echo "=== $name"
   local t0=$SECONDS
-  if cmake -S "$root" -B "$dir" -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=ON "$@" >"$dir.configure.log" 2>&1 &&
+  if cmake -S "$root" -B "$dir" -DSNAP_WERROR=ON -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=ON "$@" >"$dir.configure.log" 2>&1 &&
     cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1 &&
     ctest --test-dir "$dir" --output-on-failure -j"$jobs"; then
     passed=$((passed + 1))
@@ -82,7 +84,7 @@ run_swift_config() {
     (cd "$root" && "$swift_bin" build) >"$dir.swift-build.log" 2>&1 &&
     (cd "$root" && "$swift_bin" test) >"$dir.swift-test.log" 2>&1 &&
     cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_gcc \
-      -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=OFF >"$dir.configure.log" 2>&1 &&
+      -DSNAP_WERROR=ON -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=OFF >"$dir.configure.log" 2>&1 &&
     cmake --build "$dir" -j"$jobs" --target test_swift_async >"$dir.build.log" 2>&1 &&
     ctest --test-dir "$dir" --output-on-failure -R '^(test_swift_async|check_podspec.*)$'; then
     passed=$((passed + 1))

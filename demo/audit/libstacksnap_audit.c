@@ -106,7 +106,7 @@ static void setup(void) {
   p = getenv("STACKSNAP_AUDIT_FULL");
   g_full = p && strcmp(p, "1") == 0;
   g_out = getenv("STACKSNAP_AUDIT_OUT");
-  snap_image_info_t self;
+  snap_image_info_t self = {.size = sizeof self};
   if (snap_image_lookup((uintptr_t)setup, &self) == SNAP_OK) {
     g_self_base = self.base;
     g_self_start = self.start;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "platform/platform.h"
 
 #define SLOTS 8
@@ -340,19 +341,20 @@ int snap_set_app_image_prefixes(const char *const *prefixes, int n) {
 }
 
 int snap_image_lookup(uintptr_t pc, snap_image_info_t *out) {
-  if (!out)
+  if (!out || !snap__abi_size_known(out->size, SNAP__IMAGE_INFO_SIZES))
     return SNAP_EINVAL;
   (void)snap__images_refresh(false);
   const snap__images_t *t = snap__images_acquire();
   const snap__image_t *img = snap__images_find(t, pc);
   int rc = SNAP_EINVAL;
   if (img) {
-    out->base = img->base;
-    out->start = img->start;
-    out->end = img->end;
-    out->path = img->path;
-    out->name = img->name;
-    out->in_app = img->in_app;
+    snap_image_info_t all = {.base = img->base,
+                             .start = img->start,
+                             .end = img->end,
+                             .path = img->path,
+                             .name = img->name,
+                             .in_app = img->in_app};
+    snap__abi_copy_out(out, &all, out->size);
     rc = SNAP_OK;
   }
   snap__images_release(t);

@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "images/images.h"
 #include "platform/platform.h"
 #include "symbols/stack.h"
@@ -394,22 +395,23 @@ int snap_set_symbol_cache_limit(size_t bytes) {
   return SNAP_OK;
 }
 
-int snap_symbol_cache_stats(snap_symbol_cache_stats_t *out) {
-  if (!out)
+int snap_symbol_cache_stats(snap_symbol_cache_stats_t *caller) {
+  if (!caller || !snap__abi_size_known(caller->size, SNAP__CACHE_STATS_SIZES))
     return SNAP_EINVAL;
-  memset(out, 0, sizeof *out);
-  if (!atomic_load(&g_ready))
-    return SNAP_OK;
-  for (int i = 0; i < STRIPES; i++) {
-    stripe_t *st = &g_stripes[i].s;
-    snap__plat_lock_lock(&st->lock);
-    out->hits += st->hits;
-    out->misses += st->misses;
-    out->evictions += st->evictions;
-    out->entries += st->entries;
-    out->bytes += st->bytes;
-    snap__plat_lock_unlock(&st->lock);
+  snap_symbol_cache_stats_t all = {0}, *out = &all;
+  if (atomic_load(&g_ready)) {
+    for (int i = 0; i < STRIPES; i++) {
+      stripe_t *st = &g_stripes[i].s;
+      snap__plat_lock_lock(&st->lock);
+      out->hits += st->hits;
+      out->misses += st->misses;
+      out->evictions += st->evictions;
+      out->entries += st->entries;
+      out->bytes += st->bytes;
+      snap__plat_lock_unlock(&st->lock);
+    }
+    out->hits += atomic_load(&g_front_hits);
   }
-  out->hits += atomic_load(&g_front_hits);
+  snap__abi_copy_out(caller, &all, caller->size);
   return SNAP_OK;
 }

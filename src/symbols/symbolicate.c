@@ -1,6 +1,7 @@
 /*
- * symbolicate.c — the public naming API: snap_symbolicate,
- * snap_callstack_symbols, snap_print_callstack.
+ * symbolicate.c — naming pcs: snap_symbolicate and snap_symbolicate_ex.
+ * (Capturing the caller's stack and naming it is src/callstack.c's job:
+ * nothing here captures.)
  *
  * Hit path: hash the pcs, probe the cache (which verifies the pcs and that
  * every image the names came from is still loaded), hand out a reference.
@@ -24,6 +25,7 @@
 #include "symbols/cache.h"
 #include "symbols/hash.h"
 #include "symbols/stack.h"
+#include "symbols/symbolicate.h"
 
 #define NAMING_FLAGS                                                           \
   (SNAP_CAPTURE_APP_ONLY | SNAP_SYMBOLICATE_EXACT_PC0 |                        \
@@ -147,13 +149,17 @@ out:
 }
 
 /* images_current: the caller brought the image table up to date during
-   this call already (capturing callers do it first: an app-only capture
-   needs it too). A table that could not be refreshed serves no hit. */
-static const snap_stack_t *symbolicate(const uintptr_t *pcs, int n,
-                                       unsigned flags, bool images_current) {
+   this call already (the capturing facade does it first: an app-only
+   capture needs it too). A table that could not be refreshed serves no
+   hit. */
+int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
+                      bool images_current, const snap_stack_t **out) {
+  if (!out)
+    return SNAP_EINVAL;
+  *out = NULL;
   if (n < 0 || n > SNAP_MAX_FRAMES || (n > 0 && !pcs) ||
       (flags & ~NAMING_FLAGS))
-    return NULL;
+    return SNAP_EINVAL;
   /* Hits and names both answer for the images loaded now: a dlclose and a
      dlopen that finished before this call must be seen (cache.c). */
   if (!images_current)
@@ -161,67 +167,25 @@ static const snap_stack_t *symbolicate(const uintptr_t *pcs, int n,
   uint64_t hash = snap__stack_hash(pcs, n, flags);
   const snap_stack_t *hit =
       images_current ? snap__cache_get(hash, pcs, n, flags) : NULL;
-  if (hit)
-    return hit;
+  if (hit) {
+    *out = hit;
+    return SNAP_OK;
+  }
   snap_stack_t *s = name_stack(pcs, n, flags, hash);
   if (!s)
-    return NULL;
-  return snap__cache_put(s);
+    return SNAP_ENOMEM; /* name_stack fails only when an allocation does */
+  *out = snap__cache_put(s);
+  return SNAP_OK;
+}
+
+int snap_symbolicate_ex(const uintptr_t *pcs, int n, unsigned flags,
+                        const snap_stack_t **out) {
+  return snap__symbolicate(pcs, n, flags, false, out);
 }
 
 const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
                                      unsigned flags) {
-  return symbolicate(pcs, n, flags, false);
-}
-
-/* Shared by the two capturing entry points. Each captures in its own body
-   (so skip 1 makes frame 0 its caller) and passes the pcs here. */
-static const snap_stack_t *name_captured(uintptr_t *pcs, int n, unsigned flags,
-                                         bool images_current) {
-  if (n < 0)
-    return NULL;
-  /* App-only filtering already happened at capture, on cheaper data. */
-  return symbolicate(pcs, n, flags & (NAMING_FLAGS & ~SNAP_CAPTURE_APP_ONLY),
-                     images_current);
-}
-
-static bool valid_capture_args(int max, unsigned flags) {
-  return max > 0 && max <= SNAP_MAX_FRAMES &&
-         !(flags & ~(SNAP_CAPTURE_ALL_FLAGS | NAMING_FLAGS)) &&
-         !(flags & SNAP_SYMBOLICATE_EXACT_PC0); /* frame 0 is a return addr */
-}
-
-const snap_stack_t *snap_callstack_symbols(int max, unsigned flags) {
-  if (!valid_capture_args(max, flags))
-    return NULL;
-  uintptr_t pcs[SNAP_MAX_FRAMES];
-  /* Filtering by app at capture needs the images loaded now, as naming
-     does: one refresh serves both. */
-  bool current = snap__images_refresh_if_stale() == SNAP_OK;
-  /* skip 1: frame 0 of the capture is this function, the user's is next. */
-  int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
-  const snap_stack_t *s = name_captured(pcs, n, flags, current);
-  /* Not a tail call: the capture above must have seen this frame. */
-  __asm__ volatile("" ::: "memory");
+  const snap_stack_t *s;
+  (void)snap__symbolicate(pcs, n, flags, false, &s);
   return s;
-}
-
-int snap_print_callstack(int fd, int max, unsigned flags) {
-  if (fd < 0 || !valid_capture_args(max, flags))
-    return SNAP_EINVAL;
-  uintptr_t pcs[SNAP_MAX_FRAMES];
-  bool current = snap__images_refresh_if_stale() == SNAP_OK;
-  int n = snap_capture_self(pcs, max, 1, flags & SNAP_CAPTURE_ALL_FLAGS);
-  const snap_stack_t *s = name_captured(pcs, n, flags, current);
-  if (!s)
-    return SNAP_ENOMEM;
-  int rc = snap_stack_count(s);
-  for (int i = 0; i < snap_stack_count(s) && rc >= 0; i++) {
-    const char *line = snap_stack_line(s, i);
-    if (snap__plat_write_all(fd, line, strlen(line)) != SNAP_OK ||
-        snap__plat_write_all(fd, "\n", 1) != SNAP_OK)
-      rc = SNAP_EIO;
-  }
-  snap_stack_release(s);
-  return rc;
 }

@@ -133,7 +133,7 @@ int main(void) {
     strip_async_keys();
 #endif
   for (int i = 0; i < n; i++) {
-    snap_image_info_t info;
+    snap_image_info_t info = {.size = sizeof info};
     CHECK(snap_image_lookup(pcs[i] - 1, &info) == SNAP_OK,
           "frame %d (0x%lx) is in no image", i, (unsigned long)pcs[i]);
   }

@@ -15,7 +15,7 @@
 #endif
 
 int main(void) {
-  snap_image_info_t info;
+  snap_image_info_t info = {.size = sizeof info};
 
   /* Our own code: in the main executable, which is the app by default. */
   CHECK_EQ(snap_image_lookup((uintptr_t)main, &info), SNAP_OK);

@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # Installs a stacksnap build into a fresh temporary prefix and builds
 # tests/install/consumer.c against that prefix only:
-#   (a) with the compiler and `pkg-config --static` flags, linking the static
-#       archive;
-#   (b) as a separate CMake project using find_package(stacksnap), linking
-#       stacksnap::stacksnap_static (and stacksnap::stacksnap);
-# then runs each binary. Registered by tests/install/CMakeLists.txt.
+#   (a) with the compiler and `pkg-config --static --libs stacksnap-static`,
+#       the README's static recipe, as printed (no linker flags of ours):
+#       it must link libstacksnap.a, and the binary must not need
+#       libstacksnap.so;
+#   (a') with `pkg-config --libs stacksnap`: the shared library;
+#   (a'') fully static (-static) with the same stacksnap-static flags, where
+#       the C library has a static archive and no sanitizer is in play;
+#   (b) as a separate CMake project using find_package(stacksnap MAJOR),
+#       linking stacksnap::stacksnap_static and stacksnap::stacksnap;
+# then runs each binary (consumer.c checks the library's version against the
+# header's and names its own stack whole). The version that pkg-config and
+# the CMake package report must be the installed header's SNAP_VERSION_*.
+# Registered by tests/install/CMakeLists.txt.
 #
 # Usage: check_install.sh CMAKE BUILD_DIR SRC_DIR CC LIBDIR CONFIG GENERATOR [FLAGS]
 #   LIBDIR is CMAKE_INSTALL_LIBDIR (relative to the prefix), CONFIG the build
 #   configuration (may be empty), FLAGS extra compile+link flags for the
 #   consumers (sanitizers the library was built with).
 #
-# Choosing the static archive with pkg-config: the prefix holds both
-# libstacksnap.a and libstacksnap.so, and a plain -lstacksnap picks the .so.
-# The -lstacksnap that pkg-config prints is wrapped as
-# `-Wl,-Bstatic -lstacksnap -Wl,-Bdynamic`, so only that library is taken
-# from its archive while libc, libpthread and libdl stay shared (what a
-# downstream that wants "stacksnap linked in" would write). readelf then
-# checks that no binary meant to be static needs libstacksnap.so.
+# Why a second .pc for the archive: the prefix holds both libstacksnap.a and
+# libstacksnap.so, and the -lstacksnap of stacksnap.pc picks the .so whatever
+# --static says (--static only adds Libs.private). stacksnap-static.pc names
+# the archive by its path.
 set -euo pipefail
 
 if [ $# -lt 7 ]; then
@@ -64,35 +69,41 @@ echo "== cmake --install $build_dir --prefix $prefix"
   { cat "$tmp/install.log" >&2; fail "cmake --install"; }
 
 for f in include/stacksnap.h "$libdir/libstacksnap.a" "$libdir/libstacksnap.so" \
-  "$libdir/pkgconfig/stacksnap.pc" "$libdir/cmake/stacksnap/stacksnapConfig.cmake" \
+  "$libdir/pkgconfig/stacksnap.pc" "$libdir/pkgconfig/stacksnap-static.pc" \
+  "$libdir/cmake/stacksnap/stacksnapConfig.cmake" \
   "$libdir/cmake/stacksnap/stacksnapConfigVersion.cmake" \
   "$libdir/cmake/stacksnap/stacksnapTargets.cmake"; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 
-# ---- (a) pkg-config, static archive -----------------------------------------
+# The version the installed header declares.
+header_version() {
+  sed -n "s/^#define SNAP_VERSION_$1 \([0-9][0-9]*\)\$/\1/p" "$prefix/include/stacksnap.h"
+}
+version="$(header_version MAJOR).$(header_version MINOR).$(header_version PATCH)"
+[[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "no SNAP_VERSION_* in the installed header"
+major=${version%%.*}
+echo "installed header: version $version"
+
+# ---- (a) pkg-config ---------------------------------------------------------
 # PKG_CONFIG_LIBDIR too, so that no stacksnap.pc outside the prefix is seen.
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 export PKG_CONFIG_LIBDIR=$prefix/$libdir/pkgconfig
-pc_prefix=$("$pkg_config" --variable=prefix stacksnap)
-[ "$pc_prefix" = "$prefix" ] || fail "stacksnap.pc has prefix=$pc_prefix, installed to $prefix"
-read -r -a cflags <<<"$("$pkg_config" --cflags stacksnap)"
-read -r -a libs_static <<<"$("$pkg_config" --libs --static stacksnap)"
-read -r -a libs_shared <<<"$("$pkg_config" --libs stacksnap)"
-echo "pkg-config --cflags:          ${cflags[*]}"
-echo "pkg-config --libs --static:   ${libs_static[*]}"
-link_static=()
-for flag in "${libs_static[@]}"; do
-  if [ "$flag" = "-lstacksnap" ]; then
-    link_static+=(-Wl,-Bstatic -lstacksnap -Wl,-Bdynamic)
-  else
-    link_static+=("$flag")
-  fi
+for pc in stacksnap stacksnap-static; do
+  pc_prefix=$("$pkg_config" --variable=prefix $pc)
+  [ "$pc_prefix" = "$prefix" ] || fail "$pc.pc has prefix=$pc_prefix, installed to $prefix"
+  pc_version=$("$pkg_config" --modversion $pc)
+  [ "$pc_version" = "$version" ] || fail "$pc.pc says version $pc_version, the header $version"
 done
+read -r -a cflags <<<"$("$pkg_config" --cflags stacksnap-static)"
+read -r -a libs_static <<<"$("$pkg_config" --libs --static stacksnap-static)"
+read -r -a libs_shared <<<"$("$pkg_config" --libs stacksnap)"
+echo "pkg-config --cflags stacksnap-static:          ${cflags[*]}"
+echo "pkg-config --libs --static stacksnap-static:   ${libs_static[*]}"
 
-echo "== (a) $cc consumer.c ${cflags[*]} ${link_static[*]}"
+echo "== (a) $cc consumer.c ${cflags[*]} ${libs_static[*]}"
 "$cc" -std=c11 -Wall -Wextra -Werror "${extra_flags[@]}" "${cflags[@]}" \
-  "$src_dir/consumer.c" -o "$tmp/consumer_pc_static" "${link_static[@]}"
+  "$src_dir/consumer.c" -o "$tmp/consumer_pc_static" "${libs_static[@]}"
 check_not_needing_so "$tmp/consumer_pc_static"
 "$tmp/consumer_pc_static" || fail "consumer_pc_static"
 
@@ -100,15 +111,35 @@ check_not_needing_so "$tmp/consumer_pc_static"
 echo "== (a') $cc consumer.c ${cflags[*]} ${libs_shared[*]}"
 "$cc" -std=c11 -Wall -Wextra -Werror "${extra_flags[@]}" "${cflags[@]}" \
   "$src_dir/consumer.c" -o "$tmp/consumer_pc_shared" "${libs_shared[@]}"
+if command -v readelf >/dev/null 2>&1; then
+  readelf -d "$tmp/consumer_pc_shared" | grep -q "NEEDED.*\[libstacksnap\.so\.$major\]" ||
+    fail "consumer_pc_shared does not need libstacksnap.so.$major (the SONAME)"
+fi
 LD_LIBRARY_PATH=$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   "$tmp/consumer_pc_shared" || fail "consumer_pc_shared"
+
+# Fully static: only without sanitizers (their runtimes are not static
+# archives here) and where the C library has one (glibc's libc.a).
+if [ ${#extra_flags[@]} -eq 0 ] && echo 'int main(void){return 0;}' |
+  "$cc" -x c -static -o "$tmp/static_probe" - >/dev/null 2>&1; then
+  echo "== (a'') $cc -static consumer.c ${cflags[*]} ${libs_static[*]}"
+  "$cc" -std=c11 -Wall -Wextra -Werror -static "${cflags[@]}" \
+    "$src_dir/consumer.c" -o "$tmp/consumer_fully_static" "${libs_static[@]}"
+  if command -v readelf >/dev/null 2>&1 && readelf -d "$tmp/consumer_fully_static" | grep -q NEEDED; then
+    fail "consumer_fully_static needs shared libraries"
+  fi
+  "$tmp/consumer_fully_static" || fail "consumer_fully_static"
+else
+  echo "== (a'') fully static: skipped (sanitizers, or no static C library)"
+fi
 unset PKG_CONFIG_PATH PKG_CONFIG_LIBDIR
 
 # ---- (b) find_package(stacksnap) --------------------------------------------
 echo "== (b) find_package(stacksnap) with CMAKE_PREFIX_PATH=$prefix"
 consumer_build=$tmp/consumer-build
 cmake_args=(-S "$src_dir/consumer" -B "$consumer_build" -G "$generator"
-  -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix")
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix"
+  -DSNAP_EXPECT_VERSION="$version")
 if [ -n "$config" ]; then
   cmake_args+=(-DCMAKE_BUILD_TYPE="$config")
 fi

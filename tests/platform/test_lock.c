@@ -68,7 +68,7 @@ static void test_owner_recorded(void) {
 static void *hammer(void *arg) {
   (void)arg;
   while (!atomic_load(&g_stop)) {
-    snap_symbol_cache_stats_t st;
+    snap_symbol_cache_stats_t st = {.size = sizeof st};
     snap_symbol_cache_stats(&st);
   }
   return NULL;
@@ -84,7 +84,7 @@ static void test_fork_child_unlocked(void) {
     pid_t pid = fork();
     if (pid == 0) {
       alarm(CHILD_ALARM_SECONDS); /* default action: killed by SIGALRM */
-      snap_symbol_cache_stats_t st;
+      snap_symbol_cache_stats_t st = {.size = sizeof st};
       _exit(snap_symbol_cache_stats(&st) == SNAP_OK ? 0 : 3);
     }
     if (pid < 0)

@@ -60,6 +60,36 @@ final class StackSnapTests: XCTestCase {
     #endif
   }
 
+  /// API v1 as Swift sees it through the module: the library's version is
+  /// the header's; a size-first struct filled when its size is set and
+  /// refused (SNAP_EINVAL) when not; the naming twin answers SNAP_OK with a
+  /// stack for SNAP_SYMBOLICATE_EXACT_PC0 and SNAP_EINVAL for a bad flag.
+  func testApiV1() throws {
+    let version = String(cString: snap_version())
+    XCTAssertEqual(version, "\(SNAP_VERSION_MAJOR).\(SNAP_VERSION_MINOR).\(SNAP_VERSION_PATCH)")
+
+    let pcs = UnsafeMutablePointer<UInt>.allocate(capacity: 8)
+    defer { pcs.deallocate() }
+    let n = levelA(pcs, 8)
+    XCTAssertGreaterThan(n, 0)
+    guard n > 0 else { return }
+    var info = snap_image_info_t()
+    XCTAssertEqual(Int(snap_image_lookup(pcs[0], &info)), Int(SNAP_EINVAL), "size 0 is refused")
+    XCTAssertNil(info.path, "nothing written for a refused size")
+    info.size = UInt32(MemoryLayout<snap_image_info_t>.size)
+    XCTAssertEqual(Int(snap_image_lookup(pcs[0], &info)), Int(SNAP_OK))
+    XCTAssertTrue(info.start <= pcs[0] && pcs[0] < info.end, "the range holds the pc")
+
+    var stack: OpaquePointer? = nil
+    XCTAssertEqual(
+      Int(snap_callstack_symbols_ex(16, UInt32(SNAP_SYMBOLICATE_EXACT_PC0), &stack)), Int(SNAP_OK))
+    XCTAssertNotNil(stack)
+    XCTAssertGreaterThan(snap_stack_count(stack), 0)
+    snap_stack_release(stack)
+    XCTAssertEqual(Int(snap_symbolicate_ex(pcs, n, 0x8000_0000, &stack)), Int(SNAP_EINVAL))
+    XCTAssertNil(stack)
+  }
+
   #if os(Linux)
   private func assertPasses(
     _ report: ScenarioReport, file: StaticString = #filePath, line: UInt = #line

@@ -81,3 +81,9 @@ if(CMAKE_CROSSCOMPILING)
   target_compile_options(test_reload_capture PRIVATE -fno-pie)
   target_link_options(test_reload_capture PRIVATE -no-pie)
 endif()
+
+
+# API v1: the naming calls' int-returning twins tell each cause of "no
+# stack" apart; snap_callstack_symbols takes SNAP_SYMBOLICATE_EXACT_PC0.
+snap_test(test_naming_errors symbols/test_naming_errors.c)
+set_target_properties(test_naming_errors PROPERTIES ENABLE_EXPORTS ON)

@@ -115,7 +115,7 @@ int main(void) {
   CHECK(pthread_create(&t, NULL, churn, NULL) == 0, "pthread_create");
 
   unsigned long named = 0, checked = 0, hits_before = 0;
-  snap_symbol_cache_stats_t st;
+  snap_symbol_cache_stats_t st = {.size = sizeof st};
   CHECK(snap_symbol_cache_stats(&st) == SNAP_OK, "snap_symbol_cache_stats");
   hits_before = st.hits;
   double end = now_s() + SNAP_CHURN_SECONDS;

@@ -185,7 +185,7 @@ static long rss_kib(void) {
 static void test_cap(void) {
   const size_t cap = 1u << 20;
   snap_set_symbol_cache_limit(cap);
-  snap_symbol_cache_stats_t st;
+  snap_symbol_cache_stats_t st = {.size = sizeof st};
   long rss_warm = 0;
   uintptr_t pcs[4];
   const snap_stack_t *held = NULL;

@@ -52,7 +52,7 @@ int main(void) {
       same_address = 1;
       CHECK(strcmp(name_of(pc, buf, sizeof buf), "beta_function") == 0,
             "B at A's address: %s", buf);
-      snap_image_info_t info;
+      snap_image_info_t info = {.size = sizeof info};
       CHECK(snap_image_lookup(pc, &info) == SNAP_OK &&
                 strcmp(info.name, "libsnap_unload_b.so") == 0,
             "image is B");
