@@ -107,6 +107,19 @@ void snap__classify(const snap_stack_t *s, int frames, char *out, size_t size);
 
 /* ---- Report content (report_json.c) ------------------------------------- */
 
+/* What a report is about. An enum everywhere in the watchdog; only the JSON
+   writer (and the file names it shares with the store) turn it into text. */
+typedef enum snap__lag_kind {
+  SNAP__KIND_LAG,         /* busy past threshold_ms */
+  SNAP__KIND_HANG,        /* busy past hang_ms */
+  SNAP__KIND_CPU,         /* the main thread hot over the CPU window */
+  SNAP__KIND_HANG_KILLED, /* left ongoing by a process that died */
+  SNAP__KIND_COUNT
+} snap__lag_kind_t;
+
+/* "lag" "hang" "cpu" "hang_killed"; NULL for a value out of range. */
+const char *snap__lag_kind_name(snap__lag_kind_t kind);
+
 typedef struct snap__lag_thread {
   snap_thread_t tid;
   char name[32];
@@ -116,7 +129,7 @@ typedef struct snap__lag_thread {
 } snap__lag_thread_t;
 
 typedef struct snap__lag_report {
-  const char *kind; /* "lag" "hang" "cpu" "hang_killed" */
+  snap__lag_kind_t kind;
   bool ongoing;
   int64_t start_unix_ms, updated_unix_ms;
   uint64_t duration_ms;
@@ -141,7 +154,7 @@ void snap__lag_report_clear(snap__lag_report_t *r);
    later start can find an ongoing report without a JSON parser. */
 char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len);
 /* Writes the prefix `{"schema":"stacksnap.lag/1","kind":"K","ongoing":B`. */
-int snap__lag_json_prefix(char *buf, size_t size, const char *kind,
+int snap__lag_json_prefix(char *buf, size_t size, snap__lag_kind_t kind,
                           bool ongoing);
 
 /* ---- Report directory (report_store.c) ----------------------------------- */
@@ -161,12 +174,12 @@ int snap__lag_store_open(snap__lag_store_t *st);
    SNAP_OK; SNAP_EBUSY when today's cap is reached (nothing written);
    SNAP_EIO. */
 int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
-                        const char *kind, const char *json, size_t n,
+                        snap__lag_kind_t kind, const char *json, size_t n,
                         char name[64]);
 /* Rewrites the report `name` (a new name when kind changed: the old file
    is removed after the new one is in place). SNAP_OK or SNAP_EIO. */
 int snap__lag_store_update(snap__lag_store_t *st, char name[64],
-                           int64_t start_unix_ms, const char *kind,
+                           int64_t start_unix_ms, snap__lag_kind_t kind,
                            const char *json, size_t n);
 
 #endif /* SNAP_LAG_H */

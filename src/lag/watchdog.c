@@ -143,8 +143,8 @@ static const snap_stack_t *capture_main(wd_t *w) {
   /* Its state before the sample: right after one it is still on its way
      out of the signal handler, so it would read "running". */
   w->main_running = snap_thread_is_running(w->main) == 1;
-  int n = snap_capture_thread(w->main, w->main_pcs, CAPTURE_DEPTH,
-                              capture_flags());
+  int n =
+      snap_capture_thread(w->main, w->main_pcs, CAPTURE_DEPTH, capture_flags());
   w->main_n = n; /* kept for the thread list */
   const snap_stack_t *s =
       n < 0 ? NULL : name_pcs(w->main_pcs, n); /* it runs again */
@@ -331,14 +331,14 @@ static void detect(wd_t *w, uint64_t now) {
   l->next_check_ns = now + w->threshold_ns * snap__backoff_next(&l->fib);
   snap__lag_report_t *r = &l->rep;
   uint64_t busy = busy_ns(w, now);
-  r->kind = busy >= w->hang_ns ? "hang" : "lag";
+  r->kind = busy >= w->hang_ns ? SNAP__KIND_HANG : SNAP__KIND_LAG;
   r->ongoing = true;
   r->threshold_ms = w->cfg.threshold_ms;
   r->main_tid = w->main;
   r->start_unix_ms = snap__plat_unix_ms() - (int64_t)((now - w->since_ns) / MS);
   refresh(w, r, main, busy);
   r->main_error = main ? SNAP_OK : w->main_error;
-  if (w->have_prev && r->kind[0] == 'l' &&
+  if (w->have_prev && r->kind == SNAP__KIND_LAG &&
       snap__same_path(r->main_stack, w->prev.main_stack)) {
     l->annealed = true; /* the same lag again: counted, not written */
     return;
@@ -360,9 +360,9 @@ static void recheck(wd_t *w, uint64_t now) {
       l->written = false;
     }
   }
-  bool becomes_hang = busy >= w->hang_ns && strcmp(l->rep.kind, "lag") == 0;
+  bool becomes_hang = busy >= w->hang_ns && l->rep.kind == SNAP__KIND_LAG;
   if (becomes_hang) {
-    l->rep.kind = "hang";
+    l->rep.kind = SNAP__KIND_HANG;
     l->annealed = false; /* a hang is always worth its own report */
   }
   refresh(w, &l->rep, main, busy);
@@ -436,7 +436,7 @@ static void check_cpu(wd_t *w, uint64_t now) {
   }
   if (hot && !w->cpu_hot && !w->lag.active && !skip_traced(w)) {
     snap__lag_report_t r = {0};
-    r.kind = "cpu";
+    r.kind = SNAP__KIND_CPU;
     r.threshold_ms = w->cfg.threshold_ms;
     r.main_tid = w->main;
     r.cpu_percent = pct;
@@ -540,7 +540,7 @@ static void run(void *arg) {
       if (!w->handled)
         next = min_u64(next, due);
       if (w->lag.active) {
-        if (strcmp(w->lag.rep.kind, "lag") == 0) /* set by detect() */
+        if (w->lag.rep.kind == SNAP__KIND_LAG) /* set by detect() */
           w->lag.next_check_ns =
               min_u64(w->lag.next_check_ns, busy_until(w, w->hang_ns));
         next = min_u64(next, min_u64(w->lag.next_check_ns, now + w->tick_ns));
