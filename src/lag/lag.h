@@ -100,6 +100,85 @@ void snap__backoff_reset(snap__backoff_t *f);
 /* The next step (1, 1, 2, 3, 5, 8, ... units), capped at 10 000 units. */
 uint64_t snap__backoff_next(snap__backoff_t *f);
 
+/* ---- The lag's state machine (lag_state.c) ------------------------------- */
+
+/* What the watched busy stretch is, as far as reports go. Pure: no clock,
+   no thread, no I/O; the watchdog feeds it events and performs the actions
+   it answers (see lag_state.c for the transitions). */
+typedef enum snap__lag_state {
+  SNAP__LAG_IDLE,           /* no stretch watched (or it ended) */
+  SNAP__LAG_BUSY,           /* busy, not yet threshold_ms */
+  SNAP__LAG_IGNORED,        /* past the threshold while traced: no lag */
+  SNAP__LAG_ANNEALED,       /* a lag on the previous lag's path: counted
+                               there (repeats), no file of its own */
+  SNAP__LAG_UNWRITTEN,      /* a lag with no file (yet): daily cap, failed
+                               write, or it left the annealed path */
+  SNAP__LAG_REPORTED,       /* a lag whose file is in place */
+  SNAP__LAG_HANG_UNWRITTEN, /* a hang (busy past hang_ms) with no file */
+  SNAP__LAG_HANG_REPORTED,  /* a hang whose file is in place */
+} snap__lag_state_t;
+
+typedef enum snap__lag_event {
+  SNAP__LAG_EV_BEGIN,     /* a new busy stretch is seen */
+  SNAP__LAG_EV_THRESHOLD, /* it has been busy for threshold_ms */
+  SNAP__LAG_EV_RECHECK,   /* an ongoing lag's re-check is due */
+  SNAP__LAG_EV_HEARTBEAT, /* its file's duration is a heartbeat old */
+  SNAP__LAG_EV_WRITTEN,   /* the answer to a SNAP__LAG_DO_WRITE_NEW */
+  SNAP__LAG_EV_END,       /* the stretch ended (idle, or the next began) */
+  SNAP__LAG_EV_STOP,      /* the watchdog stops (the stretch ends now) */
+} snap__lag_event_t;
+
+/* What the watchdog observed, for the events that need it. */
+typedef struct snap__lag_facts {
+  bool traced;       /* THRESHOLD: reports are muted (a debugger traces) */
+  bool hang;         /* THRESHOLD, RECHECK: busy for hang_ms already */
+  bool same_as_prev; /* THRESHOLD: the main stack is on the path of the
+                        last lag that wrote a report */
+  bool moved;        /* RECHECK: the main stack left the report's path */
+  bool ok;           /* WRITTEN: the new file is in place */
+} snap__lag_facts_t;
+
+/* Actions, performed in this order (report.c: snap__lag_reports_apply). */
+enum {
+  SNAP__LAG_DO_OPEN = 1u << 0,      /* a new report: kind, start, main stack */
+  SNAP__LAG_DO_HANG = 1u << 1,      /* the report's kind becomes "hang" */
+  SNAP__LAG_DO_REFRESH = 1u << 2,   /* duration, CPU, costliest stack, class */
+  SNAP__LAG_DO_DUMP = 1u << 3,      /* (re)sample every thread into it */
+  SNAP__LAG_DO_WRITE_NEW = 1u << 4, /* write a new file; answer WRITTEN */
+  SNAP__LAG_DO_WRITE_UPDATE = 1u << 5, /* rewrite its file */
+  SNAP__LAG_DO_WRITE_FINAL = 1u << 6,  /* rewrite it with ongoing false */
+  SNAP__LAG_DO_REPEAT = 1u << 7,       /* the previous lag's repeats grow (file
+                                          rewritten) */
+  SNAP__LAG_DO_KEEP = 1u << 8,         /* the report becomes the previous lag */
+  SNAP__LAG_DO_DISCARD = 1u << 9,      /* drop the report */
+  SNAP__LAG_DO_SCHEDULE = 1u << 10, /* next re-check in check_in thresholds */
+};
+
+typedef struct snap__lag_machine {
+  snap__lag_state_t state;
+  snap__backoff_t backoff; /* re-check spacing of the ongoing lag */
+} snap__lag_machine_t;
+
+typedef struct snap__lag_step {
+  unsigned actions;  /* SNAP__LAG_DO_* */
+  uint64_t check_in; /* with DO_SCHEDULE: thresholds until the re-check */
+} snap__lag_step_t;
+
+/* The one transition function: moves m by event ev (with the facts it
+   needs) and says what to do. Every (state, event) pair has an answer; an
+   event that does not apply to the state changes nothing. */
+snap__lag_step_t snap__lag_transition(snap__lag_machine_t *m,
+                                      snap__lag_event_t ev,
+                                      snap__lag_facts_t facts);
+
+/* A lag or a hang is going on (it ends with END or STOP). */
+static inline bool snap__lag_state_ongoing(snap__lag_state_t s) {
+  return s >= SNAP__LAG_ANNEALED;
+}
+static inline bool snap__lag_state_is_hang(snap__lag_state_t s) {
+  return s == SNAP__LAG_HANG_UNWRITTEN || s == SNAP__LAG_HANG_REPORTED;
+}
+
 /* ---- Classification (classify.c) ----------------------------------------- */
 
 /* l1/l2: the innermost 2 / 4 app frames, "func|caller|...". */
