@@ -1,7 +1,9 @@
 /*
  * lag.h — what the lag watchdog's files share: the loop observer's state,
- * the point-stack ring, annealing, classification, the report's content and
- * the report directory.
+ * the point-stack ring, annealing, the lag's state machine, classification,
+ * the report's content and the report directory, and the pieces of the
+ * watchdog thread (configuration, the watched stretch, sampling the main
+ * thread, the thread dump, report assembly, the CPU trigger).
  *
  * Owns: the internal interfaces of src/lag/ only. Must not: name an OS API
  * (everything OS-specific goes through src/platform/platform.h).
@@ -16,6 +18,8 @@
 
 #include "platform/platform.h"
 #include "stacksnap.h"
+
+#define SNAP__MS ((uint64_t)1000000) /* nanoseconds */
 
 /* ---- Loop observer (observer.c) ------------------------------------------ */
 
@@ -260,5 +264,138 @@ int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
 int snap__lag_store_update(snap__lag_store_t *st, char name[64],
                            int64_t start_unix_ms, snap__lag_kind_t kind,
                            const char *json, size_t n);
+
+/* ---- Configuration (config.c) -------------------------------------------- */
+
+/* SNAP_OK when every value of c is in its documented range (stacksnap.h),
+   else SNAP_EINVAL. */
+int snap__lag_config_check(const snap_lag_config_t *c);
+
+/* ---- The watched busy stretch (watchdog.c keeps it) ---------------------- */
+
+typedef struct snap__stretch {
+  uint32_t seq;       /* the loop's sequence number of the stretch */
+  uint64_t since_ns;  /* when it began */
+  uint64_t stolen_ns; /* time the whole process did not run, since then */
+  uint64_t seen_ns;   /* when the watchdog first saw it ... */
+  int64_t seen_cpu;   /* ... and the main thread's CPU time then */
+} snap__stretch_t;
+
+/* Busy time at `now` (stolen time does not count). */
+static inline uint64_t snap__stretch_busy_ns(const snap__stretch_t *s,
+                                             uint64_t now) {
+  uint64_t age = now > s->since_ns ? now - s->since_ns : 0;
+  return age > s->stolen_ns ? age - s->stolen_ns : 0;
+}
+/* When the stretch will have been busy for d. */
+static inline uint64_t snap__stretch_busy_until(const snap__stretch_t *s,
+                                                uint64_t d) {
+  return s->since_ns + s->stolen_ns + d;
+}
+
+/* ---- Sampling the main thread (main_sample.c) ---------------------------- */
+
+#define SNAP__DUMP_DEPTH 256 /* frames kept of each thread in a report */
+
+typedef struct snap__main_sample {
+  snap_thread_t tid; /* the main thread */
+  bool running;      /* its scheduler state just before the last sample */
+  int n;             /* the last sample's pcs, or why there are none (< 0) */
+  int error;         /* SNAP_OK, or why the last sample has no named stack */
+  uintptr_t pcs[SNAP__DUMP_DEPTH];
+} snap__main_sample_t;
+
+/* The flags every cross-thread capture of the watchdog uses. */
+unsigned snap__lag_capture_flags(void);
+/* Names pcs taken from a stopped thread (pcs[0] exact). */
+const snap_stack_t *snap__lag_name(const uintptr_t *pcs, int n);
+/* Samples the main thread into m and names the stack (once it runs
+   again); NULL when it could not be sampled or named (m->error says why). */
+const snap_stack_t *snap__main_sample(snap__main_sample_t *m);
+/* A point sample of the main thread into the ring, for stretch st. */
+void snap__main_point(snap_thread_t main, snap__ring_t *ring,
+                      const snap__stretch_t *st, uint64_t now,
+                      uint64_t interval_ns);
+
+/* ---- The thread dump (thread_dump.c) ------------------------------------- */
+
+/* Every thread of the process but `self` (the watchdog) into r->threads:
+   the main thread first (as *main last sampled it), then running ones,
+   then the rest, at most max. Out of memory: r gets no thread list. */
+void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
+                       snap_thread_t self, unsigned max);
+/* Releases r's threads. */
+void snap__thread_dump_drop(snap__lag_report_t *r);
+
+/* ---- Report assembly (report.c) ------------------------------------------ */
+
+/* What a report is made of, as the watchdog keeps it. */
+typedef struct snap__report_src {
+  snap__lag_store_t *store;
+  const snap__ring_t *ring;
+  const snap__stretch_t *stretch;
+  snap__main_sample_t *main;
+  snap_thread_t self; /* the watchdog thread: never in a dump */
+  unsigned threshold_ms, max_threads;
+  bool report_when_traced;
+} snap__report_src_t;
+
+/* The ongoing lag's report, and the last one written (annealing compares
+   with it and counts its repeats into its file). */
+typedef struct snap__lag_reports {
+  snap__lag_report_t cur;
+  char cur_name[64];
+  uint64_t written_ns; /* last write of cur's file */
+  bool have_prev;
+  snap__lag_report_t prev;
+  char prev_name[64];
+} snap__lag_reports_t;
+
+/* Reports are muted while a debugger traces the process (unless
+   report_when_traced): a process stopped at a breakpoint is not lagging. */
+bool snap__reports_muted(const snap__report_src_t *src);
+/* Performs the state machine's actions on the lag's reports, in the order
+   lag.h lists them. kind: of the lag's state after the transition; main:
+   the stack just sampled, or NULL (owned from here); busy_ns: the
+   stretch's busy time for the figures; now: for the start time. Returns
+   the outcome of a SNAP__LAG_DO_WRITE_NEW (SNAP_OK when none). */
+int snap__lag_reports_apply(snap__lag_reports_t *reps,
+                            const snap__report_src_t *src, unsigned actions,
+                            snap__lag_kind_t kind, const snap_stack_t *main,
+                            uint64_t busy_ns, uint64_t now);
+void snap__lag_reports_clear(snap__lag_reports_t *reps);
+
+/* ---- The CPU trigger (cpu_trigger.c) ------------------------------------- */
+
+typedef struct snap__cpu_trigger {
+  unsigned percent; /* 0: off */
+  uint64_t window_ns;
+  uint64_t t0;      /* window start, moved by time the process was stopped */
+  uint64_t ring_t0; /* window start as it was: the ring's points since */
+  int64_t cpu0;     /* the main thread's CPU time at t0 (-1 unknown) */
+  bool hot;         /* the last window was hot (reported already) */
+} snap__cpu_trigger_t;
+
+/* A hot window: what its "cpu" report says. */
+typedef struct snap__cpu_episode {
+  unsigned percent;
+  uint64_t wall_ns;
+  int64_t cpu_ns;
+  uint64_t ring_since_ns;
+} snap__cpu_episode_t;
+
+void snap__cpu_trigger_start(snap__cpu_trigger_t *t, unsigned percent,
+                             uint64_t window_ns, uint64_t now, int64_t cpu);
+/* When the current window ends (UINT64_MAX when off). */
+uint64_t snap__cpu_trigger_due(const snap__cpu_trigger_t *t);
+/* The process did not run for `late`: the window does not count it. */
+void snap__cpu_trigger_discount(snap__cpu_trigger_t *t, uint64_t late);
+/* Closes the window at now (main-thread CPU time cpu) and opens the next.
+   True when it begins a hot episode: *e is then its report's content. */
+bool snap__cpu_trigger_close(snap__cpu_trigger_t *t, uint64_t now, int64_t cpu,
+                             snap__cpu_episode_t *e);
+/* Writes the "cpu" report of episode e. */
+void snap__report_cpu(const snap__report_src_t *src,
+                      const snap__cpu_episode_t *e);
 
 #endif /* SNAP_LAG_H */
