@@ -270,6 +270,10 @@ int snap__lag_store_update(snap__lag_store_t *st, char name[64],
 /* SNAP_OK when every value of c is in its documented range (stacksnap.h),
    else SNAP_EINVAL. */
 int snap__lag_config_check(const snap_lag_config_t *c);
+/* Reads the caller's config (only the fields its size covers; defaults for
+   the rest) into *out, this library's layout, and checks it. SNAP_OK, or
+   SNAP_EINVAL (NULL, a size this library does not know, a bad value). */
+int snap__lag_config_read(const snap_lag_config_t *in, snap_lag_config_t *out);
 
 /* ---- The watched busy stretch (watchdog.c keeps it) ---------------------- */
 

@@ -236,10 +236,12 @@ static void forget_in_child(void) {
   atomic_store(&g_state, 0);
 }
 
-SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg) {
-  int rc = snap__lag_config_check(cfg);
+SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
+  snap_lag_config_t config; /* the caller's, in this library's layout */
+  int rc = snap__lag_config_read(caller_cfg, &config);
   if (rc != SNAP_OK)
     return rc;
+  const snap_lag_config_t *cfg = &config;
   int expect = 0;
   if (!atomic_compare_exchange_strong(&g_state, &expect, 2))
     return SNAP_EBUSY;

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +99,52 @@ static void test_defaults(void) {
         "defaults");
   CHECK(!c.report_when_traced, "defaults");
   snap_lag_config_default(NULL); /* no crash */
+}
+
+/* API v1: the config carries its size; a size the library does not know
+   is refused, and the library reads no byte past the caller's size. */
+static void test_config_size(void) {
+  snap_lag_config_t c;
+  memset(&c, 0xff, sizeof c);
+  snap_lag_config_default(&c);
+  CHECK_EQ(c.size, sizeof c);
+  CHECK((void *)&c.size == (void *)&c, "size is not the first field");
+  c.report_dir = g_dir;
+  static const size_t bad[] = {0,
+                               1,
+                               sizeof(size_t),
+                               sizeof(snap_lag_config_t) - 1,
+                               sizeof(snap_lag_config_t) + 1,
+                               sizeof(snap_lag_config_t) + 8,
+                               (size_t)-1};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    c.size = bad[i];
+    CHECK(snap_lag_start(&c) == SNAP_EINVAL, "size %zu accepted", bad[i]);
+  }
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  /* An unknown size through the initialiser: zeroes, then refused. */
+  unsigned char big[sizeof c + 64];
+  memset(big, 0xff, sizeof big);
+  snap_lag_config_init((snap_lag_config_t *)(void *)big, sizeof big);
+  CHECK_EQ(((snap_lag_config_t *)(void *)big)->size, sizeof big);
+  CHECK_EQ(big[sizeof big - 1], 0);
+  CHECK_EQ(snap_lag_start((snap_lag_config_t *)(void *)big), SNAP_EINVAL);
+  /* A config that ends where the caller's memory ends (an inaccessible
+     page right after it): snap_lag_start reads only `size` bytes. */
+  long page = sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(m != MAP_FAILED, "mmap");
+  if (m != MAP_FAILED) {
+    CHECK(mprotect(m + page, (size_t)page, PROT_NONE) == 0, "mprotect");
+    snap_lag_config_t *edge =
+        (snap_lag_config_t *)(void *)(m + page - sizeof c);
+    snap_lag_config_default(edge);
+    edge->report_dir = g_dir;
+    CHECK_EQ(snap_lag_start(edge), SNAP_OK);
+    CHECK_EQ(snap_lag_stop(), SNAP_OK);
+    munmap(m, (size_t)page * 2);
+  }
 }
 
 static void test_bad_configs(void) {
@@ -407,6 +454,7 @@ int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/snap_lag_config.XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL, "mkdtemp");
   test_defaults();
+  test_config_size();
   test_bad_configs();
   test_start_stop();
   test_store();
