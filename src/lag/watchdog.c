@@ -93,6 +93,17 @@ static void lag_event(wd_t *w, snap__lag_event_t ev, uint64_t now,
     w->next_check_ns = now + w->threshold_ns * step.check_in;
 }
 
+/* When the watched stretch ended, as v shows it at `now`: still busy, now
+   (a stop); gone idle, then; another stretch began, when that one began
+   (or, idle again, went idle). One rule for the loop and the stop: the
+   stop took "now" even when a later stretch was busy, and counted it. */
+static uint64_t stretch_end_ns(const snap__loop_view_t *v,
+                               const snap__stretch_t *st, uint64_t now) {
+  if (v->seq == st->seq)
+    return v->busy ? now : v->idle_since_ns;
+  return v->busy ? v->busy_since_ns : v->idle_since_ns;
+}
+
 static void run(void *arg) {
   wd_t *w = arg;
   atomic_store(&w->tid, snap_thread_self());
@@ -124,9 +135,7 @@ static void run(void *arg) {
     if (w->lag.state != SNAP__LAG_IDLE && !current) {
       if (late && snap__lag_state_ongoing(w->lag.state))
         st->stolen_ns += late; /* it was busy until at least the stop */
-      uint64_t end = v.seq == st->seq ? v.idle_since_ns
-                     : v.busy         ? v.busy_since_ns
-                                      : v.idle_since_ns;
+      uint64_t end = stretch_end_ns(&v, st, now);
       lag_event(w, SNAP__LAG_EV_END, now, snap__stretch_busy_ns(st, end));
     }
     if (current) {
@@ -215,7 +224,7 @@ static void run(void *arg) {
   /* Stopping: an ongoing lag's report gets its duration so far. */
   if (snap__lag_state_ongoing(w->lag.state)) {
     snap__loop_view_t v = snap__loop_read();
-    uint64_t end = v.busy ? snap__plat_now_ns() : v.idle_since_ns;
+    uint64_t end = stretch_end_ns(&v, st, snap__plat_now_ns());
     lag_event(w, SNAP__LAG_EV_STOP, end, snap__stretch_busy_ns(st, end));
   }
 }
