@@ -51,6 +51,11 @@ typedef struct wd {
   snap__lag_reports_t reports; /* its report, and the previous lag's */
   snap__report_src_t src;      /* what reports are made of (the above) */
   snap__cpu_trigger_t cpu;
+
+  /* The sleep (sleep_until), for the next wake. */
+  uint64_t planned_ns; /* when it is due */
+  bool from_park;      /* it ended a park by a post */
+  uint32_t last_seq;   /* the loop's sequence at the last wake */
 } wd_t;
 
 static _Atomic int g_state; /* 0 stopped, 1 running, 2 starting/stopping */
@@ -104,6 +109,126 @@ static uint64_t stretch_end_ns(const snap__loop_view_t *v,
   return v->busy ? v->busy_since_ns : v->idle_since_ns;
 }
 
+/* How late this wake is, beyond `slack`: the process did not run for that
+   long (0: on time). A park ends with a post right after a busy call, so
+   that is when it was due. The CPU window does not count the time either. */
+static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
+  uint64_t planned = w->from_park && v->busy ? v->busy_since_ns : w->planned_ns;
+  uint64_t late = now > planned + w->slack_ns ? now - planned : 0;
+  if (late)
+    snap__cpu_trigger_discount(&w->cpu, late);
+  return late;
+}
+
+/* Follows the loop from one stretch to the next: the watched one ended
+   (the loop went idle or moved on), a new one began, stolen time. */
+static void follow_stretch(wd_t *w, const snap__loop_view_t *v, uint64_t now,
+                           uint64_t late) {
+  snap__stretch_t *st = &w->stretch;
+  bool current = w->lag.state != SNAP__LAG_IDLE && v->busy && v->seq == st->seq;
+  if (w->lag.state != SNAP__LAG_IDLE && !current) {
+    if (late && snap__lag_state_ongoing(w->lag.state))
+      st->stolen_ns += late; /* it was busy until at least the stop */
+    uint64_t end = stretch_end_ns(v, st, now);
+    lag_event(w, SNAP__LAG_EV_END, now, snap__stretch_busy_ns(st, end));
+  }
+  if (current) {
+    if (late)
+      st->stolen_ns += min_u64(late, now - st->since_ns);
+  } else if (v->busy) { /* a new busy stretch */
+    *st = (snap__stretch_t){
+        .seq = v->seq,
+        .since_ns = v->busy_since_ns,
+        .stolen_ns = late ? min_u64(late, now - v->busy_since_ns) : 0,
+        .seen_ns = now,
+        .seen_cpu = snap__plat_thread_cpu_ns(w->main.tid)};
+    lag_event(w, SNAP__LAG_EV_BEGIN, now, 0);
+  }
+}
+
+/* The watched stretch is busy: point sample, detection, re-check or
+   heartbeat as due. Returns the next deadline; *now is read again after
+   the work. */
+static uint64_t watch_stretch(wd_t *w, uint64_t *now) {
+  snap__stretch_t *st = &w->stretch;
+  uint64_t t = *now, next = UINT64_MAX;
+  uint64_t due = snap__stretch_busy_until(st, w->threshold_ns);
+  bool ongoing = snap__lag_state_ongoing(w->lag.state);
+  /* A point sample when one is due, unless the stretch has only just
+     begun (a wake by a busy call's post: that would be the loop's own
+     dispatch). Wakes are planned only for a stretch that reaches a whole
+     interval; wakes that happen anyway (ticks) sample shorter stretches,
+     so a hot loop of 40 ms iterations is seen without wakes of its own
+     (and without locking onto the loop's phase, which a "not in the first
+     10 ms" rule did: every planned wake landed 5 ms into the next
+     iteration). */
+  if (w->interval_ns && t >= w->next_sample_ns &&
+      t - st->since_ns >= SNAP__MS) {
+    snap__main_point(w->main.tid, &w->ring, st, t, w->interval_ns);
+    w->next_sample_ns = t + w->interval_ns;
+  }
+  uint64_t busy = snap__stretch_busy_ns(st, t);
+  if (w->lag.state == SNAP__LAG_BUSY && t >= due)
+    lag_event(w, SNAP__LAG_EV_THRESHOLD, t, busy);
+  else if (ongoing && t >= w->next_check_ns)
+    lag_event(w, SNAP__LAG_EV_RECHECK, t, busy);
+  else if (ongoing && t >= w->reports.written_ns + HEARTBEAT_NS)
+    lag_event(w, SNAP__LAG_EV_HEARTBEAT, t, busy);
+  *now = t = snap__plat_now_ns();
+  if (w->interval_ns) {
+    uint64_t at = st->since_ns + w->interval_ns;
+    next = min_u64(next, at > w->next_sample_ns ? at : w->next_sample_ns);
+  }
+  if (w->lag.state == SNAP__LAG_BUSY)
+    next = min_u64(next, due);
+  if (snap__lag_state_ongoing(w->lag.state)) {
+    if (!snap__lag_state_is_hang(w->lag.state)) /* re-check at hang_ms */
+      w->next_check_ns =
+          min_u64(w->next_check_ns, snap__stretch_busy_until(st, w->hang_ns));
+    next = min_u64(next, min_u64(w->next_check_ns, t + w->tick_ns));
+  }
+  return next;
+}
+
+/* The CPU window ended: a "cpu" report if it begins a hot episode (not
+   during a lag, which has its own report). Returns the next deadline. */
+static uint64_t check_cpu(wd_t *w, uint64_t now) {
+  if (now >= snap__cpu_trigger_due(&w->cpu)) {
+    snap__cpu_episode_t e;
+    if (snap__cpu_trigger_close(&w->cpu, now,
+                                snap__plat_thread_cpu_ns(w->main.tid), &e) &&
+        !snap__lag_state_ongoing(w->lag.state) && !snap__reports_muted(&w->src))
+      snap__report_cpu(&w->src, &e);
+  }
+  return snap__cpu_trigger_due(&w->cpu);
+}
+
+/* Sleeps until `next`, a post (a busy call that found it parked, or a
+   stop), or a tick; parks (no deadline but `next`) after a whole tick with
+   no busy call. Records when the wake is due, for woken_late. */
+static void sleep_until(wd_t *w, const snap__loop_view_t *v, uint64_t next) {
+  w->from_park = false;
+  bool quiet = !v->busy && v->seq == w->last_seq; /* idle for a whole tick */
+  if (quiet && snap__loop_park(v->seq)) {
+    /* Parked: until the next busy call posts (or the CPU window ends). */
+    int rc = next == UINT64_MAX ? (snap__plat_sem_wait(w->wake), SNAP_OK)
+                                : snap__plat_sem_timedwait(w->wake, next);
+    snap__loop_unpark();
+    w->from_park = rc == SNAP_OK;
+    w->planned_ns = w->from_park ? snap__plat_now_ns() : next;
+  } else if (!quiet) {
+    uint64_t before = snap__plat_now_ns();
+    next = min_u64(next, before + w->tick_ns);
+    w->planned_ns = next > before ? next : before;
+    if (snap__plat_sem_timedwait(w->wake, next) == SNAP_OK)
+      w->planned_ns = snap__plat_now_ns(); /* posted early: not late */
+  } else {
+    w->planned_ns =
+        snap__plat_now_ns(); /* it went busy meanwhile: look again */
+  }
+  w->last_seq = v->seq;
+}
+
 static void run(void *arg) {
   wd_t *w = arg;
   atomic_store(&w->tid, snap_thread_self());
@@ -111,121 +236,26 @@ static void run(void *arg) {
   /* Warm the symbol tables of what every stack holds (the executable, libc,
      this library) before the first lag needs them. */
   snap_stack_release(snap_callstack_symbols(SNAP_MAX_FRAMES, 0));
-  uint32_t last_seq = 0;
-  uint64_t planned = snap__plat_now_ns();
-  bool from_park = false;
+  w->planned_ns = snap__plat_now_ns();
   snap__cpu_trigger_start(&w->cpu, w->cfg.cpu_percent,
-                          w->cfg.cpu_window_ms * SNAP__MS, planned,
+                          w->cfg.cpu_window_ms * SNAP__MS, w->planned_ns,
                           snap__plat_thread_cpu_ns(w->main.tid));
-  snap__stretch_t *st = &w->stretch;
   while (!atomic_load(&w->stop)) {
     uint64_t now = snap__plat_now_ns();
     snap__loop_view_t v = snap__loop_read();
-
-    /* Woken late: the process did not run for that long (a park ends with
-       a post right after a busy call, so that is when it was due). */
-    if (from_park && v.busy)
-      planned = v.busy_since_ns;
-    uint64_t late = now > planned + w->slack_ns ? now - planned : 0;
-    if (late) /* the CPU window does not count it either */
-      snap__cpu_trigger_discount(&w->cpu, late);
-
-    /* The watched stretch ended (the loop went idle or moved on)? */
-    bool current = w->lag.state != SNAP__LAG_IDLE && v.busy && v.seq == st->seq;
-    if (w->lag.state != SNAP__LAG_IDLE && !current) {
-      if (late && snap__lag_state_ongoing(w->lag.state))
-        st->stolen_ns += late; /* it was busy until at least the stop */
-      uint64_t end = stretch_end_ns(&v, st, now);
-      lag_event(w, SNAP__LAG_EV_END, now, snap__stretch_busy_ns(st, end));
-    }
-    if (current) {
-      if (late)
-        st->stolen_ns += min_u64(late, now - st->since_ns);
-    } else if (v.busy) { /* a new busy stretch */
-      *st = (snap__stretch_t){
-          .seq = v.seq,
-          .since_ns = v.busy_since_ns,
-          .stolen_ns = late ? min_u64(late, now - v.busy_since_ns) : 0,
-          .seen_ns = now,
-          .seen_cpu = snap__plat_thread_cpu_ns(w->main.tid)};
-      lag_event(w, SNAP__LAG_EV_BEGIN, now, 0);
-    }
-
+    follow_stretch(w, &v, now, woken_late(w, &v, now));
     uint64_t next = UINT64_MAX;
-    if (v.busy && v.seq == st->seq) { /* the watched stretch */
-      uint64_t due = snap__stretch_busy_until(st, w->threshold_ns);
-      bool ongoing = snap__lag_state_ongoing(w->lag.state);
-      /* A point sample when one is due, unless the stretch has only just
-         begun (a wake by a busy call's post: that would be the loop's own
-         dispatch). Wakes are planned only for a stretch that reaches a
-         whole interval; wakes that happen anyway (ticks) sample shorter
-         stretches, so a hot loop of 40 ms iterations is seen without wakes
-         of its own (and without locking onto the loop's phase, which a
-         "not in the first 10 ms" rule did: every planned wake landed 5 ms
-         into the next iteration). */
-      if (w->interval_ns && now >= w->next_sample_ns &&
-          now - st->since_ns >= SNAP__MS) {
-        snap__main_point(w->main.tid, &w->ring, st, now, w->interval_ns);
-        w->next_sample_ns = now + w->interval_ns;
-      }
-      if (w->lag.state == SNAP__LAG_BUSY && now >= due)
-        lag_event(w, SNAP__LAG_EV_THRESHOLD, now,
-                  snap__stretch_busy_ns(st, now));
-      else if (ongoing && now >= w->next_check_ns)
-        lag_event(w, SNAP__LAG_EV_RECHECK, now, snap__stretch_busy_ns(st, now));
-      else if (ongoing && now >= w->reports.written_ns + HEARTBEAT_NS)
-        lag_event(w, SNAP__LAG_EV_HEARTBEAT, now,
-                  snap__stretch_busy_ns(st, now));
-      now = snap__plat_now_ns();
-      if (w->interval_ns) {
-        uint64_t at = st->since_ns + w->interval_ns;
-        next = min_u64(next, at > w->next_sample_ns ? at : w->next_sample_ns);
-      }
-      if (w->lag.state == SNAP__LAG_BUSY)
-        next = min_u64(next, due);
-      if (snap__lag_state_ongoing(w->lag.state)) {
-        if (!snap__lag_state_is_hang(w->lag.state)) /* re-check at hang_ms */
-          w->next_check_ns = min_u64(w->next_check_ns,
-                                     snap__stretch_busy_until(st, w->hang_ns));
-        next = min_u64(next, min_u64(w->next_check_ns, now + w->tick_ns));
-      }
-    }
-    if (now >= snap__cpu_trigger_due(&w->cpu)) {
-      snap__cpu_episode_t e;
-      if (snap__cpu_trigger_close(&w->cpu, now,
-                                  snap__plat_thread_cpu_ns(w->main.tid), &e) &&
-          !snap__lag_state_ongoing(w->lag.state) &&
-          !snap__reports_muted(&w->src))
-        snap__report_cpu(&w->src, &e);
-    }
-    next = min_u64(next, snap__cpu_trigger_due(&w->cpu));
-
-    /* Sleep. */
-    from_park = false;
-    bool quiet = !v.busy && v.seq == last_seq; /* idle for a whole tick */
-    if (quiet && snap__loop_park(v.seq)) {
-      /* Parked: until the next busy call posts (or the CPU window ends). */
-      int rc = next == UINT64_MAX ? (snap__plat_sem_wait(w->wake), SNAP_OK)
-                                  : snap__plat_sem_timedwait(w->wake, next);
-      snap__loop_unpark();
-      from_park = rc == SNAP_OK;
-      planned = from_park ? snap__plat_now_ns() : next;
-    } else if (!quiet) {
-      uint64_t before = snap__plat_now_ns();
-      next = min_u64(next, before + w->tick_ns);
-      planned = next > before ? next : before;
-      if (snap__plat_sem_timedwait(w->wake, next) == SNAP_OK)
-        planned = snap__plat_now_ns(); /* posted early: not late */
-    } else {
-      planned = snap__plat_now_ns(); /* it went busy meanwhile: look again */
-    }
-    last_seq = v.seq;
+    if (v.busy && v.seq == w->stretch.seq) /* the watched stretch */
+      next = watch_stretch(w, &now);
+    next = min_u64(next, check_cpu(w, now));
+    sleep_until(w, &v, next);
   }
   /* Stopping: an ongoing lag's report gets its duration so far. */
   if (snap__lag_state_ongoing(w->lag.state)) {
     snap__loop_view_t v = snap__loop_read();
-    uint64_t end = stretch_end_ns(&v, st, snap__plat_now_ns());
-    lag_event(w, SNAP__LAG_EV_STOP, end, snap__stretch_busy_ns(st, end));
+    uint64_t end = stretch_end_ns(&v, &w->stretch, snap__plat_now_ns());
+    lag_event(w, SNAP__LAG_EV_STOP, end,
+              snap__stretch_busy_ns(&w->stretch, end));
   }
 }
 
