@@ -487,10 +487,8 @@ static bool read_lag_report(const char *dir, char *buf, size_t size) {
    detection is ~2 s later, well after the stop. */
 static void test_stop_after_lag_ended(void) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/stop_end", g_dir);
   snap_lag_config_t c;
-  snap_lag_config_default(&c);
-  c.report_dir = dir;
+  quick_config(&c, dir, sizeof dir, "stop_end");
   c.threshold_ms = 2000;
   c.sample_interval_ms = 2000;
   c.hang_ms = 60000;
