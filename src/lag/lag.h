@@ -142,7 +142,9 @@ typedef struct snap__lag_facts {
   bool ok;           /* WRITTEN: the new file is in place */
 } snap__lag_facts_t;
 
-/* Actions, performed in this order (report.c: snap__lag_reports_apply). */
+/* Actions, performed in this order: on the reports by report.c
+   (snap__lag_reports_apply), SCHEDULE by watchdog.c. Issue 13's new
+   actions or events go here and in lag_state.c's one function. */
 enum {
   SNAP__LAG_DO_OPEN = 1u << 0,      /* a new report: kind, start, main stack */
   SNAP__LAG_DO_HANG = 1u << 1,      /* the report's kind becomes "hang" */
@@ -151,10 +153,10 @@ enum {
   SNAP__LAG_DO_WRITE_NEW = 1u << 4, /* write a new file; answer WRITTEN */
   SNAP__LAG_DO_WRITE_UPDATE = 1u << 5, /* rewrite its file */
   SNAP__LAG_DO_WRITE_FINAL = 1u << 6,  /* rewrite it with ongoing false */
-  SNAP__LAG_DO_REPEAT = 1u << 7,       /* the previous lag's repeats grow (file
-                                          rewritten) */
-  SNAP__LAG_DO_KEEP = 1u << 8,         /* the report becomes the previous lag */
-  SNAP__LAG_DO_DISCARD = 1u << 9,      /* drop the report */
+  /* the previous lag's repeats grow (its file rewritten) */
+  SNAP__LAG_DO_REPEAT = 1u << 7,
+  SNAP__LAG_DO_KEEP = 1u << 8,      /* the report becomes the previous lag */
+  SNAP__LAG_DO_DISCARD = 1u << 9,   /* drop the report */
   SNAP__LAG_DO_SCHEDULE = 1u << 10, /* next re-check in check_in thresholds */
 };
 
