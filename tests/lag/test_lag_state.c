@@ -95,6 +95,24 @@ static void test_lag_lifecycle(void) {
   STEP(EV(END), ST(IDLE), REFRESH | FINAL | KEEP);
 }
 
+/* busy -> threshold -> lag reported -> ends -> the same path again ->
+   annealed -> ends -> a different path: a report of its own again. */
+static void test_two_lags_one_path(void) {
+  reported_lag();
+  for (int i = 0; i < 3; i++) /* re-checks in 1, 2, 3 thresholds */
+    STEP(EV(RECHECK), ST(REPORTED), REFRESH | UPDATE | SCHEDULE);
+  CHECK_EQ(g_last.check_in, 3);
+  STEP(EV(END), ST(IDLE), REFRESH | FINAL | KEEP);
+  STEP(EV(BEGIN), ST(BUSY), 0);
+  STEPF(EV(THRESHOLD), ST(ANNEALED), OPEN | REFRESH | SCHEDULE,
+        .same_as_prev = true);
+  CHECK_EQ(g_last.check_in, 1); /* a new lag: the back-off starts over */
+  STEP(EV(END), ST(IDLE), REPEAT | DISCARD);
+  STEP(EV(BEGIN), ST(BUSY), 0);
+  STEP(EV(THRESHOLD), ST(UNWRITTEN), OPEN | REFRESH | DUMP | NEW | SCHEDULE);
+  STEPF(EV(WRITTEN), ST(REPORTED), 0, .ok = true);
+}
+
 /* The same path as the previous lag: no file, no dump, no heartbeat; its
    end counts a repeat into the previous report. */
 static void test_annealed(void) {
@@ -295,6 +313,7 @@ static void test_every_pair(void) {
 int main(void) {
   test_short_stretch();
   test_lag_lifecycle();
+  test_two_lags_one_path();
   test_annealed();
   test_annealed_moves();
   test_moved_resets_backoff();
