@@ -306,8 +306,19 @@ SNAP_EXPORT int snap_symbol_cache_stats(snap_symbol_cache_stats_t *out);
    calls) and writes a JSON report when one busy stretch outlives
    threshold_ms. Reports are named "<unix-ms>-<kind>.json" (the unix-ms is
    when the busy stretch began), schema "stacksnap.lag/1"; the fields are
-   listed in docs/lag.md. */
+   listed in docs/lag.md.
+
+   API v1: the struct carries its own size, so later versions can add
+   fields without breaking callers built against this header. Start from
+   snap_lag_config_default (it sets `size` to this header's sizeof, then
+   set what you need); new fields are only ever added at the end, and
+   snap_lag_start reads only the fields the caller's `size` covers (the
+   rest keep their defaults) and refuses a size it does not know
+   (SNAP_EINVAL). */
 typedef struct snap_lag_config {
+  /* sizeof(snap_lag_config_t) as the caller was built: set by
+     snap_lag_config_default; never set it by hand. Always first. */
+  size_t size;
   /* Busy longer than this is a lag. Default 250 ms: Apple's definition of
      a hang (a UI that does not answer for 250 ms is felt). 10..60000. */
   unsigned threshold_ms;
@@ -348,13 +359,22 @@ typedef struct snap_lag_config {
   bool report_when_traced;
 } snap_lag_config_t;
 
-/* Fills *cfg with the defaults above (report_dir NULL: set it). */
-SNAP_EXPORT void snap_lag_config_default(snap_lag_config_t *cfg);
+/* Fills the `size` bytes at cfg with the defaults above and cfg->size
+   with `size` (NULL: nothing). Call it through snap_lag_config_default,
+   which passes the caller's sizeof: the library never writes past the
+   caller's struct. A size it does not know gets zeroes and is refused by
+   snap_lag_start. */
+SNAP_EXPORT void snap_lag_config_init(snap_lag_config_t *cfg, size_t size);
+/* Fills *cfg with the defaults above and its size (report_dir NULL: set
+   it). */
+static inline void snap_lag_config_default(snap_lag_config_t *cfg) {
+  snap_lag_config_init(cfg, sizeof *cfg);
+}
 /* Starts the watchdog thread for snap_thread_main(). The config is copied.
    Before it returns, reports left by a process that died during a lag are
    turned into "hang_killed" reports, and retention and the daily cap are
-   applied to report_dir. Returns SNAP_OK, SNAP_EINVAL (NULL, a value out
-   of range, no report_dir), SNAP_EIO (report_dir cannot be created or
+   applied to report_dir. Returns SNAP_OK, SNAP_EINVAL (NULL, a size this
+   library does not know, a value out of range, no report_dir), SNAP_EIO (report_dir cannot be created or
    written), SNAP_ENOMEM, SNAP_EBUSY (already started). */
 SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg);
 /* Stops and joins the watchdog; an ongoing lag's report is finished (its

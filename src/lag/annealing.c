@@ -3,7 +3,7 @@
  * ongoing lag is re-checked.
  *
  * Owns: the same-path test and the Fibonacci back-off. Must not: decide
- * what is written (watchdog.c does).
+ * what is written (lag_state.c decides, report.c writes).
  *
  * Why annealing (Matrix's term): a screen that stutters the same way on
  * every scroll would otherwise fill the daily cap with one report. Why

@@ -1,7 +1,9 @@
 /*
  * lag.h — what the lag watchdog's files share: the loop observer's state,
- * the point-stack ring, annealing, classification, the report's content and
- * the report directory.
+ * the point-stack ring, annealing, the lag's state machine, classification,
+ * the report's content and the report directory, and the pieces of the
+ * watchdog thread (configuration, the watched stretch, sampling the main
+ * thread, the thread dump, report assembly, the CPU trigger).
  *
  * Owns: the internal interfaces of src/lag/ only. Must not: name an OS API
  * (everything OS-specific goes through src/platform/platform.h).
@@ -16,6 +18,8 @@
 
 #include "platform/platform.h"
 #include "stacksnap.h"
+
+#define SNAP__MS ((uint64_t)1000000) /* nanoseconds */
 
 /* ---- Loop observer (observer.c) ------------------------------------------ */
 
@@ -100,12 +104,106 @@ void snap__backoff_reset(snap__backoff_t *f);
 /* The next step (1, 1, 2, 3, 5, 8, ... units), capped at 10 000 units. */
 uint64_t snap__backoff_next(snap__backoff_t *f);
 
+/* ---- The lag's state machine (lag_state.c) ------------------------------- */
+
+/* What the watched busy stretch is, as far as reports go. Pure: no clock,
+   no thread, no I/O; the watchdog feeds it events and performs the actions
+   it answers (see lag_state.c for the transitions). */
+typedef enum snap__lag_state {
+  SNAP__LAG_IDLE,           /* no stretch watched (or it ended) */
+  SNAP__LAG_BUSY,           /* busy, not yet threshold_ms */
+  SNAP__LAG_IGNORED,        /* past the threshold while traced: no lag */
+  SNAP__LAG_ANNEALED,       /* a lag on the previous lag's path: counted
+                               there (repeats), no file of its own */
+  SNAP__LAG_UNWRITTEN,      /* a lag with no file (yet): daily cap, failed
+                               write, or it left the annealed path */
+  SNAP__LAG_REPORTED,       /* a lag whose file is in place */
+  SNAP__LAG_HANG_UNWRITTEN, /* a hang (busy past hang_ms) with no file */
+  SNAP__LAG_HANG_REPORTED,  /* a hang whose file is in place */
+} snap__lag_state_t;
+
+typedef enum snap__lag_event {
+  SNAP__LAG_EV_BEGIN,     /* a new busy stretch is seen */
+  SNAP__LAG_EV_THRESHOLD, /* it has been busy for threshold_ms */
+  SNAP__LAG_EV_RECHECK,   /* an ongoing lag's re-check is due */
+  SNAP__LAG_EV_HEARTBEAT, /* its file's duration is a heartbeat old */
+  SNAP__LAG_EV_WRITTEN,   /* the answer to a SNAP__LAG_DO_WRITE_NEW */
+  SNAP__LAG_EV_END,       /* the stretch ended (idle, or the next began) */
+  SNAP__LAG_EV_STOP,      /* the watchdog stops (the stretch ends now) */
+} snap__lag_event_t;
+
+/* What the watchdog observed, for the events that need it. */
+typedef struct snap__lag_facts {
+  bool traced;       /* THRESHOLD: reports are muted (a debugger traces) */
+  bool hang;         /* THRESHOLD, RECHECK: busy for hang_ms already */
+  bool same_as_prev; /* THRESHOLD: the main stack is on the path of the
+                        last lag that wrote a report */
+  bool moved;        /* RECHECK: the main stack left the report's path */
+  bool ok;           /* WRITTEN: the new file is in place */
+} snap__lag_facts_t;
+
+/* Actions, performed in this order: on the reports by report.c
+   (snap__lag_reports_apply), SCHEDULE by watchdog.c. Issue 13's new
+   actions or events go here and in lag_state.c's one function. */
+enum {
+  SNAP__LAG_DO_OPEN = 1u << 0,      /* a new report: kind, start, main stack */
+  SNAP__LAG_DO_HANG = 1u << 1,      /* the report's kind becomes "hang" */
+  SNAP__LAG_DO_REFRESH = 1u << 2,   /* duration, CPU, costliest stack, class */
+  SNAP__LAG_DO_DUMP = 1u << 3,      /* (re)sample every thread into it */
+  SNAP__LAG_DO_WRITE_NEW = 1u << 4, /* write a new file; answer WRITTEN */
+  SNAP__LAG_DO_WRITE_UPDATE = 1u << 5, /* rewrite its file */
+  SNAP__LAG_DO_WRITE_FINAL = 1u << 6,  /* rewrite it with ongoing false */
+  /* the previous lag's repeats grow (its file rewritten) */
+  SNAP__LAG_DO_REPEAT = 1u << 7,
+  SNAP__LAG_DO_KEEP = 1u << 8,      /* the report becomes the previous lag */
+  SNAP__LAG_DO_DISCARD = 1u << 9,   /* drop the report */
+  SNAP__LAG_DO_SCHEDULE = 1u << 10, /* next re-check in check_in thresholds */
+};
+
+typedef struct snap__lag_machine {
+  snap__lag_state_t state;
+  snap__backoff_t backoff; /* re-check spacing of the ongoing lag */
+} snap__lag_machine_t;
+
+typedef struct snap__lag_step {
+  unsigned actions;  /* SNAP__LAG_DO_* */
+  uint64_t check_in; /* with DO_SCHEDULE: thresholds until the re-check */
+} snap__lag_step_t;
+
+/* The one transition function: moves m by event ev (with the facts it
+   needs) and says what to do. Every (state, event) pair has an answer; an
+   event that does not apply to the state changes nothing. */
+snap__lag_step_t snap__lag_transition(snap__lag_machine_t *m,
+                                      snap__lag_event_t ev,
+                                      snap__lag_facts_t facts);
+
+/* A lag or a hang is going on (it ends with END or STOP). */
+static inline bool snap__lag_state_ongoing(snap__lag_state_t s) {
+  return s >= SNAP__LAG_ANNEALED;
+}
+static inline bool snap__lag_state_is_hang(snap__lag_state_t s) {
+  return s == SNAP__LAG_HANG_UNWRITTEN || s == SNAP__LAG_HANG_REPORTED;
+}
+
 /* ---- Classification (classify.c) ----------------------------------------- */
 
 /* l1/l2: the innermost 2 / 4 app frames, "func|caller|...". */
 void snap__classify(const snap_stack_t *s, int frames, char *out, size_t size);
 
 /* ---- Report content (report_json.c) ------------------------------------- */
+
+/* What a report is about. An enum everywhere in the watchdog; only the JSON
+   writer (and the file names it shares with the store) turn it into text. */
+typedef enum snap__lag_kind {
+  SNAP__KIND_LAG,         /* busy past threshold_ms */
+  SNAP__KIND_HANG,        /* busy past hang_ms */
+  SNAP__KIND_CPU,         /* the main thread hot over the CPU window */
+  SNAP__KIND_HANG_KILLED, /* left ongoing by a process that died */
+  SNAP__KIND_COUNT
+} snap__lag_kind_t;
+
+/* "lag" "hang" "cpu" "hang_killed"; NULL for a value out of range. */
+const char *snap__lag_kind_name(snap__lag_kind_t kind);
 
 typedef struct snap__lag_thread {
   snap_thread_t tid;
@@ -116,7 +214,7 @@ typedef struct snap__lag_thread {
 } snap__lag_thread_t;
 
 typedef struct snap__lag_report {
-  const char *kind; /* "lag" "hang" "cpu" "hang_killed" */
+  snap__lag_kind_t kind;
   bool ongoing;
   int64_t start_unix_ms, updated_unix_ms;
   uint64_t duration_ms;
@@ -141,7 +239,7 @@ void snap__lag_report_clear(snap__lag_report_t *r);
    later start can find an ongoing report without a JSON parser. */
 char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len);
 /* Writes the prefix `{"schema":"stacksnap.lag/1","kind":"K","ongoing":B`. */
-int snap__lag_json_prefix(char *buf, size_t size, const char *kind,
+int snap__lag_json_prefix(char *buf, size_t size, snap__lag_kind_t kind,
                           bool ongoing);
 
 /* ---- Report directory (report_store.c) ----------------------------------- */
@@ -161,12 +259,149 @@ int snap__lag_store_open(snap__lag_store_t *st);
    SNAP_OK; SNAP_EBUSY when today's cap is reached (nothing written);
    SNAP_EIO. */
 int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
-                        const char *kind, const char *json, size_t n,
+                        snap__lag_kind_t kind, const char *json, size_t n,
                         char name[64]);
 /* Rewrites the report `name` (a new name when kind changed: the old file
    is removed after the new one is in place). SNAP_OK or SNAP_EIO. */
 int snap__lag_store_update(snap__lag_store_t *st, char name[64],
-                           int64_t start_unix_ms, const char *kind,
+                           int64_t start_unix_ms, snap__lag_kind_t kind,
                            const char *json, size_t n);
+
+/* ---- Configuration (config.c) -------------------------------------------- */
+
+/* SNAP_OK when every value of c is in its documented range (stacksnap.h),
+   else SNAP_EINVAL. */
+int snap__lag_config_check(const snap_lag_config_t *c);
+/* Reads the caller's config (only the fields its size covers; defaults for
+   the rest) into *out, this library's layout, and checks it. SNAP_OK, or
+   SNAP_EINVAL (NULL, a size this library does not know, a bad value). */
+int snap__lag_config_read(const snap_lag_config_t *in, snap_lag_config_t *out);
+
+/* ---- The watched busy stretch (watchdog.c keeps it) ---------------------- */
+
+typedef struct snap__stretch {
+  uint32_t seq;       /* the loop's sequence number of the stretch */
+  uint64_t since_ns;  /* when it began */
+  uint64_t stolen_ns; /* time the whole process did not run, since then */
+  uint64_t seen_ns;   /* when the watchdog first saw it ... */
+  int64_t seen_cpu;   /* ... and the main thread's CPU time then */
+} snap__stretch_t;
+
+/* Busy time at `now` (stolen time does not count). */
+static inline uint64_t snap__stretch_busy_ns(const snap__stretch_t *s,
+                                             uint64_t now) {
+  uint64_t age = now > s->since_ns ? now - s->since_ns : 0;
+  return age > s->stolen_ns ? age - s->stolen_ns : 0;
+}
+/* When the stretch will have been busy for d. */
+static inline uint64_t snap__stretch_busy_until(const snap__stretch_t *s,
+                                                uint64_t d) {
+  return s->since_ns + s->stolen_ns + d;
+}
+
+/* ---- Sampling the main thread (main_sample.c) ---------------------------- */
+
+#define SNAP__DUMP_DEPTH 256 /* frames kept of each thread in a report */
+
+typedef struct snap__main_sample {
+  snap_thread_t tid; /* the main thread */
+  bool running;      /* its scheduler state just before the last sample */
+  int n;             /* the last sample's pcs, or why there are none (< 0) */
+  int error;         /* SNAP_OK, or why the last sample has no named stack */
+  uintptr_t pcs[SNAP__DUMP_DEPTH];
+} snap__main_sample_t;
+
+/* The flags every cross-thread capture of the watchdog uses. */
+unsigned snap__lag_capture_flags(void);
+/* Names pcs taken from a stopped thread (pcs[0] exact). */
+const snap_stack_t *snap__lag_name(const uintptr_t *pcs, int n);
+/* Samples the main thread into m and names the stack (once it runs
+   again); NULL when it could not be sampled or named (m->error says why). */
+const snap_stack_t *snap__main_sample(snap__main_sample_t *m);
+/* A point sample of the main thread into the ring, for stretch st. */
+void snap__main_point(snap_thread_t main, snap__ring_t *ring,
+                      const snap__stretch_t *st, uint64_t now,
+                      uint64_t interval_ns);
+
+/* ---- The thread dump (thread_dump.c) ------------------------------------- */
+
+/* Every thread of the process but `self` (the watchdog) into r->threads:
+   the main thread first (as *main last sampled it), then running ones,
+   then the rest, at most max. Out of memory: r gets no thread list. */
+void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
+                       snap_thread_t self, unsigned max);
+/* Releases r's threads. */
+void snap__thread_dump_drop(snap__lag_report_t *r);
+
+/* ---- Report assembly (report.c) ------------------------------------------ */
+
+/* What a report is made of, as the watchdog keeps it. */
+typedef struct snap__report_src {
+  snap__lag_store_t *store;
+  const snap__ring_t *ring;
+  const snap__stretch_t *stretch;
+  snap__main_sample_t *main;
+  snap_thread_t self; /* the watchdog thread: never in a dump */
+  unsigned threshold_ms, max_threads;
+  bool report_when_traced;
+} snap__report_src_t;
+
+/* The ongoing lag's report, and the last one written (annealing compares
+   with it and counts its repeats into its file). */
+typedef struct snap__lag_reports {
+  snap__lag_report_t cur;
+  char cur_name[64];
+  uint64_t written_ns; /* last write of cur's file */
+  bool have_prev;
+  snap__lag_report_t prev;
+  char prev_name[64];
+} snap__lag_reports_t;
+
+/* Reports are muted while a debugger traces the process (unless
+   report_when_traced): a process stopped at a breakpoint is not lagging. */
+bool snap__reports_muted(const snap__report_src_t *src);
+/* Performs the state machine's actions on the lag's reports, in the order
+   lag.h lists them. kind: of the lag's state after the transition; main:
+   the stack just sampled, or NULL (owned from here); busy_ns: the
+   stretch's busy time for the figures; now: for the start time. Returns
+   the outcome of a SNAP__LAG_DO_WRITE_NEW (SNAP_OK when none). */
+int snap__lag_reports_apply(snap__lag_reports_t *reps,
+                            const snap__report_src_t *src, unsigned actions,
+                            snap__lag_kind_t kind, const snap_stack_t *main,
+                            uint64_t busy_ns, uint64_t now);
+void snap__lag_reports_clear(snap__lag_reports_t *reps);
+
+/* ---- The CPU trigger (cpu_trigger.c) ------------------------------------- */
+
+typedef struct snap__cpu_trigger {
+  unsigned percent; /* 0: off */
+  uint64_t window_ns;
+  uint64_t t0;      /* window start, moved by time the process was stopped */
+  uint64_t ring_t0; /* window start as it was: the ring's points since */
+  int64_t cpu0;     /* the main thread's CPU time at t0 (-1 unknown) */
+  bool hot;         /* the last window was hot (reported already) */
+} snap__cpu_trigger_t;
+
+/* A hot window: what its "cpu" report says. */
+typedef struct snap__cpu_episode {
+  unsigned percent;
+  uint64_t wall_ns;
+  int64_t cpu_ns;
+  uint64_t ring_since_ns;
+} snap__cpu_episode_t;
+
+void snap__cpu_trigger_start(snap__cpu_trigger_t *t, unsigned percent,
+                             uint64_t window_ns, uint64_t now, int64_t cpu);
+/* When the current window ends (UINT64_MAX when off). */
+uint64_t snap__cpu_trigger_due(const snap__cpu_trigger_t *t);
+/* The process did not run for `late`: the window does not count it. */
+void snap__cpu_trigger_discount(snap__cpu_trigger_t *t, uint64_t late);
+/* Closes the window at now (main-thread CPU time cpu) and opens the next.
+   True when it begins a hot episode: *e is then its report's content. */
+bool snap__cpu_trigger_close(snap__cpu_trigger_t *t, uint64_t now, int64_t cpu,
+                             snap__cpu_episode_t *e);
+/* Writes the "cpu" report of episode e. */
+void snap__report_cpu(const snap__report_src_t *src,
+                      const snap__cpu_episode_t *e);
 
 #endif /* SNAP_LAG_H */

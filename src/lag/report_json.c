@@ -1,7 +1,8 @@
 /*
  * report_json.c — a lag report as JSON text (the format in docs/lag.md).
  *
- * Owns: the text of a report and the fixed prefix a later start looks for.
+ * Owns: the text of a report, the names of its kinds (the enum's only
+ * translation into text) and the fixed prefix a later start looks for.
  * Must not: write files (report_store.c does) or sample.
  *
  * Why a writer of our own: the report is write-only JSON of a fixed shape;
@@ -122,12 +123,22 @@ static void json_frames(buf_t *b, const snap_stack_t *s) {
   puts_(b, "]");
 }
 
-int snap__lag_json_prefix(char *out, size_t size, const char *kind,
+const char *snap__lag_kind_name(snap__lag_kind_t kind) {
+  static const char *const names[SNAP__KIND_COUNT] = {
+      [SNAP__KIND_LAG] = "lag",
+      [SNAP__KIND_HANG] = "hang",
+      [SNAP__KIND_CPU] = "cpu",
+      [SNAP__KIND_HANG_KILLED] = "hang_killed",
+  };
+  return (unsigned)kind < SNAP__KIND_COUNT ? names[kind] : NULL;
+}
+
+int snap__lag_json_prefix(char *out, size_t size, snap__lag_kind_t kind,
                           bool ongoing) {
   return snprintf(out, size,
                   "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"%s\","
                   "\"ongoing\":%s",
-                  kind, ongoing ? "true" : "false");
+                  snap__lag_kind_name(kind), ongoing ? "true" : "false");
 }
 
 char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {

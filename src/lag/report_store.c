@@ -24,10 +24,8 @@
 /* Reports are tens to hundreds of KiB; anything far larger is not ours. */
 #define MAX_REPORT_BYTES (64u << 20)
 
-static const char *const k_kinds[] = {"lag", "hang", "cpu", "hang_killed"};
-
 /* Parses "<ms>-<kind>.json"; false for any other name. */
-static bool parse_name(const char *name, int64_t *ms, const char **kind) {
+static bool parse_name(const char *name, int64_t *ms, snap__lag_kind_t *kind) {
   char *end;
   if (name[0] < '0' || name[0] > '9')
     return false;
@@ -35,19 +33,20 @@ static bool parse_name(const char *name, int64_t *ms, const char **kind) {
   if (*end != '-')
     return false;
   const char *k = end + 1;
-  for (size_t i = 0; i < sizeof k_kinds / sizeof *k_kinds; i++) {
-    size_t kl = strlen(k_kinds[i]);
-    if (strncmp(k, k_kinds[i], kl) == 0 && strcmp(k + kl, ".json") == 0) {
+  for (int i = 0; i < SNAP__KIND_COUNT; i++) {
+    const char *text = snap__lag_kind_name((snap__lag_kind_t)i);
+    size_t kl = strlen(text);
+    if (strncmp(k, text, kl) == 0 && strcmp(k + kl, ".json") == 0) {
       *ms = v;
-      *kind = k_kinds[i];
+      *kind = (snap__lag_kind_t)i;
       return true;
     }
   }
   return false;
 }
 
-static void make_name(char name[64], int64_t ms, const char *kind) {
-  snprintf(name, 64, "%" PRId64 "-%s.json", ms, kind);
+static void make_name(char name[64], int64_t ms, snap__lag_kind_t kind) {
+  snprintf(name, 64, "%" PRId64 "-%s.json", ms, snap__lag_kind_name(kind));
 }
 
 static void announce(snap__lag_store_t *st, const char *name) {
@@ -100,12 +99,12 @@ static bool is_our_tmp(const char *name) {
   memcpy(inner, name + 1, n - 5);
   inner[n - 5] = '\0';
   int64_t ms;
-  const char *kind;
+  snap__lag_kind_t kind;
   return parse_name(inner, &ms, &kind);
 }
 
 /* True when names holds "<ms>-<kind>.json". */
-static bool listed(const names_t *ns, int64_t ms, const char *kind) {
+static bool listed(const names_t *ns, int64_t ms, snap__lag_kind_t kind) {
   char name[64];
   make_name(name, ms, kind);
   for (size_t i = 0; i < ns->n; i++)
@@ -117,7 +116,7 @@ static bool listed(const names_t *ns, int64_t ms, const char *kind) {
 /* An ongoing report becomes "<start>-hang_killed.json": its text with the
    prefix swapped, so the stacks and duration of its last update stay. */
 static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
-                    const char *kind) {
+                    snap__lag_kind_t kind) {
   char *text;
   size_t n;
   if (snap__plat_file_read(st->dir, name, MAX_REPORT_BYTES, &text, &n) !=
@@ -127,14 +126,15 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
   snap__lag_json_prefix(was, sizeof was, kind, true);
   size_t wl = strlen(was);
   if (n >= wl && memcmp(text, was, wl) == 0) {
-    int nl = snap__lag_json_prefix(now, sizeof now, "hang_killed", false);
+    int nl =
+        snap__lag_json_prefix(now, sizeof now, SNAP__KIND_HANG_KILLED, false);
     size_t out_n = (size_t)nl + (n - wl);
     char *out = malloc(out_n);
     if (out) {
       memcpy(out, now, (size_t)nl);
       memcpy(out + nl, text + wl, n - wl);
       char to[64];
-      make_name(to, ms, "hang_killed");
+      make_name(to, ms, SNAP__KIND_HANG_KILLED);
       if (snap__plat_file_replace(st->dir, to, out, out_n) == SNAP_OK) {
         snap__plat_file_remove(st->dir, name);
         announce(st, to);
@@ -168,15 +168,15 @@ int snap__lag_store_open(snap__lag_store_t *st) {
   for (size_t i = 0; i < ns.n; i++) {
     const char *name = ns.v[i];
     int64_t ms;
-    const char *kind;
+    snap__lag_kind_t kind;
     if (is_our_tmp(name)) {
       snap__plat_file_remove(st->dir, name); /* a write cut short */
     } else if (parse_name(name, &ms, &kind) && !expire(st, name, ms, now)) {
-      if (strcmp(kind, "lag") == 0 && listed(&ns, ms, "hang"))
+      if (kind == SNAP__KIND_LAG && listed(&ns, ms, SNAP__KIND_HANG))
         /* Killed while a lag became a hang: the hang file is in place,
            the lag file it replaces was not yet removed. */
         snap__plat_file_remove(st->dir, name);
-      else if (strcmp(kind, "hang_killed") != 0)
+      else if (kind != SNAP__KIND_HANG_KILLED)
         recover(st, name, ms, kind);
     }
   }
@@ -200,7 +200,7 @@ static unsigned count_today(snap__lag_store_t *st, int64_t now) {
     int64_t day = now - now % DAY_MS;
     for (size_t i = 0; i < ns.n; i++) {
       int64_t ms;
-      const char *kind;
+      snap__lag_kind_t kind;
       if (parse_name(ns.v[i], &ms, &kind) && !expire(st, ns.v[i], ms, now))
         today += ms >= day;
     }
@@ -210,7 +210,7 @@ static unsigned count_today(snap__lag_store_t *st, int64_t now) {
 }
 
 int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
-                        const char *kind, const char *json, size_t n,
+                        snap__lag_kind_t kind, const char *json, size_t n,
                         char name[64]) {
   if (count_today(st, snap__plat_unix_ms()) >= st->max_per_day) {
     st->dropped++;
@@ -226,7 +226,7 @@ int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
 }
 
 int snap__lag_store_update(snap__lag_store_t *st, char name[64],
-                           int64_t start_unix_ms, const char *kind,
+                           int64_t start_unix_ms, snap__lag_kind_t kind,
                            const char *json, size_t n) {
   char to[64];
   make_name(to, start_unix_ms, kind);

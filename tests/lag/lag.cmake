@@ -5,6 +5,8 @@
 snap_test(test_lag_config lag/test_lag_config.c)
 # Issue 13: one lag sampled inside and outside a libc call is one lag.
 snap_test(test_annealing lag/test_annealing.c)
+# Issue 12: the lag's state machine, driven without threads or a clock.
+snap_test(test_lag_state lag/test_lag_state.c)
 
 # Python 3 reads every report: an independent parser.
 find_program(SNAP_PYTHON3 NAMES python3 REQUIRED)

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +99,52 @@ static void test_defaults(void) {
         "defaults");
   CHECK(!c.report_when_traced, "defaults");
   snap_lag_config_default(NULL); /* no crash */
+}
+
+/* API v1: the config carries its size; a size the library does not know
+   is refused, and the library reads no byte past the caller's size. */
+static void test_config_size(void) {
+  snap_lag_config_t c;
+  memset(&c, 0xff, sizeof c);
+  snap_lag_config_default(&c);
+  CHECK_EQ(c.size, sizeof c);
+  CHECK((void *)&c.size == (void *)&c, "size is not the first field");
+  c.report_dir = g_dir;
+  static const size_t bad[] = {0,
+                               1,
+                               sizeof(size_t),
+                               sizeof(snap_lag_config_t) - 1,
+                               sizeof(snap_lag_config_t) + 1,
+                               sizeof(snap_lag_config_t) + 8,
+                               (size_t)-1};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    c.size = bad[i];
+    CHECK(snap_lag_start(&c) == SNAP_EINVAL, "size %zu accepted", bad[i]);
+  }
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  /* An unknown size through the initialiser: zeroes, then refused. */
+  unsigned char big[sizeof c + 64];
+  memset(big, 0xff, sizeof big);
+  snap_lag_config_init((snap_lag_config_t *)(void *)big, sizeof big);
+  CHECK_EQ(((snap_lag_config_t *)(void *)big)->size, sizeof big);
+  CHECK_EQ(big[sizeof big - 1], 0);
+  CHECK_EQ(snap_lag_start((snap_lag_config_t *)(void *)big), SNAP_EINVAL);
+  /* A config that ends where the caller's memory ends (an inaccessible
+     page right after it): snap_lag_start reads only `size` bytes. */
+  long page = sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(m != MAP_FAILED, "mmap");
+  if (m != MAP_FAILED) {
+    CHECK(mprotect(m + page, (size_t)page, PROT_NONE) == 0, "mprotect");
+    snap_lag_config_t *edge =
+        (snap_lag_config_t *)(void *)(m + page - sizeof c);
+    snap_lag_config_default(edge);
+    edge->report_dir = g_dir;
+    CHECK_EQ(snap_lag_start(edge), SNAP_OK);
+    CHECK_EQ(snap_lag_stop(), SNAP_OK);
+    munmap(m, (size_t)page * 2);
+  }
 }
 
 static void test_bad_configs(void) {
@@ -403,12 +450,81 @@ static void test_adapters_absent(void) {
 #endif
 }
 
+static int64_t mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The first "<start>-lag.json" in dir, read whole into buf; false if none. */
+static bool read_lag_report(const char *dir, char *buf, size_t size) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  bool got = false;
+  while (d && !got && (e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l > 9 && strcmp(e->d_name + l - 9, "-lag.json") == 0) {
+      char p[1024];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      FILE *f = fopen(p, "r");
+      size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+      if (f)
+        fclose(f);
+      buf[n] = '\0';
+      got = n > 0;
+    }
+  }
+  if (d)
+    closedir(d);
+  return got;
+}
+
+/* Issue 12 (found by the watchdog split: a lag's end was computed by two
+   rules): snap_lag_stop while the loop is busy in a stretch after the
+   lag's took "now" as the lag's end, so the final duration counted the
+   idle gap and the next stretch too. The lag ended when the next stretch
+   began at the latest. Threshold 2 s: the watchdog's next wake after the
+   detection is ~2 s later, well after the stop. */
+static void test_stop_after_lag_ended(void) {
+  char dir[512];
+  snap_lag_config_t c;
+  quick_config(&c, dir, sizeof dir, "stop_end");
+  c.threshold_ms = 2000;
+  c.sample_interval_ms = 2000;
+  c.hang_ms = 60000;
+  c.cpu_percent = 0;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  sleep_ms(100); /* the watchdog parks */
+  int64_t t0 = mono_ms();
+  snap_lag_loop_busy();
+  static char json[1 << 20];
+  while (!read_lag_report(dir, json, sizeof json) && mono_ms() - t0 < 20000)
+    sleep_ms(5);
+  snap_lag_loop_idle(); /* the lag ends */
+  sleep_ms(200);
+  int64_t t1 = mono_ms();
+  snap_lag_loop_busy(); /* the next stretch */
+  sleep_ms(500);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  snap_lag_loop_idle();
+  CHECK(read_lag_report(dir, json, sizeof json), "no lag report in %s", dir);
+  const char *d = strstr(json, "\"duration_ms\":");
+  long long ms = d ? atoll(d + 14) : -1;
+  CHECK(strstr(json, "\"ongoing\":false") != NULL, "report left ongoing");
+  CHECK(ms >= 2000 && ms <= t1 - t0 + 20,
+        "final duration %lld ms; the next stretch began %lld ms after the "
+        "lag's",
+        ms, (long long)(t1 - t0));
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/snap_lag_config.XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL, "mkdtemp");
   test_defaults();
+  test_config_size();
   test_bad_configs();
   test_start_stop();
+  test_stop_after_lag_ended();
   test_store();
   test_park_wakeups();
 #ifdef __linux__

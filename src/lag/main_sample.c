@@ -1,0 +1,61 @@
+/*
+ * main_sample.c — sampling the main thread: one named sample when a report
+ * needs its stack, and the point samples of the ring while it is busy.
+ *
+ * Owns: how the watchdog captures and names a stack of another thread
+ * (flags, the exact pc of frame 0), and when a point sample is named.
+ * Must not: name a stack while its thread is stopped (every capture has
+ * returned, and the thread runs again, before its pcs are named), decide
+ * what is a lag, or write anything.
+ */
+#include "lag/lag.h"
+
+const snap_stack_t *snap__lag_name(const uintptr_t *pcs, int n) {
+  return snap_symbolicate(pcs, n, SNAP_SYMBOLICATE_EXACT_PC0);
+}
+
+/* Where Swift concurrency runs, a thread's stack below an async function is
+   only the executor's machinery: ask for the task's async chain instead. */
+unsigned snap__lag_capture_flags(void) {
+  return snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
+}
+
+/* NULL when the main thread could not be sampled (m->error says why: it
+   did not answer in time, e.g. under TSan, which holds signals back while
+   a thread blocks). */
+const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
+  /* Its state before the sample: right after one it is still on its way
+     out of the signal handler, so it would read "running". */
+  m->running = snap_thread_is_running(m->tid) == 1;
+  int n = snap_capture_thread(m->tid, m->pcs, SNAP__DUMP_DEPTH,
+                              snap__lag_capture_flags());
+  m->n = n; /* kept for the thread dump */
+  const snap_stack_t *s =
+      n < 0 ? NULL : snap__lag_name(m->pcs, n); /* it runs again */
+  m->error = n < 0 ? n : s ? SNAP_OK : SNAP_ENOMEM;
+  return s;
+}
+
+void snap__main_point(snap_thread_t main, snap__ring_t *ring,
+                      const snap__stretch_t *st, uint64_t now,
+                      uint64_t interval_ns) {
+  snap__point_t *p = snap__ring_next(ring);
+  if (!p)
+    return;
+  int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
+                              snap__lag_capture_flags());
+  if (n <= 0)
+    return;
+  p->n = n;
+  p->seq = st->seq;
+  p->t_ns = now;
+  p->cpu_ns = snap__plat_thread_cpu_ns(main);
+  snap__ring_commit(ring);
+  /* A stretch a whole interval old may become a lag: its point is named
+     now, once the main thread runs again, so that the first naming of an
+     image (tens of ms for libc with its debug file) is not paid between
+     detection and the report. Points of short stretches are named only if
+     a report needs them: a hot loop's samples cost no naming. */
+  if (now - st->since_ns >= interval_ns)
+    snap_stack_release(snap__lag_name(p->pcs, n));
+}

@@ -1,0 +1,163 @@
+/*
+ * report.c — report assembly: what goes into a lag's report at each step
+ * of its life (opened, refreshed, dumped, written, finished, kept as the
+ * one to anneal with), and the "cpu" report.
+ *
+ * Owns: the content of the lag's current and previous reports (the
+ * previous one is what annealing compares with and counts repeats into).
+ * Must not: decide what happens to a lag (lag_state.c answers that with
+ * actions; this file performs them, in the order lag.h lists), build JSON
+ * text (report_json.c) or name and replace files (report_store.c).
+ * Stacks come from main_sample.c and thread_dump.c, named only once every
+ * sampled thread runs again.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lag/lag.h"
+
+bool snap__reports_muted(const snap__report_src_t *src) {
+  return !src->report_when_traced && snap__plat_is_traced();
+}
+
+/* Class keys from the costliest stack, the main stack when no point sample
+   was taken: one snapshot may land anywhere (a clock read inside the hot
+   loop), the most frequent stack is what groups one lag across runs. */
+static void classify(snap__lag_report_t *r) {
+  const snap_stack_t *s =
+      snap_stack_count(r->costliest.stack) ? r->costliest.stack : r->main_stack;
+  snap__classify(s, 2, r->l1, sizeof r->l1);
+  snap__classify(s, 4, r->l2, sizeof r->l2);
+}
+
+/* Fills what every update refreshes: duration, main-thread CPU, class,
+   costliest stack. Takes ownership of main (NULL: keep the last one). */
+static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
+                    const snap_stack_t *main, uint64_t busy) {
+  const snap__stretch_t *st = src->stretch;
+  if (main) {
+    snap_stack_release(r->main_stack);
+    r->main_stack = main;
+    r->main_error = SNAP_OK;
+  }
+  r->updated_unix_ms = snap__plat_unix_ms();
+  r->duration_ms = busy / SNAP__MS;
+  /* CPU and wall time read together, now (sampling took a while). */
+  int64_t cpu = snap__plat_thread_cpu_ns(src->main->tid);
+  uint64_t t = snap__plat_now_ns();
+  if (cpu >= 0 && st->seen_cpu >= 0) {
+    r->main_cpu_ms = (cpu - st->seen_cpu) / (int64_t)SNAP__MS;
+    r->main_wall_ms = (int64_t)((t - st->seen_ns) / SNAP__MS);
+  }
+  snap_stack_release(r->costliest.stack);
+  snap__ring_costliest(src->ring, st->seq, st->since_ns, &r->costliest);
+  classify(r);
+}
+
+static int write_report(const snap__report_src_t *src, snap__lag_report_t *r,
+                        char name[64], bool is_new) {
+  size_t n;
+  char *json = snap__lag_report_json(r, &n);
+  if (!json)
+    return SNAP_ENOMEM;
+  int rc = is_new ? snap__lag_store_add(src->store, r->start_unix_ms, r->kind,
+                                        json, n, name)
+                  : snap__lag_store_update(src->store, name, r->start_unix_ms,
+                                           r->kind, json, n);
+  free(json);
+  return rc;
+}
+
+/* A new report for the stretch that outlived the threshold. A main thread
+   that cannot be sampled still lags: the report says why its stack is
+   missing. */
+static void open_report(snap__lag_reports_t *reps,
+                        const snap__report_src_t *src, snap__lag_kind_t kind,
+                        uint64_t now) {
+  snap__lag_report_clear(&reps->cur);
+  memset(reps->cur_name, 0, sizeof reps->cur_name);
+  reps->written_ns = 0;
+  snap__lag_report_t *r = &reps->cur;
+  r->kind = kind;
+  r->ongoing = true;
+  r->threshold_ms = src->threshold_ms;
+  r->main_tid = src->main->tid;
+  r->start_unix_ms = snap__plat_unix_ms() -
+                     (int64_t)((now - src->stretch->since_ns) / SNAP__MS);
+  r->main_error = src->main->error;
+}
+
+int snap__lag_reports_apply(snap__lag_reports_t *reps,
+                            const snap__report_src_t *src, unsigned a,
+                            snap__lag_kind_t kind, const snap_stack_t *main,
+                            uint64_t busy, uint64_t now) {
+  snap__lag_report_t *r = &reps->cur;
+  int rc = SNAP_OK;
+  if (a & SNAP__LAG_DO_OPEN)
+    open_report(reps, src, kind, now);
+  if (a & SNAP__LAG_DO_HANG)
+    r->kind = SNAP__KIND_HANG;
+  if (a & SNAP__LAG_DO_REFRESH) {
+    refresh(src, r, main, busy);
+    main = NULL; /* the report's now */
+  }
+  if (a & SNAP__LAG_DO_DUMP) {
+    snap__thread_dump_drop(r);
+    snap__thread_dump(r, src->main, src->self, src->max_threads);
+  }
+  if (a & (SNAP__LAG_DO_WRITE_NEW | SNAP__LAG_DO_WRITE_UPDATE)) {
+    rc =
+        write_report(src, r, reps->cur_name, (a & SNAP__LAG_DO_WRITE_NEW) != 0);
+    reps->written_ns = snap__plat_now_ns();
+  }
+  if (a & SNAP__LAG_DO_WRITE_FINAL) {
+    r->ongoing = false;
+    write_report(src, r, reps->cur_name, false);
+  }
+  if (a & SNAP__LAG_DO_REPEAT && reps->have_prev) {
+    reps->prev.repeats++;
+    reps->prev.updated_unix_ms = snap__plat_unix_ms();
+    write_report(src, &reps->prev, reps->prev_name, false);
+  }
+  if (a & SNAP__LAG_DO_KEEP) {
+    snap__lag_report_clear(&reps->prev);
+    reps->prev = *r;
+    memcpy(reps->prev_name, reps->cur_name, sizeof reps->prev_name);
+    reps->have_prev = true;
+    memset(r, 0, sizeof *r);
+  }
+  if (a & SNAP__LAG_DO_DISCARD)
+    snap__lag_report_clear(r);
+  snap_stack_release(main); /* taken for nothing */
+  return (a & SNAP__LAG_DO_WRITE_NEW) ? rc : SNAP_OK;
+}
+
+void snap__lag_reports_clear(snap__lag_reports_t *reps) {
+  snap__lag_report_clear(&reps->cur);
+  snap__lag_report_clear(&reps->prev);
+  reps->have_prev = false;
+}
+
+/* Main thread above cpu_percent of a core over the window. */
+void snap__report_cpu(const snap__report_src_t *src,
+                      const snap__cpu_episode_t *e) {
+  snap__lag_report_t r = {0};
+  r.kind = SNAP__KIND_CPU;
+  r.threshold_ms = src->threshold_ms;
+  r.main_tid = src->main->tid;
+  r.cpu_percent = e->percent;
+  r.cpu_window_ms = (unsigned)(e->wall_ns / SNAP__MS);
+  r.start_unix_ms = snap__plat_unix_ms() - (int64_t)(e->wall_ns / SNAP__MS);
+  r.updated_unix_ms = snap__plat_unix_ms();
+  r.duration_ms = e->wall_ns / SNAP__MS;
+  r.main_cpu_ms = e->cpu_ns / (int64_t)SNAP__MS;
+  r.main_wall_ms = (int64_t)(e->wall_ns / SNAP__MS);
+  r.main_stack = snap__main_sample(src->main);
+  r.main_error = r.main_stack ? SNAP_OK : src->main->error;
+  snap__ring_costliest(src->ring, 0, e->ring_since_ns, &r.costliest);
+  classify(&r);
+  snap__thread_dump(&r, src->main, src->self, src->max_threads);
+  char name[64];
+  write_report(src, &r, name, true);
+  snap__lag_report_clear(&r);
+}

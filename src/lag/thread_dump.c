@@ -1,0 +1,90 @@
+/*
+ * thread_dump.c — the whole-process dump of a report: every thread's stack
+ * and name, the main thread first, then running threads, then the rest.
+ *
+ * Owns: the order and the cap (max_threads) of a report's thread list,
+ * and the list's memory. Must not: name a stack or read a thread's name
+ * while any thread is stopped (all are captured first; each capture
+ * returns with its thread running again), or list the watchdog itself.
+ *
+ * Running states are read before any thread is sampled: a thread just
+ * sampled is still leaving the signal handler, and would read "running".
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lag/lag.h"
+
+void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
+                       snap_thread_t self, unsigned max_threads) {
+  int cap = 4096, max = (int)max_threads;
+  snap_thread_t *all = malloc(sizeof *all * (size_t)cap);
+  bool *running = malloc(sizeof *running * (size_t)cap);
+  snap__lag_thread_t *ts = calloc((size_t)max, sizeof *ts);
+  uintptr_t(*pcs)[SNAP__DUMP_DEPTH] = malloc(sizeof *pcs * (size_t)max);
+  int *npcs = calloc((size_t)max, sizeof *npcs);
+  int total = all ? snap_thread_list(all, cap) : SNAP_ENOMEM;
+  if (!running || !ts || !pcs || !npcs || total < 0) {
+    free(all);
+    free(running);
+    free(ts);
+    free(pcs);
+    free(npcs);
+    return;
+  }
+  int n = total < cap ? total : cap;
+  r->threads_total = total;
+  for (int i = 0; i < n; i++) {
+    if (all[i] == self) { /* not the app's */
+      r->threads_total--;
+      all[i] = 0;
+    }
+    running[i] = all[i] == main->tid
+                     ? main->running
+                     : all[i] && snap_thread_is_running(all[i]) == 1;
+  }
+  unsigned flags = snap__lag_capture_flags();
+  int k = 0;
+  for (int pass = 0; pass < 3 && k < max; pass++) {
+    for (int i = 0; i < n && k < max; i++) {
+      bool is_main = all[i] == main->tid;
+      if (!all[i] || (pass == 0) != is_main || (pass == 1 && !running[i]))
+        continue;
+      ts[k] = (snap__lag_thread_t){
+          .tid = all[i], .main = is_main, .running = running[i]};
+      all[i] = 0;        /* taken */
+      int got = main->n; /* a count, or why there is none */
+      if (is_main && got > 0)
+        memcpy(pcs[k], main->pcs, sizeof(uintptr_t) * (size_t)got);
+      else if (!is_main)
+        got = snap_capture_thread(ts[k].tid, pcs[k], SNAP__DUMP_DEPTH, flags);
+      ts[k].error = got < 0 ? got : SNAP_OK;
+      npcs[k] = got < 0 ? 0 : got;
+      k++;
+    }
+  }
+  /* Every thread runs again: name them now. */
+  for (int i = 0; i < k; i++) {
+    if (!snap__plat_thread_name(ts[i].tid, ts[i].name, sizeof ts[i].name))
+      ts[i].name[0] = '\0';
+    if (ts[i].error == SNAP_OK) {
+      ts[i].stack = snap__lag_name(pcs[i], npcs[i]);
+      if (!ts[i].stack)
+        ts[i].error = SNAP_ENOMEM;
+    }
+  }
+  r->threads = ts;
+  r->nthreads = k;
+  free(pcs);
+  free(npcs);
+  free(running);
+  free(all);
+}
+
+void snap__thread_dump_drop(snap__lag_report_t *r) {
+  for (int i = 0; i < r->nthreads; i++)
+    snap_stack_release(r->threads[i].stack);
+  free(r->threads);
+  r->threads = NULL;
+  r->nthreads = 0;
+}
