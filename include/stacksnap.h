@@ -317,8 +317,9 @@ SNAP_EXPORT int snap_symbol_cache_stats(snap_symbol_cache_stats_t *out);
    (SNAP_EINVAL). */
 typedef struct snap_lag_config {
   /* sizeof(snap_lag_config_t) as the caller was built: set by
-     snap_lag_config_default; never set it by hand. Always first. */
-  size_t size;
+     snap_lag_config_default; never set it by hand. Always first, and a
+     uint32_t like the other structs' size fields. */
+  uint32_t size;
   /* Busy longer than this is a lag. Default 250 ms: Apple's definition of
      a hang (a UI that does not answer for 250 ms is felt). 10..60000. */
   unsigned threshold_ms;

