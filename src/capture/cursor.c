@@ -1,0 +1,64 @@
+/*
+ * cursor.c — the cursor's out-of-line parts (the design is in cursor.h):
+ * setting it up and moving it, the image table taken on first use, the
+ * unwind rule at its pc, and the app-code test of the emitter.
+ *
+ * Must not: allocate, lock, or read the stack (the readers do, through
+ * snap__stack_read).
+ */
+#include "capture/cursor.h"
+
+#include "capture/arch.h"
+#include "capture/rule_cache.h"
+
+void snap__cursor_set_regs(snap__cursor_t *c, const snap__regs_t *regs,
+                           bool exact) {
+  c->regs.pc = snap__strip_pac(regs->pc);
+  c->regs.sp = regs->sp;
+  c->regs.fp = snap__untag_fp(regs->fp);
+  c->regs.lr_valid = regs->lr_valid;
+  c->regs.lr = regs->lr_valid ? snap__strip_pac(regs->lr) : 0;
+  c->exact = exact;
+}
+
+void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
+                       unsigned flags, uintptr_t hi) {
+  snap__cursor_set_regs(c, regs, exact);
+  c->signal_frame = false;
+  c->flags = flags;
+  c->signal_frames = 0;
+  c->images = NULL;
+  c->salt = snap__rule_cache_salt(snap__images_current_generation());
+  c->hi = hi > regs->sp ? hi : 0;
+}
+
+const snap__images_t *snap__cursor_images(snap__cursor_t *c) {
+  if (!c->images) {
+    c->images = snap__images_acquire();
+    /* Rules found from now on come from this table: file them under its
+       generation (it can only be newer than the one read at init). */
+    c->salt = snap__rule_cache_salt(snap__images_generation(c->images));
+  }
+  return c->images;
+}
+
+void snap__cursor_done(snap__cursor_t *c) {
+  if (c->images)
+    snap__images_release(c->images);
+  c->images = NULL;
+}
+
+void snap__cursor_rule(snap__cursor_t *c, snap__rule_t *rule) {
+  uintptr_t pc = snap__cursor_lookup_pc(c);
+  if (!snap__rule_cache_get(pc, c->salt, rule)) {
+    const snap__image_t *img = snap__images_find(snap__cursor_images(c), pc);
+    snap__cfi_find_rule(img, pc, rule); /* NONE without image or tables */
+    snap__rule_cache_put(pc, c->salt, rule);
+  }
+}
+
+bool snap__emit_is_app(snap__emitter_t *e, uintptr_t pc, bool exact) {
+  const snap__image_t *img =
+      snap__images_find(snap__cursor_images(e->cursor), exact ? pc : pc - 1);
+  return img && img->in_app;
+}
