@@ -30,7 +30,7 @@
 #include "check.h"
 #include "xorshift.h"
 
-#define CASES 30000
+#define CASES 20000
 #define WORDS 2048 /* 16 KiB of stack */
 #define N_SYNTH 128
 #define N_FIRST 16 /* pcs a stack may start at (an exact frame 0 too) */
@@ -184,7 +184,7 @@ static void build(uintptr_t *w, snap__regs_t *regs, bool *exact) {
       if (need < 0)
         need = 0;
       if ((fp % 8 || fp < sp + need || fp + r->cfa_off >= hi - 256) &&
-          !fp_used && rnd(16)) { /* 1 in 16: left bad, the walk ends */
+          !fp_used && rnd(8)) { /* 1 in 8: left bad, the walk ends */
         fp = sp + (uintptr_t)(need + 7) / 8 * 8 + 8 * rnd(8);
         *fp_slot = fp;
       }
@@ -202,9 +202,9 @@ static void build(uintptr_t *w, snap__regs_t *regs, bool *exact) {
       /* The caller's fp: usually a record a little above the CFA; else
          noise, or a stale one inside the frame just left (below the
          CFA, where a bare record walk would still go). */
-      fp = rnd(8)   ? cfa + 8 * rnd(10)
-           : rnd(2) ? noise(lo)
-                    : cfa - 8 * (1 + rnd(8));
+      fp = rnd(6)   ? cfa + 8 * rnd(10)
+           : rnd(3) ? cfa - 8 * (1 + rnd(8))
+                    : noise(lo);
       fp_slot = &w[(fp_at - lo) / 8];
       *fp_slot = fp;
       fp_used = false;
@@ -261,7 +261,7 @@ int main(void) {
                 i < ns ? (unsigned long)slow[i] : 0ul);
   }
   /* The stacks must exercise the paths: long walks, not only stops. */
-  CHECK(frames > 8L * CASES, "only %ld frames in %d stacks", frames, CASES);
+  CHECK(frames > 6L * CASES, "only %ld frames in %d stacks", frames, CASES);
   CHECK(deep > CASES / 20, "only %ld stacks of 24 frames or more", deep);
   printf("test_walk_paths: %d stacks, %ld frames, %ld of 24+ frames\n", CASES,
          frames, deep);
