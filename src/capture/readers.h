@@ -71,22 +71,6 @@ static inline bool snap__record_next(uintptr_t *pc, uintptr_t *sp,
   return true;
 }
 
-/* A frame-record rule: CFA = fp + K, the caller's fp saved at CFA - K and
-   the return address at CFA - K + 8, i.e. the record [saved fp, return
-   address] sits at fp, as every frame-pointer prologue leaves it (x86_64:
-   K = 16; arm64: the frame size on Linux, 16 on Apple). Returns K, else 0. */
-static inline intptr_t snap__rule_record_cfa(const snap__rule_t *rule) {
-  intptr_t k = rule->cfa_off;
-  /* One test of all three kinds (or'd differences): this runs per frame. */
-  unsigned kinds = (unsigned)(rule->cfa ^ SNAP__CFA_FP) |
-                   (unsigned)(rule->ra ^ SNAP__RA_AT_CFA) |
-                   (unsigned)(rule->fp ^ SNAP__FP_AT_CFA);
-  if (kinds || k < (intptr_t)SNAP__RECORD_SIZE || rule->fp_off != -k ||
-      rule->ra_off != rule->fp_off + (intptr_t)sizeof(uintptr_t))
-    return 0;
-  return k;
-}
-
 /* Whether, under a frame-record rule with CFA offset k (0: not one), the
    caller of the frame (sp, fp) is the record at fp with CFA fp + k: the
    record lies at or above sp (so its slots are not freed stack) and the

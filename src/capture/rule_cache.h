@@ -42,6 +42,10 @@ extern snap__rule_entry_t snap__rule_cache[1u << SNAP__RULE_CACHE_BITS];
 
 #define SNAP__RULE_MUL 0x9e3779b97f4a7c15ull
 #define SNAP__RULE_PRESENT ((uint64_t)1 << 6)
+/* Set when the rule is a frame-record rule (snap__rule_record_cfa, asked
+   once when the rule is stored): the walk's fast path tests this bit
+   instead of unpacking the rule for every frame. */
+#define SNAP__RULE_RECORD ((uint64_t)1 << 7)
 
 /* The salt for a table generation. [signal-safe] */
 uint64_t snap__rule_cache_salt(uint64_t generation);
@@ -84,6 +88,14 @@ static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
     return false;
   snap__rule_unpack(v, out);
   return true;
+}
+
+/* If pc's rule is in the cache and is a frame-record rule, its CFA offset
+   K (snap__rule_record_cfa); else 0. [signal-safe] */
+static inline intptr_t snap__rule_cache_record_cfa(uintptr_t pc,
+                                                   uint64_t salt) {
+  uint64_t v = snap__rule_cache_probe(pc, salt);
+  return v & SNAP__RULE_RECORD ? (intptr_t)(int32_t)(uint32_t)(v >> 32) : 0;
 }
 
 /* Stores the rule if it packs (offsets compilers emit always do).

@@ -112,10 +112,7 @@ static int fast_rules(snap__walk_state_t *st, int budget, bool *more) {
     for (; good < k; good++) {
       uintptr_t key =
           good == 0 ? (exact ? regs.pc : regs.pc - 1) : st->batch[good - 1] - 1;
-      snap__rule_t rule;
-      if (!snap__rule_cache_get(key, c->salt, &rule))
-        break;
-      intptr_t cfa_off = snap__rule_record_cfa(&rule);
+      intptr_t cfa_off = snap__rule_cache_record_cfa(key, c->salt);
       if (!snap__record_rule_holds(frame_sp, st->fps[good], cfa_off))
         break;
       frame_sp = st->fps[good] + (uintptr_t)cfa_off;
