@@ -68,8 +68,12 @@ static int fast_records(snap__walk_state_t *st, int budget, bool *more) {
   int done = 0;
   while (done < budget) {
     int want = budget - done < BATCH ? budget - done : BATCH, k = 0;
-    while (k < want && snap__record_next(&pc, &sp, &fp, hi))
-      st->batch[k++] = pc;
+    if (hi) /* the same rule, compiled knowing every read is direct */
+      while (k < want && snap__record_next(&pc, &sp, &fp, hi))
+        st->batch[k++] = pc;
+    else
+      while (k < want && snap__record_next(&pc, &sp, &fp, 0))
+        st->batch[k++] = pc;
     done += k;
     if (k > 0)
       c->exact = false;
