@@ -172,6 +172,23 @@ static inline bool snap__emit(snap__emitter_t *e, uintptr_t pc, bool exact) {
   return e->n < e->max;
 }
 
+/* Where up to `want` return addresses may be written straight into the
+   caller's buffer: when nothing is left to skip, nothing is filtered and
+   they all fit, emitting them is storing them in order. NULL otherwise;
+   after writing k there, snap__emit_stored(e, k). */
+static inline uintptr_t *snap__emit_slots(snap__emitter_t *e, int want) {
+  if (e->skip > 0 || e->app_only || e->max - e->n < want)
+    return NULL;
+  return e->pcs + e->n;
+}
+
+/* The k return addresses written at snap__emit_slots are emitted. Returns
+   false once the buffer is full. */
+static inline bool snap__emit_stored(snap__emitter_t *e, int k) {
+  e->n += k;
+  return e->n < e->max;
+}
+
 /* k return addresses, in order: exactly snap__emit(e, ras[i], false) for
    each until the buffer is full, with the filter-free case as one copy.
    Returns false once the buffer is full. */

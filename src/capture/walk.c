@@ -68,16 +68,20 @@ static int fast_records(snap__walk_state_t *st, int budget, bool *more) {
   int done = 0;
   while (done < budget) {
     int want = budget - done < BATCH ? budget - done : BATCH, k = 0;
+    /* Straight into the caller's buffer when the emitter allows. */
+    uintptr_t *out = snap__emit_slots(&st->emitter, want);
+    uintptr_t *to = out ? out : st->batch;
     if (hi) /* the same rule, compiled knowing every read is direct */
       while (k < want && snap__record_next(&pc, &sp, &fp, hi))
-        st->batch[k++] = pc;
+        to[k++] = pc;
     else
       while (k < want && snap__record_next(&pc, &sp, &fp, 0))
-        st->batch[k++] = pc;
+        to[k++] = pc;
     done += k;
     if (k > 0)
       c->exact = false;
-    *more = snap__emit_returns(&st->emitter, st->batch, k);
+    *more = out ? snap__emit_stored(&st->emitter, k)
+                : snap__emit_returns(&st->emitter, st->batch, k);
     if (!*more || k < want)
       break; /* full, or the records end: the table says how */
   }
