@@ -16,7 +16,9 @@
  * The image table is taken lazily: a walk whose every rule is in the rule
  * cache (the common case for a repeated call site) never touches it.
  *
- * Everything here is [signal-safe]: no allocation, no lock.
+ * Everything here is [signal-safe]: no allocation, no lock; the one libc
+ * call is snap__emit_returns' memcpy (async-signal-safe, POSIX.1-2017;
+ * pre-bound on Apple, tests/darwin/window_imports.txt).
  */
 #ifndef SNAP_CAPTURE_CURSOR_H
 #define SNAP_CAPTURE_CURSOR_H

@@ -17,14 +17,18 @@
  *   4. snap__record_reader (frame_records.c): [saved fp, return address] at
  *      fp (snap__record_next), after the live link register if any.
  *
- * The walk's fast path (walk.c) applies the same two rules below to the
- * frames where the table would pick them anyway: snap__rule_next on a
- * cached ordinary rule (what reader 2 does there), snap__record_next with
- * FP_ONLY and no link register (what reader 4 does there). A differential
- * test (tests/capture/test_walk_paths.c) walks random stacks both ways and
+ * The walk's fast path (walk.c) applies these same inline rules to the
+ * frames where the table would pick them anyway: with FP_ONLY and no link
+ * register, snap__record_next (what reader 4 does there); otherwise, on a
+ * cached ordinary rule, what reader 2 does there: snap__rule_next, whose
+ * frame-record case (snap__record_rule_holds, then snap__record_next) the
+ * fast path runs in bulk. A differential test
+ * (tests/capture/test_walk_paths.c) walks random stacks both ways and
  * requires identical pcs.
  *
- * Readers depend on the cursor (cursor.h) only; none calls another.
+ * Readers depend on the cursor (cursor.h) and, for the link register,
+ * link_register.h; never on the walk, and none calls another: a frame one
+ * reader cannot cross is named in its answer (SNAP__STEP_SIGNAL).
  */
 #ifndef SNAP_CAPTURE_READERS_H
 #define SNAP_CAPTURE_READERS_H

@@ -11,11 +11,12 @@
  * asking it: with SNAP_CAPTURE_FP_ONLY and no link register pending, the
  * record reader's rule (snap__record_next) in batches; otherwise, where
  * the rule cache holds an ordinary rule for the pc, the CFI reader's rule
- * (snap__rule_next). Both rules are the readers' own inline functions, so
- * the two paths cannot drift apart; tests/capture/test_walk_paths.c walks
- * random stacks both ways and requires the same pcs. Anything else (a cache
- * miss, a signal frame, a link register, Swift async frames) goes through
- * the table.
+ * (snap__rule_next, its frame-record case confirmed in bulk by
+ * snap__record_rule_holds). These are the readers' own inline functions
+ * (readers.h), so the two paths cannot drift apart;
+ * tests/capture/test_walk_paths.c walks random stacks both ways and
+ * requires the same pcs. Anything else (a cache miss, a signal frame, a
+ * link register, Swift async frames) goes through the table.
  *
  * Must not: allocate, lock, or read memory except through the cursor.
  */
@@ -59,8 +60,9 @@ static int read_frame(snap__cursor_t *c, snap__emitter_t *e) {
 /* Fast path, SNAP_CAPTURE_FP_ONLY: only the record reader runs (the CFI and
    signal readers skip FP_ONLY, the async reader needs ASYNC), and with no
    link register it is exactly snap__record_next. Records are read a batch
-   at a time and emitted at once. Returns the frames advanced (at most
-   budget); *more is false once the emitter is full. */
+   at a time and emitted at once (straight into the caller's buffer when
+   the emitter has nothing to skip or filter). Returns the frames advanced
+   (at most budget); *more is false once the emitter is full. */
 static int fast_records(snap__walk_state_t *st, int budget, bool *more) {
   snap__cursor_t *const c = &st->cursor;
   uintptr_t pc = c->regs.pc, sp = c->regs.sp, fp = c->regs.fp;
