@@ -28,7 +28,11 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->flags = flags;
   c->signal_frames = 0;
   c->images = NULL;
-  c->salt = snap__rule_cache_salt(snap__images_current_generation());
+  /* No rule is asked for with FP_ONLY (the CFI reader skips it, and so do
+     the rule questions of async_frames.c and link_register.c): no salt. */
+  c->salt = flags & SNAP_CAPTURE_FP_ONLY
+                ? 0
+                : snap__rule_cache_salt(snap__images_current_generation());
   c->hi = hi > regs->sp ? hi : 0;
 }
 

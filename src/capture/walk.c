@@ -62,8 +62,11 @@ static int read_frame(snap__cursor_t *c, snap__emitter_t *e) {
    link register it is exactly snap__record_next. Records are read a batch
    at a time and emitted at once (straight into the caller's buffer when
    the emitter has nothing to skip or filter). Returns the frames advanced
-   (at most budget); *more is false once the emitter is full. */
-static int fast_records(snap__walk_state_t *st, int budget, bool *more) {
+   (at most budget); *more is false once the emitter is full, *ended true
+   where the records end: there the table's one reader would answer
+   SNAP__STEP_END by the same rule, so the walk need not ask it. */
+static int fast_records(snap__walk_state_t *st, int budget, bool *more,
+                        bool *ended) {
   snap__cursor_t *const c = &st->cursor;
   uintptr_t pc = c->regs.pc, sp = c->regs.sp, fp = c->regs.fp;
   const uintptr_t hi = c->hi;
@@ -84,8 +87,9 @@ static int fast_records(snap__walk_state_t *st, int budget, bool *more) {
       c->exact = false;
     *more = out ? snap__emit_stored(&st->emitter, k)
                 : snap__emit_returns(&st->emitter, st->batch, k);
-    if (!*more || k < want)
-      break; /* full, or the records end: the table says how */
+    *ended = k < want;
+    if (!*more || *ended)
+      break;
   }
   c->regs.pc = pc, c->regs.sp = sp, c->regs.fp = fp;
   return done;
@@ -172,10 +176,11 @@ static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
   int steps = 0;
   while (more && steps < STEP_BUDGET) {
     if (fast && !c->regs.lr_valid) {
+      bool ended = false;
       steps += flags & SNAP_CAPTURE_FP_ONLY
-                   ? fast_records(st, STEP_BUDGET - steps, &more)
+                   ? fast_records(st, STEP_BUDGET - steps, &more, &ended)
                    : fast_rules(st, STEP_BUDGET - steps, &more);
-      if (!more || steps >= STEP_BUDGET)
+      if (!more || ended || steps >= STEP_BUDGET)
         break;
     }
     steps++;
