@@ -35,14 +35,15 @@
  * of them is stripped before use, whatever the build.
  *
  * A chain that yields nothing (its first context unreadable, or no resume
- * pc) is no reason to end the stack: the walk then goes on along the OS
- * stack, which is still well-formed below an extended record.
+ * pc) is no reason to end the stack: the reader then declines and the walk
+ * goes on along the OS stack, which is still well-formed below an extended
+ * record. A chain that yields frames is the rest of the stack: the reader
+ * emits it and answers SNAP__STEP_EMITTED.
  *
  * Must not: follow an unaligned or unreadable context.
  */
-#include "capture/arch.h"
-#include "capture/cfi.h"
-#include "capture/walk.h"
+#include "capture/link_register.h"
+#include "capture/readers.h"
 
 /* Whether the record at fp is the current frame's own: by the frame's
    unwind rule, the caller's fp is saved exactly at fp (x86_64: CFA = rbp +
@@ -56,7 +57,7 @@ static bool owns_record(snap__cursor_t *c, uintptr_t fp) {
   if (c->flags & SNAP_CAPTURE_FP_ONLY)
     return true;
   snap__rule_t rule;
-  snap__cfi_rule_here(c, &rule);
+  snap__cursor_rule(c, &rule);
   if (rule.cfa == SNAP__CFA_SIGNAL)
     return false; /* a trampoline: the kernel's frame comes first */
   if (rule.cfa != SNAP__CFA_SP && rule.cfa != SNAP__CFA_FP)
@@ -68,7 +69,9 @@ static bool owns_record(snap__cursor_t *c, uintptr_t fp) {
   return cfa + (intptr_t)rule.fp_off == fp;
 }
 
-bool snap__async_frame(snap__cursor_t *c, uintptr_t *ctx) {
+/* If the current frame is a Swift extended frame whose chain should be
+   followed, returns true with the first async context in *ctx. */
+static bool async_frame(snap__cursor_t *c, uintptr_t *ctx) {
   uintptr_t fp = c->regs.fp, saved_fp;
   if (fp % SNAP__FP_ALIGN || fp < c->regs.sp + sizeof(uintptr_t) ||
       !snap__cursor_read(c, fp, &saved_fp) || !snap__is_async_tagged(saved_fp))
@@ -85,7 +88,10 @@ bool snap__async_frame(snap__cursor_t *c, uintptr_t *ctx) {
   return true;
 }
 
-int snap__async_chain(snap__emitter_t *e, uintptr_t ctx) {
+/* Emits the async context chain starting at ctx (resume pc + 1 for each).
+   Returns the number of contexts it followed: 0 when the first one is
+   unreadable. */
+static int async_chain(snap__emitter_t *e, uintptr_t ctx) {
   int hops = 0;
   while (hops < 2 * SNAP_MAX_FRAMES && ctx) {
     uintptr_t words[2]; /* parent, resume pc */
@@ -101,3 +107,16 @@ int snap__async_chain(snap__emitter_t *e, uintptr_t ctx) {
   }
   return hops;
 }
+
+/* The async chain replaces the rest of the OS stack, but only once a
+   pending link register has been handed out (it names the async function a
+   leaf was called from), and only if it yields a frame. */
+static int async_step(snap__cursor_t *c, snap__emitter_t *e) {
+  uintptr_t ctx;
+  if (snap__lr_pending(c) || !async_frame(c, &ctx) || async_chain(e, ctx) == 0)
+    return SNAP__STEP_DECLINE;
+  return SNAP__STEP_EMITTED;
+}
+
+const snap__reader_t snap__async_reader = {"Swift async contexts",
+                                           SNAP_CAPTURE_ASYNC, 0, async_step};

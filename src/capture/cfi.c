@@ -25,7 +25,10 @@
  * did not know the image, live_images.h) are copied through
  * snap__plat_read, which cannot fault: their bounds are the whole mapping,
  * holes included, and a dlclose may unmap them at any instant. No
- * allocation, no lock; the one call out is snap__plat_read, for those.
+ * allocation, no lock, no libc call at any optimisation level: no
+ * memcpy/memset, and no struct copy or zeroing large enough for a compiler
+ * to make one; the one call out is snap__plat_read, for those records
+ * (tests/capture/cfi_imports.cmake reads the object's imports with nm).
  * DWARF expressions: a CFA expression that reduces to sp + constant at the
  * pc (the PLT stub's) is evaluated; register rules given as expressions are
  * not, and the walker falls back to frame records there. A CIE marked 'S'
@@ -34,14 +37,13 @@
 #include "capture/cfi.h"
 
 #include <stddef.h>
-#include <string.h>
 
 #include "capture/arch.h"
 #include "platform/platform.h"
 
 /* Bounded byte reader over one segment; with `safe`, through a window of
    WINDOW bytes copied by snap__plat_read (on Linux a process_vm_readv
-   system call, ~1 us: a copy per byte would make one lookup cost ms). */
+   system call, ~1 us: a copy per field would make one lookup cost ms). */
 #define WINDOW 64
 typedef struct rd {
   uintptr_t p, lo, hi;
@@ -60,11 +62,20 @@ static bool rd_ok(rd_t *r, size_t n) {
   return true;
 }
 
-/* n (<= 8) bytes at r->p into out through the window, refilled from r->p
-   when it does not hold them; a refill that meets unmapped memory retries
-   with just the n bytes (a table may end right before a hole). */
-static __attribute__((noinline)) bool rd_window(rd_t *r, size_t n,
-                                                uint8_t *out) {
+/* Unaligned little-endian loads (the tables pack their fields). Not
+   memcpy: at -O0 and under ThreadSanitizer that is a call into libc (or the
+   sanitizer's interceptor), and this file promises none. Loads through
+   these types are one instruction at every optimisation level; may_alias
+   because the bytes are not objects of these types. */
+typedef uint16_t __attribute__((aligned(1), may_alias)) u16_bytes;
+typedef uint32_t __attribute__((aligned(1), may_alias)) u32_bytes;
+typedef uint64_t __attribute__((aligned(1), may_alias)) u64_bytes;
+
+/* n (<= 8) bytes at r->p, little-endian, through the window, refilled
+   from r->p when it does not hold them; a refill that meets unmapped memory
+   retries with just the n bytes (a table may end right before a hole).
+   Assembled by shifts: a byte-copy loop could become a memcpy call. */
+static __attribute__((noinline)) uint64_t rd_window(rd_t *r, size_t n) {
   if (r->p < r->win_at || r->p - r->win_at > r->win_len ||
       r->win_len - (r->p - r->win_at) < n) {
     size_t len = r->hi - r->p < WINDOW ? (size_t)(r->hi - r->p) : WINDOW;
@@ -73,33 +84,36 @@ static __attribute__((noinline)) bool rd_window(rd_t *r, size_t n,
       if (!snap__plat_read(r->p, r->win, len)) {
         r->win_len = 0;
         r->bad = true;
-        return false;
+        return 0;
       }
     }
     r->win_at = r->p;
     r->win_len = len;
   }
-  /* A byte loop: a memcpy of variable size is a libc call, and this runs
-     in the stopped window. */
+  uint64_t v = 0;
   for (size_t i = 0; i < n; i++)
-    out[i] = r->win[r->p - r->win_at + i];
-  return true;
+    v |= (uint64_t)r->win[r->p - r->win_at + i] << (8 * i);
+  return v;
 }
 
-/* Inlined: every caller passes a constant n, so the direct copy becomes
-   one load (out of line, the variable-size memcpy call was most of a
-   lookup). */
+/* Inlined: every caller passes a constant n, so the switch folds to one
+   load. Little-endian targets only (x86_64, arm64). */
 static inline __attribute__((always_inline)) uint64_t rd_u(rd_t *r, size_t n) {
   if (!rd_ok(r, n))
     return 0;
-  uint64_t v = 0;
+  uint64_t v;
   if (r->safe) {
-    uint8_t b[8] = {0};
-    if (!rd_window(r, n, b))
+    v = rd_window(r, n);
+    if (r->bad)
       return 0;
-    memcpy(&v, b, n); /* little-endian targets only */
-  } else {
-    memcpy(&v, (const void *)r->p, n); /* little-endian targets only */
+    r->p += n;
+    return v;
+  }
+  switch (n) {
+  case 1: v = *(const uint8_t *)r->p; break;
+  case 2: v = *(const u16_bytes *)r->p; break;
+  case 4: v = *(const u32_bytes *)r->p; break;
+  default: v = *(const u64_bytes *)r->p; break; /* 8: the only other size */
   }
   r->p += n;
   return v;
@@ -189,6 +203,17 @@ typedef struct row {
   int64_t ra_off, fp_off;
 } row_t;
 enum { R_SAME, R_OFFSET, R_UNDEF, R_UNSUPPORTED };
+
+/* Row copies field by field: a struct assignment this size is a memcpy
+   call at -O0 (clang), and this file calls no libc function. */
+static void row_copy(row_t *to, const row_t *from) {
+  to->cfa_kind = from->cfa_kind;
+  to->cfa_off = from->cfa_off;
+  to->ra_kind = from->ra_kind;
+  to->fp_kind = from->fp_kind;
+  to->ra_off = from->ra_off;
+  to->fp_off = from->fp_off;
+}
 
 #define STATE_STACK 8
 
@@ -393,14 +418,14 @@ static bool run(rd_t *r, uintptr_t end, const cie_t *cie, uintptr_t loc,
       case 0x0a: /* remember_state */
         if (depth == STATE_STACK)
           return false;
-        stack[depth++] = *row;
+        row_copy(&stack[depth++], row);
         break;
       case 0x0b: /* restore_state */
         /* Restores the CFA rule too: GCC's libgcc and LLVM's libunwind both
            do, and GCC's epilogue CFI relies on it. */
         if (depth == 0)
           return false;
-        *row = stack[--depth];
+        row_copy(row, &stack[--depth]);
         break;
       case 0x0c: /* def_cfa */
         set_cfa_reg(row, rd_uleb(r));
@@ -558,13 +583,8 @@ static bool find_fde_for(const snap__image_t *img, uintptr_t pc, rd_t *r,
                          uintptr_t *pc_range, uintptr_t *fde_end) {
   if (!img || !img->unwind_hdr)
     return false;
-  r->p = 0;
-  r->lo = img->unwind_lo;
-  r->hi = img->unwind_hi;
-  r->bad = false;
-  r->safe = img->read_safely;
-  r->win_at = 0;
-  r->win_len = 0; /* the window starts empty (its bytes are not read) */
+  r->p = 0, r->lo = img->unwind_lo, r->hi = img->unwind_hi, r->bad = false;
+  r->safe = img->read_safely, r->win_at = 0, r->win_len = 0; /* empty */
   uintptr_t fde = find_fde(r, img->unwind_hdr, pc);
   if (!fde)
     return false;
@@ -577,7 +597,8 @@ static bool find_fde_for(const snap__image_t *img, uintptr_t pc, rd_t *r,
   uint64_t cie_off = rd_u(r, 4);
   if (r->bad || cie_off == 0 || cie_off > cie_ptr_at)
     return false;
-  *cr = *r;
+  cr->lo = r->lo, cr->hi = r->hi, cr->bad = false; /* not *cr = *r: rd_u */
+  cr->safe = r->safe, cr->win_at = 0, cr->win_len = 0;
   if (!parse_cie(cr, cie_ptr_at - (uintptr_t)cie_off, cie))
     return false;
   *pc_begin = (uintptr_t)rd_encoded(r, cie->fde_enc, 0);
@@ -604,7 +625,10 @@ bool snap__cfi_function_bounds(const snap__image_t *img, uintptr_t pc,
 
 void snap__cfi_find_rule(const snap__image_t *img, uintptr_t pc,
                          snap__rule_t *out) {
-  memset(out, 0, sizeof *out);
+  /* Field by field, not memset or a compound literal (a memset call at
+     -O0): see rd_u. */
+  out->cfa = SNAP__CFA_NONE, out->ra = SNAP__RA_UNDEFINED;
+  out->fp = SNAP__FP_SAME, out->cfa_off = out->ra_off = out->fp_off = 0;
   rd_t r, cr;
   cie_t cie;
   uintptr_t pc_begin, pc_range, fde_end;
@@ -616,11 +640,13 @@ void snap__cfi_find_rule(const snap__image_t *img, uintptr_t pc,
   }
 
   /* Step 3: run the programs up to pc. */
-  row_t init = {REG_CFA_OTHER, 0, R_SAME, R_SAME, 0, 0};
+  row_t init, row;
+  init.cfa_kind = REG_CFA_OTHER, init.cfa_off = 0;
+  init.ra_kind = init.fp_kind = R_SAME, init.ra_off = init.fp_off = 0;
   cr.p = cie.insn;
   if (!run(&cr, cie.insn_end, &cie, pc_begin, pc, &init, NULL))
     return;
-  row_t row = init;
+  row_copy(&row, &init);
   if (!run(&r, fde_end, &cie, pc_begin, pc, &row, &init))
     return;
 

@@ -38,6 +38,20 @@ typedef struct snap__rule {
   int32_t fp_off;
 } snap__rule_t;
 
+/* A frame-record rule: CFA = fp + K, the caller's fp saved at CFA - K and
+   the return address at CFA - K + 8, i.e. the record [saved fp, return
+   address] sits at fp, as every frame-pointer prologue leaves it (x86_64:
+   K = 16; arm64: the frame size on Linux, 16 on Apple). Returns K, else 0. */
+static inline intptr_t snap__rule_record_cfa(const snap__rule_t *rule) {
+  intptr_t k = rule->cfa_off;
+  if (rule->cfa != SNAP__CFA_FP || rule->ra != SNAP__RA_AT_CFA ||
+      rule->fp != SNAP__FP_AT_CFA || k < 2 * (intptr_t)sizeof(uintptr_t) ||
+      rule->fp_off != -k ||
+      rule->ra_off != rule->fp_off + (intptr_t)sizeof(uintptr_t))
+    return 0;
+  return k;
+}
+
 /* The rule at lookup_pc (the exact pc for an interrupted frame, the return
    address minus one for a caller) in img's .eh_frame. Always fills *out;
    SNAP__CFA_NONE when the tables are missing, malformed or use a feature

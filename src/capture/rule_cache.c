@@ -23,6 +23,8 @@ static bool pack(const snap__rule_t *r, uint64_t *out) {
          SNAP__RULE_PRESENT | (uint64_t)(uint8_t)(int8_t)(r->ra_off / 8) << 8 |
          (uint64_t)(uint8_t)(int8_t)(r->fp_off / 8) << 16 |
          (uint64_t)(uint32_t)r->cfa_off << 32;
+  if (snap__rule_record_cfa(r))
+    *out |= SNAP__RULE_RECORD;
   return true;
 }
 

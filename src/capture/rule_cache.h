@@ -44,6 +44,10 @@ extern snap__rule_entry_t snap__rule_cache[1u << SNAP__RULE_CACHE_BITS];
 
 #define SNAP__RULE_MUL 0x9e3779b97f4a7c15ull
 #define SNAP__RULE_PRESENT ((uint64_t)1 << 6)
+/* Set when the rule is a frame-record rule (snap__rule_record_cfa, asked
+   once when the rule is stored): the walk's fast path tests this bit
+   instead of unpacking the rule for every frame. */
+#define SNAP__RULE_RECORD ((uint64_t)1 << 7)
 
 /* The salt for a table generation. [signal-safe] */
 uint64_t snap__rule_cache_salt(uint64_t generation);
@@ -88,23 +92,12 @@ static inline bool snap__rule_cache_get(uintptr_t pc, uint64_t salt,
   return true;
 }
 
-/* If pc's rule is in the cache and is a frame-record rule — CFA = fp + K,
-   caller's fp saved at CFA - K and return address at CFA - K + 8, i.e. the
-   record [saved fp, return address] sits at fp, as every frame-pointer
-   prologue on x86_64 (K = 16) and arm64 (K = the frame size on Linux, 16 on
-   Apple) leaves it — returns K; else 0. [signal-safe] */
+/* If pc's rule is in the cache and is a frame-record rule, its CFA offset
+   K (snap__rule_record_cfa); else 0. [signal-safe] */
 static inline intptr_t snap__rule_cache_record_cfa(uintptr_t pc,
                                                    uint64_t salt) {
   uint64_t v = snap__rule_cache_probe(pc, salt);
-  const uint64_t kinds = SNAP__CFA_FP | SNAP__RA_AT_CFA << 2 |
-                         SNAP__FP_AT_CFA << 4 | SNAP__RULE_PRESENT;
-  intptr_t cfa_off = (int32_t)(uint32_t)(v >> 32);
-  intptr_t ra_off = (int8_t)(uint8_t)(v >> 8) * 8;
-  intptr_t fp_off = (int8_t)(uint8_t)(v >> 16) * 8;
-  if ((v & 0x7f) != kinds || cfa_off < 16 || fp_off != -cfa_off ||
-      ra_off != fp_off + (intptr_t)sizeof(uintptr_t))
-    return 0;
-  return cfa_off;
+  return v & SNAP__RULE_RECORD ? (intptr_t)(int32_t)(uint32_t)(v >> 32) : 0;
 }
 
 /* Stores the rule if it packs (offsets compilers emit always do).

@@ -5,7 +5,9 @@
  *   mode 0: the CFI reader (rules, and function bounds) over a fake image
  *           whose .eh_frame_hdr and .eh_frame are the input bytes;
  *   mode 1: a whole walk over a stack that is the input bytes, its top bound
- *           the end of the input.
+ *           the end of the input; with bit 1 of the first byte set, walked
+ *           twice, with the fast path and through the reader table alone,
+ *           and the two must give the same pcs (a difference aborts).
  *
  * Built with the library's sources and -fsanitize=fuzzer,address,undefined,
  * so any read outside the input, any overflow and any hang (libFuzzer's
@@ -52,9 +54,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     n &= ~(sizeof(uintptr_t) - 1);
     snap__regs_t regs = {a, lo, lo + (b % (n + 1)), 0, (b >> 60) & 1};
-    uintptr_t pcs[64];
+    uintptr_t pcs[64], slow[64];
     unsigned flags = (unsigned)(b >> 61) & SNAP_CAPTURE_ALL_FLAGS;
-    (void)snap__walk_bounded(&regs, b & 1, flags, lo + n, pcs, 64, 0);
+    int got = snap__walk_bounded(&regs, b & 1, flags, lo + n, pcs, 64, 0);
+    if (data[0] & 2) {
+      int want =
+          snap__walk_bounded_readers(&regs, b & 1, flags, lo + n, slow, 64, 0);
+      if (got != want || memcmp(pcs, slow, (size_t)got * sizeof *pcs) != 0)
+        abort();
+    }
   }
   free(buf);
   return 0;

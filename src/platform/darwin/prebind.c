@@ -64,7 +64,7 @@ void snap__darwin_prebind(pthread_key_t window_key) {
   /* snap__darwin_window (sample.c), asked by the walker's stack-bounds and
      async-task checks in the window. */
   (void)pthread_getspecific(window_key);
-  /* The walker's memcpy (walk.c copies cursors): a size the compiler
+  /* The walker's memcpy (walk.c copies batches of pcs): a size the compiler
      cannot see, so this is a real call through the stub, not an inlined
      copy or a __memcpy_chk. */
   static volatile size_t one = sizeof src;
