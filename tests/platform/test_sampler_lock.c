@@ -16,7 +16,7 @@
  * kill a hung process) when no sample completes for HANG_SECONDS.
  *
  * Whole: a sample is n frames, 1 <= n <= max, every pc inside a loaded
- * image as dladdr sees it; and nearly all (99%) reach the sampled thread's
+ * image as dladdr sees it; and every one reaches the sampled thread's
  * loop function as dladdr names it (the executable exports its
  * functions). Clean errors: SNAP_ETIMEDOUT, SNAP_EBUSY.
  */
@@ -170,10 +170,10 @@ int main(void) {
     CHECK(SNAP_TEST_TSAN || s->whole == s->ok,
           "sampler %d: %ld of %ld samples not whole", i, s->ok - s->whole,
           s->ok);
-    /* The walk itself (not this test's subject) may stop early at a rare
-       instruction, and under TSan a deferred signal may see a later stack
-       (check.h): nearly all, not all, must reach the sampled loop. */
-    CHECK(SNAP_TEST_TSAN || s->reached * 100 >= s->ok * 99,
+    /* Every sample reaches the sampled loop (issue 12 defect 6, a walk
+       ending early after an epilogue's pop, once made 1 in 50 000 short);
+       under TSan a deferred signal may see a later stack (check.h). */
+    CHECK(SNAP_TEST_TSAN || s->reached == s->ok,
           "sampler %d: only %ld of %ld samples reach sampler_loop", i,
           s->reached, s->ok);
     /* Some must get through, or the test proved nothing: a loaded box or
