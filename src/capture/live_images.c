@@ -29,6 +29,17 @@ const snap__plat_ident_t *snap__live_lookup_slow(snap__live_memo_t *m,
   return &m->e[i];
 }
 
+uint64_t snap__live_ident_slow(snap__live_memo_t *m, uintptr_t pc) {
+  snap__plat_ident_t tmp;
+  const snap__plat_ident_t *now = snap__live_lookup_slow(m, pc, &tmp);
+  if (now != &tmp) { /* remembered: the next frames of it ask inline */
+    m->last_lo = now->lo;
+    m->last_span = now->hi - now->lo;
+    m->last_id = now->id;
+  }
+  return now->id;
+}
+
 const snap__image_t *snap__live_unwind_record(snap__live_memo_t *m,
                                               uintptr_t pc,
                                               snap__image_t *scratch) {

@@ -34,11 +34,18 @@
 #define SNAP__LIVE_MEMO 8 /* distinct images remembered per walk */
 
 typedef struct snap__live_memo {
+  /* The last answer, unpacked: the per-frame test is one subtraction and
+     one compare (the walk asks it for every frame). */
+  uintptr_t last_lo, last_span;
+  uint64_t last_id;
   int n, last;
   snap__plat_ident_t e[SNAP__LIVE_MEMO];
 } snap__live_memo_t;
 
 static inline void snap__live_init(snap__live_memo_t *m) {
+  m->last_lo = 0;
+  m->last_span = 0; /* matches no pc */
+  m->last_id = SNAP__IDENT_NONE;
   m->n = 0;
   m->last = 0;
 }
@@ -57,9 +64,13 @@ snap__live_lookup(snap__live_memo_t *m, uintptr_t pc, snap__plat_ident_t *tmp) {
   return snap__live_lookup_slow(m, pc, tmp);
 }
 
+/* The identity for pc when the last answer does not cover it. */
+uint64_t snap__live_ident_slow(snap__live_memo_t *m, uintptr_t pc);
+
 static inline uint64_t snap__live_ident(snap__live_memo_t *m, uintptr_t pc) {
-  snap__plat_ident_t tmp;
-  return snap__live_lookup(m, pc, &tmp)->id;
+  if (pc - m->last_lo < m->last_span)
+    return m->last_id;
+  return snap__live_ident_slow(m, pc);
 }
 
 /* The rule-cache salt for pc: the walk's salt mixed with the identity of
