@@ -16,23 +16,31 @@ endif()
 # the kernel hands B the hole A left. qemu-user's mmap moves on instead, so
 # there both libraries ask for one address (a fixed first segment), which
 # the loader passes to mmap as a hint when the program is not PIE.
+function(snap_same_address_lib target)
+  if(CMAKE_CROSSCOMPILING)
+    target_link_options(${target} PRIVATE -Wl,-Ttext-segment=0x500000000000)
+  endif()
+endfunction()
+# A test loading libraries A and B at one address: their paths as LIB_A and
+# LIB_B, and under qemu not PIE (see above).
+function(snap_same_address_test test lib_a lib_b)
+  target_compile_definitions(${test} PRIVATE
+    LIB_A="$<TARGET_FILE:${lib_a}>" LIB_B="$<TARGET_FILE:${lib_b}>")
+  add_dependencies(${test} ${lib_a} ${lib_b})
+  if(CMAKE_CROSSCOMPILING)
+    set_target_properties(${test} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+    target_compile_options(${test} PRIVATE -fno-pie)
+    target_link_options(${test} PRIVATE -no-pie)
+  endif()
+endfunction()
 foreach(v a b)
   add_library(snap_unload_${v} SHARED symbols/unload_lib.c)
   target_compile_definitions(snap_unload_${v} PRIVATE UNLOAD_NAME=$<IF:$<STREQUAL:${v},a>,alpha,beta>)
   set_target_properties(snap_unload_${v} PROPERTIES OUTPUT_NAME snap_unload_${v})
-  if(CMAKE_CROSSCOMPILING)
-    target_link_options(snap_unload_${v} PRIVATE -Wl,-Ttext-segment=0x500000000000)
-  endif()
+  snap_same_address_lib(snap_unload_${v})
 endforeach()
 snap_test(test_symbol_unload symbols/test_symbol_unload.c)
-target_compile_definitions(test_symbol_unload PRIVATE
-  LIB_A="$<TARGET_FILE:snap_unload_a>" LIB_B="$<TARGET_FILE:snap_unload_b>")
-add_dependencies(test_symbol_unload snap_unload_a snap_unload_b)
-if(CMAKE_CROSSCOMPILING)
-  set_target_properties(test_symbol_unload PROPERTIES POSITION_INDEPENDENT_CODE OFF)
-  target_compile_options(test_symbol_unload PRIVATE -fno-pie)
-  target_link_options(test_symbol_unload PRIVATE -no-pie)
-endif()
+snap_same_address_test(test_symbol_unload snap_unload_a snap_unload_b)
 
 # Locks: stacksnap's and the loader's, taken from both sides at once.
 add_library(snap_reentry MODULE symbols/reentry_lib.c)
@@ -56,32 +64,17 @@ foreach(flavour churn churn_ctor)
       target_compile_definitions(snap_${flavour}_${v} PRIVATE CHURN_CAPTURE=1)
       target_compile_options(snap_${flavour}_${v} PRIVATE -O1 -fomit-frame-pointer)
     endif()
-    if(CMAKE_CROSSCOMPILING)
-      target_link_options(snap_${flavour}_${v} PRIVATE -Wl,-Ttext-segment=0x500000000000)
-    endif()
+    snap_same_address_lib(snap_${flavour}_${v})
   endforeach()
 endforeach()
 snap_test(test_dlclose_naming symbols/test_dlclose_naming.c)
-target_compile_definitions(test_dlclose_naming PRIVATE
-  LIB_A="$<TARGET_FILE:snap_churn_a>" LIB_B="$<TARGET_FILE:snap_churn_b>")
-add_dependencies(test_dlclose_naming snap_churn_a snap_churn_b)
+snap_same_address_test(test_dlclose_naming snap_churn_a snap_churn_b)
 if(CMAKE_CROSSCOMPILING)
   target_compile_definitions(test_dlclose_naming PRIVATE SNAP_CHURN_SECONDS=4)
-  set_target_properties(test_dlclose_naming PROPERTIES POSITION_INDEPENDENT_CODE OFF)
-  target_compile_options(test_dlclose_naming PRIVATE -fno-pie)
-  target_link_options(test_dlclose_naming PRIVATE -no-pie)
 endif()
 snap_test(test_reload_capture images/test_reload_capture.c)
 set_target_properties(test_reload_capture PROPERTIES ENABLE_EXPORTS ON)
-target_compile_definitions(test_reload_capture PRIVATE
-  LIB_A="$<TARGET_FILE:snap_churn_ctor_a>" LIB_B="$<TARGET_FILE:snap_churn_ctor_b>")
-add_dependencies(test_reload_capture snap_churn_ctor_a snap_churn_ctor_b)
-if(CMAKE_CROSSCOMPILING)
-  set_target_properties(test_reload_capture PROPERTIES POSITION_INDEPENDENT_CODE OFF)
-  target_compile_options(test_reload_capture PRIVATE -fno-pie)
-  target_link_options(test_reload_capture PRIVATE -no-pie)
-endif()
-
+snap_same_address_test(test_reload_capture snap_churn_ctor_a snap_churn_ctor_b)
 
 # API v1: the naming calls' int-returning twins tell each cause of "no
 # stack" apart; snap_callstack_symbols takes SNAP_SYMBOLICATE_EXACT_PC0.
