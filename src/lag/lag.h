@@ -299,6 +299,21 @@ static inline uint64_t snap__stretch_busy_until(const snap__stretch_t *s,
   return s->since_ns + s->stolen_ns + d;
 }
 
+/* Of a wake `late` past its plan (0: within the slack), the time the whole
+   process did not run: what the watchdog thread's own run-queue wait over
+   the sleep (`starved`, negative when the OS does not say) does not
+   explain. Starved means the machine was busy and the app ran (or
+   waited) meanwhile: that is lag time, never discounted. A remainder
+   within the slack is the timer's noise, not a stop. */
+static inline uint64_t snap__stolen_ns(uint64_t late, int64_t starved,
+                                       uint64_t slack) {
+  if (late == 0 || starved < 0)
+    return late;
+  uint64_t unexplained =
+      late > (uint64_t)starved ? late - (uint64_t)starved : 0;
+  return unexplained > slack ? unexplained : 0;
+}
+
 /* ---- Sampling the main thread (main_sample.c) ---------------------------- */
 
 #define SNAP__DUMP_DEPTH 256 /* frames kept of each thread in a report */

@@ -20,9 +20,14 @@
  * Detection is therefore on time (a deadline computed from when the stretch
  * began), not up to a polling period late.
  *
- * A wake later than planned by more than `slack` means the whole process
- * did not run (SIGSTOP, a debugger, a suspended VM): that time is "stolen"
- * and does not count as busy, so a stop never makes a lag.
+ * A wake later than planned by more than `slack` is either a machine too
+ * busy to run the watchdog on time (it waited on a run queue: the app ran
+ * or waited meanwhile, and that time is lag) or a process that did not
+ * run at all (SIGSTOP, a debugger, a suspended VM: that time is "stolen"
+ * and does not count as busy, so a stop never makes a lag). The watchdog
+ * thread's own run-queue wait since its last wake tells them apart
+ * (snap__stolen_ns); where the OS does not say (Apple), a late wake counts
+ * as a stop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +59,7 @@ typedef struct wd {
 
   /* The sleep (sleep_until), for the next wake. */
   uint64_t planned_ns; /* when it is due */
+  int64_t waited_ns;   /* own run-queue wait at the last wake (< 0: none) */
   bool from_park;      /* it ended a park by a post */
   uint32_t last_seq;   /* the loop's sequence at the last wake */
 } wd_t;
@@ -109,12 +115,19 @@ static uint64_t stretch_end_ns(const snap__loop_view_t *v,
   return v->busy ? v->busy_since_ns : v->idle_since_ns;
 }
 
-/* How late this wake is, beyond `slack`: the process did not run for that
-   long (0: on time). A park ends with a post right after a busy call, so
-   that is when it was due. The CPU window does not count the time either. */
+/* How long, of this wake's lateness, the process did not run (0: on time,
+   or late only because the watchdog waited for a CPU). A park ends with a
+   post right after a busy call, so that is when it was due. The CPU
+   window does not count the time either. */
 static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
   uint64_t planned = w->from_park && v->busy ? v->busy_since_ns : w->planned_ns;
   uint64_t late = now > planned + w->slack_ns ? now - planned : 0;
+  int64_t waited = snap__plat_self_runqueue_wait_ns();
+  int64_t starved = waited >= 0 && w->waited_ns >= 0 && waited >= w->waited_ns
+                        ? waited - w->waited_ns
+                        : -1;
+  w->waited_ns = waited;
+  late = snap__stolen_ns(late, starved, w->slack_ns);
   if (late)
     snap__cpu_trigger_discount(&w->cpu, late);
   return late;
@@ -237,6 +250,7 @@ static void run(void *arg) {
      this library) before the first lag needs them. */
   snap_stack_release(snap_callstack_symbols(SNAP_MAX_FRAMES, 0));
   w->planned_ns = snap__plat_now_ns();
+  w->waited_ns = snap__plat_self_runqueue_wait_ns();
   snap__cpu_trigger_start(&w->cpu, w->cfg.cpu_percent,
                           w->cfg.cpu_window_ms * SNAP__MS, w->planned_ns,
                           snap__plat_thread_cpu_ns(w->main.tid));

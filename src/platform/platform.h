@@ -297,6 +297,13 @@ int64_t snap__plat_unix_ms(void);
 /* CPU time the thread has used (user + system), in nanoseconds, or a
    negative SNAP_E* code (SNAP_ENOTHREAD when it exited). */
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
+/* How long the calling thread has been runnable but not running (waiting
+   on a run queue for a CPU) since it started, in nanoseconds, or a
+   negative SNAP_E* code where the OS does not say (SNAP_EUNSUPPORTED on
+   Apple). Tells a thread that woke late because it was starved from one
+   whose whole process was stopped (a stopped thread is not runnable).
+   Linux: /proc/thread-self/schedstat. [setup] */
+int64_t snap__plat_self_runqueue_wait_ns(void);
 /* The thread's name ("" when it has none); false when it cannot be read. */
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size);
 /* True when a debugger (or any tracer) is attached to the process now. */

@@ -5,6 +5,13 @@
 snap_test(test_lag_config lag/test_lag_config.c)
 # Issue 13: one lag sampled inside and outside a libc call is one lag.
 snap_test(test_annealing lag/test_annealing.c)
+# Issue 13: a watchdog starved of CPU (SCHED_IDLE behind a busy worker on
+# its CPU) still reports the lag's whole duration. Linux: schedstat,
+# SCHED_IDLE and CPU affinity.
+if(SNAP_PLATFORM STREQUAL "linux")
+  snap_test(test_lag_starved lag/test_lag_starved.c)
+  set_tests_properties(test_lag_starved PROPERTIES RESOURCE_LOCK lag_processes)
+endif()
 # Issue 12: the lag's state machine, driven without threads or a clock.
 snap_test(test_lag_state lag/test_lag_state.c)
 

@@ -310,6 +310,23 @@ static void test_every_pair(void) {
   }
 }
 
+/* Issue 13: of a late wake, only what the watchdog's own run-queue wait
+   does not explain is time the process did not run. */
+static void test_stolen(void) {
+  const uint64_t ms = 1000000, slack = 200 * ms;
+  CHECK_EQ(snap__stolen_ns(0, 0, slack), 0);
+  /* SIGSTOP: 2 s late, not runnable meanwhile: all stolen. */
+  CHECK_EQ(snap__stolen_ns(2000 * ms, 1 * ms, slack), 1999 * ms);
+  /* Starved: 400 ms late, 400 ms on a run queue: none stolen. */
+  CHECK_EQ(snap__stolen_ns(400 * ms, 400 * ms, slack), 0);
+  CHECK_EQ(snap__stolen_ns(400 * ms, 900 * ms, slack), 0);
+  /* Both: the unexplained part, if past the slack. */
+  CHECK_EQ(snap__stolen_ns(1500 * ms, 300 * ms, slack), 1200 * ms);
+  CHECK_EQ(snap__stolen_ns(450 * ms, 300 * ms, slack), 0);
+  /* The OS does not say (Apple): a late wake is a stop, as before. */
+  CHECK_EQ(snap__stolen_ns(450 * ms, -1, slack), 450 * ms);
+}
+
 int main(void) {
   test_short_stretch();
   test_lag_lifecycle();
@@ -324,5 +341,6 @@ int main(void) {
   test_begin_ends_lag();
   test_backoff_cap();
   test_every_pair();
+  test_stolen();
   return check_result("test_lag_state");
 }

@@ -46,6 +46,11 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
   return us * 1000;
 }
 
+/* thread_info's basic and extended records give CPU time and the run
+   state now, not time spent runnable: the watchdog keeps its slack rule
+   (a late wake is a stop) there. */
+int64_t snap__plat_self_runqueue_wait_ns(void) { return SNAP_EUNSUPPORTED; }
+
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size) {
   if (!buf || size == 0 || !port_ok(thread))
     return false;

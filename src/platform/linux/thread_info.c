@@ -1,6 +1,7 @@
 /*
  * thread_info.c — what the lag watchdog asks about a thread beyond its
- * stack: CPU time used, name, and whether a debugger traces the process.
+ * stack: CPU time used, time starved of a CPU, name, and whether a debugger
+ * traces the process.
  *
  * CPU time: the kernel gives every thread a CPU clock whose id is built
  * from its TID: ((~tid) << 3) | CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED (2)
@@ -10,6 +11,9 @@
  * clock only for threads of the caller's own process (EINVAL otherwise),
  * and answers EINVAL or ESRCH once the thread has exited: both are
  * SNAP_ENOTHREAD. The clock counts user + system time, as scheduled.
+ *
+ * Run-queue wait (the calling thread's): the second field of
+ * /proc/thread-self/schedstat, the time it was runnable and not running.
  *
  * Name: /proc/self/task/<tid>/comm, 15 bytes at most and a newline.
  * Traced: the TracerPid line of /proc/self/status (0 = none). A tracer is
@@ -43,6 +47,27 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
   if (clock_gettime(clk, &ts) != 0)
     return errno == EINVAL || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static ssize_t read_small(const char *path, char *buf, size_t size);
+
+/* schedstat: "<ns on a CPU> <ns waiting on a run queue> <timeslices>"
+   (Documentation/scheduler/sched-stats.rst). */
+int64_t snap__plat_self_runqueue_wait_ns(void) {
+  char buf[128];
+  if (read_small("/proc/thread-self/schedstat", buf, sizeof buf) <= 0)
+    return SNAP_EIO;
+  const char *p = buf;
+  uint64_t field[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    while (*p == ' ')
+      p++;
+    if (*p < '0' || *p > '9')
+      return SNAP_EIO;
+    while (*p >= '0' && *p <= '9')
+      field[i] = field[i] * 10 + (uint64_t)(*p++ - '0');
+  }
+  return field[1] > INT64_MAX ? SNAP_EIO : (int64_t)field[1];
 }
 
 /* Reads up to size - 1 bytes of path into buf, NUL-terminated; the count,
