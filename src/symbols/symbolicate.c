@@ -98,7 +98,8 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                            .images = rec,
                            .generation = snap__images_generation(t)};
   for (int i = 0; i < n; i++)
-    sigret[i] = pcs[i] && snap__plat_is_sigreturn(pcs[i]);
+    sigret[i] = pcs[i] && snap__plat_is_sigreturn_named(
+                              pcs[i], snap__images_find(t, pcs[i]) != NULL);
   for (int i = 0; i < n; i++) {
     uintptr_t pc = pcs[i];
     bool exact = pc == 0 || sigret[i] || (i > 0 && sigret[i - 1]) ||

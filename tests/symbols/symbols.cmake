@@ -3,6 +3,10 @@
 snap_test(test_symbolicate symbols/test_symbolicate.c)
 set_target_properties(test_symbolicate PROPERTIES ENABLE_EXPORTS ON)
 
+# The pc after a signal-return trampoline is exact (issue 12, speed: the
+# trampoline check is learnt a chunk of code at a time).
+snap_test(test_symbol_sigreturn symbols/test_symbol_sigreturn.c)
+
 # Cache: SNAP_TEST_CACHE_STACKS distinct stacks through a 1 MiB cap; 1 M in
 # the plain native builds, fewer where each naming costs 5-20x more
 # (sanitizers, qemu).
