@@ -16,6 +16,12 @@ if(SNAP_SANITIZE OR CMAKE_CROSSCOMPILING)
   target_compile_definitions(test_symbol_cache PRIVATE SNAP_TEST_CACHE_STACKS=200000)
 endif()
 
+# The cache's per-thread fronts count in its cap; a lower cap empties them,
+# also a waiting thread's (issue 12, "the bounded cache").
+snap_test(test_cache_fronts symbols/test_cache_fronts.c)
+set_target_properties(test_cache_fronts PROPERTIES ENABLE_EXPORTS ON)
+target_link_libraries(test_cache_fronts PRIVATE Threads::Threads)
+
 # Image unload: two libraries of one layout, dlopen/dlclose/dlopen. Natively
 # the kernel hands B the hole A left. qemu-user's mmap moves on instead, so
 # there both libraries ask for one address (a fixed first segment), which
