@@ -108,10 +108,13 @@ typedef struct front_slot {
   size_t bytes;        /* what it counts for in g_front_bytes */
 } front_slot_t;
 
+/* On cache lines of its own (allocated aligned, a multiple of them in
+   size): the owner writes busy on every call, and two threads' fronts
+   side by side on one line would move it between their cores. */
 typedef struct front {
-  struct front *newer, *older; /* the registry, under g_fronts_lock */
-  atomic_bool busy;            /* its owner or a flusher is in it */
-  uint64_t epoch;              /* g_front_epoch it was last emptied for */
+  _Alignas(128) atomic_bool busy; /* its owner or a flusher is in it */
+  uint64_t epoch;                 /* g_front_epoch it was last emptied for */
+  struct front *newer, *older;    /* the registry, under g_fronts_lock */
   front_slot_t slot[FRONT_SLOTS];
 } front_t;
 
@@ -236,7 +239,9 @@ static void front_exit(void *arg) {
 static front_t *front_enter(bool create) {
   front_t *f = t_front;
   if (!f && create) {
-    f = calloc(1, sizeof *f);
+    f = aligned_alloc(_Alignof(front_t), sizeof *f);
+    if (f)
+      memset(f, 0, sizeof *f);
     if (!f || snap__plat_on_thread_exit(front_exit, f) != SNAP_OK) {
       free(f); /* without cleanup at exit, keep no references */
       return NULL;
@@ -329,7 +334,6 @@ static void front_fill(uint64_t key, snap_stack_t *s) {
   front_leave(f);
   snap_stack_release(gone[0]);
   snap_stack_release(gone[1]);
-  trim_to_cap();
 }
 
 static snap_stack_t *front_get(uint64_t key, const uintptr_t *pcs, int n,
@@ -428,6 +432,7 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
      thread holding dyld's lock may be waiting for this stripe. */
   if (fresh(hit)) {
     front_fill(key, hit);
+    trim_to_cap(); /* the front may have grown */
     return hit;
   }
   snap_stack_t *stale = NULL;
@@ -458,7 +463,10 @@ static void trim_to_cap(void) {
     return;
   size_t limit = atomic_load_explicit(&g_limit, memory_order_relaxed);
   bool evicted = true;
-  while (evicted && total_bytes() > limit) {
+  /* Nothing to evict when the table is empty (what else the cap counts
+     may alone be over a tiny cap): no sweep of every stripe's lock. */
+  while (evicted && total_bytes() > limit &&
+         atomic_load_explicit(&g_table_bytes, memory_order_relaxed) > 0) {
     evicted = false;
     for (int i = 0; i < STRIPES && total_bytes() > limit; i++) {
       unsigned k =
@@ -553,7 +561,7 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
 
   if (added)
     trim_stripe(st, cap, added);
-  front_fill(key, result); /* trims to the whole cap */
+  front_fill(key, result);
   trim_to_cap();
   return result;
 }

@@ -177,14 +177,18 @@ static parts_t parts(const snap_stack_t *s) {
 
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key) {
+  /* Scratch, one allocation: names and strs (pointers) first, then ids
+     and pair (4 and 2 bytes a cell). */
   size_t cells = n ? (size_t)n : 1;
-  uint16_t *pair = malloc(cells * sizeof *pair);
-  name_pair_t *names = malloc(cells * sizeof *names);
-  const char **strs = malloc(2 * cells * sizeof *strs);
-  uint32_t *ids = malloc(2 * cells * sizeof *ids);
+  char *scratch = malloc(cells * (sizeof(name_pair_t) + 2 * sizeof(char *) +
+                                  2 * sizeof(uint32_t) + sizeof(uint16_t)));
   snap_stack_t *s = NULL;
-  if (!pair || !names || !strs || !ids)
-    goto out;
+  if (!scratch)
+    return NULL;
+  name_pair_t *names = (name_pair_t *)(void *)scratch;
+  const char **strs = (const char **)(void *)(names + cells);
+  uint32_t *ids = (uint32_t *)(void *)(strs + 2 * cells);
+  uint16_t *pair = (uint16_t *)(void *)(ids + 2 * cells);
 
   int n_names = 0;
   bool wide = false, lines = false;
@@ -248,10 +252,7 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
     j++;
   }
 out:
-  free(pair);
-  free(names);
-  free(strs);
-  free(ids);
+  free(scratch);
   return s;
 }
 
