@@ -29,7 +29,9 @@
  *     is NUL, so any in-range offset has its terminator inside the table
  *     (checked once per table, not once per name: a hostile table of long
  *     unterminated strings cannot make the parse quadratic).
- *  4. Lookup: binary search for the last start <= pc; a pc at or past that
+ *  4. Lookup: binary search for the last start <= pc (over 32-bit offsets
+ *     from the first function when they fit: 4 bytes a function to touch,
+ *     not 24); a pc at or past that
  *     function's end is not that function (a gap, or code without a
  *     symbol), unless a function starting just before encloses it (nested
  *     or overlapping symbols, looked for a few entries back).
@@ -309,6 +311,11 @@ static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
   }
   e->syms = out;
   e->nsyms = m;
+  if (out[m - 1].addr - out[0].addr <= UINT32_MAX) {
+    e->keys = malloc(m * sizeof *e->keys); /* none: the slower search */
+    for (size_t i = 0; e->keys && i < m; i++)
+      e->keys[i] = (uint32_t)(out[i].addr - out[0].addr);
+  }
   return 0;
 }
 
@@ -317,12 +324,27 @@ const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
   if (floor)
     *floor = 0;
   size_t lo = 0, hi = e->nsyms; /* first entry with addr > vaddr */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (e->syms[mid].addr <= vaddr)
-      lo = mid + 1;
-    else
-      hi = mid;
+  if (e->keys && e->nsyms) {
+    if (vaddr < e->syms[0].addr)
+      return NULL;
+    uint64_t rel = vaddr - e->syms[0].addr;
+    if (rel > UINT32_MAX) /* past every key */
+      lo = e->nsyms;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (e->keys[mid] <= (uint32_t)rel)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  } else {
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (e->syms[mid].addr <= vaddr)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
   }
   if (lo == 0)
     return NULL;
@@ -703,6 +725,7 @@ int snap__elf_detach(snap__elf_t *e) {
 
 void snap__elf_free(snap__elf_t *e) {
   free(e->syms);
+  free(e->keys);
   free(e->owned);
   memset(e, 0, sizeof *e);
 }
