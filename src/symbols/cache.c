@@ -581,6 +581,7 @@ int snap_set_symbol_cache_limit(size_t bytes) {
   for (int i = 0; i < STRIPES; i++)
     trim_stripe(&g_stripes[i].s, bytes / STRIPES, NULL);
   trim_to_cap();
+  snap__intern_trim(); /* the shared names' tables, if no name is left */
   return SNAP_OK;
 }
 

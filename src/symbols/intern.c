@@ -7,8 +7,10 @@
  * doubled when it is as full as it has buckets; ids index a two-level
  * array of entry pointers (chunks of 4096 slots, each allocated once and
  * never moved while any id is held), so reading a string by id takes no
- * lock. An entry is freed with its last reference and its id reused; with
- * the last entry the tables go too. One lock guards the chains,
+ * lock. An entry is freed with its last reference and its id reused; the
+ * tables go when asked with no string left (snap__intern_trim: a cap of 0
+ * leaves nothing behind), not with each last string (naming with the cache
+ * off would make them afresh for every stack). One lock guards the chains,
  * the counts and the free ids: taken once per stack packed (all its names
  * at once) and once per stack freed, never per frame.
  *
@@ -127,8 +129,7 @@ static void drop_ref(uint32_t id) {
 }
 
 /* Under g_lock, when no string is left: no id is held anywhere, so no
-   reader can be in a chunk; the tables go too, and a cap of 0 leaves
-   nothing behind. */
+   reader can be in a chunk. */
 static void drop_tables(void) {
   for (unsigned c = 0; c < MAX_CHUNKS; c++) {
     slot_t *chunk = atomic_load_explicit(&g_chunks[c], memory_order_relaxed);
@@ -205,6 +206,11 @@ void snap__intern_release(const uint32_t *ids, int n) {
   for (int i = 0; i < n; i++)
     if (ids[i])
       drop_ref(ids[i]);
+  snap__plat_lazy_unlock(&g_lock);
+}
+
+void snap__intern_trim(void) {
+  snap__plat_lazy_lock(&g_lock);
   if (g_count == 0)
     drop_tables();
   snap__plat_lazy_unlock(&g_lock);

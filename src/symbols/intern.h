@@ -15,6 +15,8 @@
 int snap__intern_acquire(const char *const *s, int n, uint32_t *ids);
 /* Drops one reference per nonzero id; a string no id refers to is freed. */
 void snap__intern_release(const uint32_t *ids, int n);
+/* Frees the tables when no string is left. */
+void snap__intern_trim(void);
 /* The string of an id the caller holds a reference to (NULL for 0).
    Lock-free. */
 const char *snap__intern_get(uint32_t id);

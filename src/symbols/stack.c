@@ -11,11 +11,11 @@
  * (wide); source lines, when asked for, add a file id and line per frame.
  * One allocation, so the cache can charge its exact size against the cap.
  *
- * The view: snap_frame_t per frame plus the formatted lines, built on the
- * first snap_stack_frame / snap_stack_line call, published once with a
- * compare-and-swap (a racing builder frees its own copy), freed with the
- * stack. Its size is told to the cache (snap__stack_on_view), which counts
- * views against its cap.
+ * The views: snap_frame_t per frame, built on the first snap_stack_frame
+ * call, and the formatted lines, on the first snap_stack_line call; each
+ * published once with a compare-and-swap (a racing builder frees its own
+ * copy), freed with the stack. Its size is told to the cache
+ * (snap__stack_on_view), which counts views against its cap.
  *
  * Lines follow Apple's callStackSymbols layout, which crash-report readers
  * and tools already parse: index padded to 4, image name padded to 35, the
@@ -118,6 +118,7 @@ typedef struct line_rec {
   uint32_t line;
 } line_rec_t;
 
+/* One view: the frames, or the lines (then frames is NULL). */
 struct snap__stack_view {
   size_t bytes;
   snap_frame_t *frames;
@@ -224,6 +225,7 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
   s->lines = lines;
   atomic_init(&s->checked_generation, key->generation);
   atomic_init(&s->view, NULL);
+  atomic_init(&s->lines_view, NULL);
   parts_t p = parts(s);
   if (key->n)
     memcpy(p.pcs, key->pcs, (size_t)key->n * sizeof *p.pcs);
@@ -275,47 +277,75 @@ static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i) {
   return f;
 }
 
-/* s's view, built on first use; NULL when out of memory. */
-static const snap__stack_view_t *view_of(const snap_stack_t *cs) {
+/* Publishes v as s's view in *slot unless another thread did first (then
+   v goes and theirs is returned); counts it and tells the cache. */
+static const snap__stack_view_t *publish(_Atomic(snap__stack_view_t *) *slot,
+                                         snap__stack_view_t *v) {
+  snap__stack_view_t *expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(
+          slot, &expected, v, memory_order_acq_rel, memory_order_acquire)) {
+    free(v); /* another thread built it first */
+    return expected;
+  }
+  atomic_fetch_add_explicit(&g_view_bytes, v->bytes, memory_order_relaxed);
+  void (*hook)(size_t) = atomic_load(&g_on_view);
+  if (hook)
+    hook(v->bytes);
+  return v;
+}
+
+/* s's frames, built on first use; NULL when out of memory. */
+static const snap__stack_view_t *frames_of(const snap_stack_t *cs) {
   snap_stack_t *s = (snap_stack_t *)cs;
   snap__stack_view_t *v = atomic_load_explicit(&s->view, memory_order_acquire);
   if (v)
     return v;
-  parts_t p = parts(s);
-  int n = s->count;
-  size_t frames_at = sizeof(snap__stack_view_t);
-  size_t lines_at = frames_at + (size_t)n * sizeof(snap_frame_t);
-  size_t total = lines_at + (size_t)n * sizeof(char *);
-  for (int i = 0; i < n; i++) {
-    snap_frame_t f = frame_of(s, &p, i);
-    total += format_line(NULL, i, &f) + 1;
-  }
+  size_t total =
+      sizeof(snap__stack_view_t) + (size_t)s->count * sizeof(snap_frame_t);
   char *block = malloc(total);
   if (!block)
     return NULL;
   v = (snap__stack_view_t *)(void *)block;
   v->bytes = total;
-  v->frames = (snap_frame_t *)(void *)(block + frames_at);
-  v->lines = (const char **)(void *)(block + lines_at);
-  char *pool = block + lines_at + (size_t)n * sizeof(char *);
-  for (int i = 0; i < n; i++) {
+  v->frames = (snap_frame_t *)(void *)(block + sizeof(snap__stack_view_t));
+  v->lines = NULL;
+  parts_t p = parts(s);
+  for (int i = 0; i < s->count; i++)
     v->frames[i] = frame_of(s, &p, i);
-    size_t len = format_line(pool, i, &v->frames[i]);
+  return publish(&s->view, v);
+}
+
+/* s's formatted lines, built on first use; NULL when out of memory. */
+static const snap__stack_view_t *lines_of(const snap_stack_t *cs) {
+  snap_stack_t *s = (snap_stack_t *)cs;
+  snap__stack_view_t *v =
+      atomic_load_explicit(&s->lines_view, memory_order_acquire);
+  if (v)
+    return v;
+  const snap__stack_view_t *fv = frames_of(s);
+  if (!fv)
+    return NULL;
+  int n = s->count;
+  size_t lines_at = sizeof(snap__stack_view_t);
+  size_t pool_at = lines_at + (size_t)n * sizeof(char *);
+  size_t total = pool_at;
+  for (int i = 0; i < n; i++)
+    total += format_line(NULL, i, &fv->frames[i]) + 1;
+  char *block = malloc(total);
+  if (!block)
+    return NULL;
+  v = (snap__stack_view_t *)(void *)block;
+  v->bytes = total;
+  v->frames = NULL;
+  v->lines = (const char **)(void *)(block + lines_at);
+  char *pool = block + pool_at;
+  for (int i = 0; i < n; i++) {
+    size_t len = format_line(pool, i, &fv->frames[i]);
     pool[len] = '\0';
     v->lines[i] = pool;
     pool += len + 1;
   }
-  snap__stack_view_t *expected = NULL;
-  if (!atomic_compare_exchange_strong_explicit(
-          &s->view, &expected, v, memory_order_acq_rel, memory_order_acquire)) {
-    free(v); /* another thread built it first */
-    return expected;
-  }
-  atomic_fetch_add_explicit(&g_view_bytes, total, memory_order_relaxed);
-  void (*hook)(size_t) = atomic_load(&g_on_view);
-  if (hook)
-    hook(total);
-  return v;
+  return publish(&s->lines_view, v);
 }
 
 size_t snap__stack_view_bytes(void) {
@@ -342,11 +372,15 @@ static void stack_free(snap_stack_t *s) {
       ids[k++] = p.lines[i].file;
   }
   snap__intern_release(ids, k);
-  snap__stack_view_t *v = atomic_load_explicit(&s->view, memory_order_acquire);
-  if (v) {
-    atomic_fetch_sub_explicit(&g_view_bytes, v->bytes, memory_order_relaxed);
-    free(v);
-  }
+  snap__stack_view_t *v[2] = {
+      atomic_load_explicit(&s->view, memory_order_acquire),
+      atomic_load_explicit(&s->lines_view, memory_order_acquire)};
+  for (int i = 0; i < 2; i++)
+    if (v[i]) {
+      atomic_fetch_sub_explicit(&g_view_bytes, v[i]->bytes,
+                                memory_order_relaxed);
+      free(v[i]);
+    }
   free(s);
 }
 
@@ -361,13 +395,13 @@ int snap_stack_count(const snap_stack_t *s) { return s ? s->count : 0; }
 const snap_frame_t *snap_stack_frame(const snap_stack_t *s, int i) {
   if (!s || i < 0 || i >= s->count)
     return NULL;
-  const snap__stack_view_t *v = view_of(s);
+  const snap__stack_view_t *v = frames_of(s);
   return v ? &v->frames[i] : NULL;
 }
 
 const char *snap_stack_line(const snap_stack_t *s, int i) {
   if (!s || i < 0 || i >= s->count)
     return NULL;
-  const snap__stack_view_t *v = view_of(s);
+  const snap__stack_view_t *v = lines_of(s);
   return v ? v->lines[i] : NULL;
 }

@@ -2,9 +2,10 @@
  * stack.h — the named stack object handed to users (snap_stack_t): one
  * compact allocation holding the key and, per frame, an interned symbol id
  * and small indices; immutable once packed, shared by reference count. The
- * snap_frame_t array and the formatted lines users read are built on the
- * first snap_stack_frame / snap_stack_line call (the view), not before: a
- * cached stack nobody prints costs ~24 bytes a frame, not ~200.
+ * snap_frame_t array users read is built on the first snap_stack_frame
+ * call, the formatted lines on the first snap_stack_line call (the views),
+ * not before: a cached stack nobody reads costs ~24 bytes a frame, not
+ * ~200.
  *
  * Must not: point into anything that can go away. Symbol and file names
  * are interned (intern.h: held by id, one reference per frame); image
@@ -51,8 +52,9 @@ struct snap_stack {
   /* The newest image table generation the names were found still right
      under; a hint the cache moves forward, never a part of the answer. */
   _Atomic uint64_t checked_generation;
-  _Atomic(snap__stack_view_t *) view; /* frames and lines, once asked */
-  uint16_t n_names;                   /* distinct (image name, base) pairs */
+  _Atomic(snap__stack_view_t *) view;       /* frames, once asked */
+  _Atomic(snap__stack_view_t *) lines_view; /* lines, once asked */
+  uint16_t n_names; /* distinct (image name, base) pairs */
   bool wide;  /* a symbol_addr too far below its pc: full addresses kept */
   bool lines; /* source file and line per frame kept */
 };
