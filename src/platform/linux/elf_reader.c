@@ -29,9 +29,9 @@
  *     is NUL, so any in-range offset has its terminator inside the table
  *     (checked once per table, not once per name: a hostile table of long
  *     unterminated strings cannot make the parse quadratic).
- *  4. Lookup: binary search for the last start <= pc (over 32-bit offsets
- *     from the first function when they fit: 4 bytes a function to touch,
- *     not 24); a pc at or past that
+ *  4. Lookup: binary search for the last start <= pc (over 32-bit start
+ *     and end offsets from the first function when they fit: 8 bytes a
+ *     function to touch, not 24); a pc at or past that
  *     function's end is not that function (a gap, or code without a
  *     symbol), unless a function starting just before encloses it (nested
  *     or overlapping symbols, looked for a few entries back).
@@ -311,10 +311,15 @@ static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
   }
   e->syms = out;
   e->nsyms = m;
-  if (out[m - 1].addr - out[0].addr <= UINT32_MAX) {
-    e->keys = malloc(m * sizeof *e->keys); /* none: the slower search */
-    for (size_t i = 0; e->keys && i < m; i++)
-      e->keys[i] = (uint32_t)(out[i].addr - out[0].addr);
+  uint64_t last_end = 0;
+  for (size_t i = 0; i < m; i++)
+    last_end = out[i].end > last_end ? out[i].end : last_end;
+  if (last_end - out[0].addr <= UINT32_MAX) {
+    e->keys = malloc(2 * m * sizeof *e->keys); /* none: the slower search */
+    for (size_t i = 0; e->keys && i < m; i++) {
+      e->keys[2 * i] = (uint32_t)(out[i].addr - out[0].addr);
+      e->keys[2 * i + 1] = (uint32_t)(out[i].end - out[0].addr);
+    }
   }
   return 0;
 }
@@ -324,15 +329,16 @@ const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
   if (floor)
     *floor = 0;
   size_t lo = 0, hi = e->nsyms; /* first entry with addr > vaddr */
-  if (e->keys && e->nsyms) {
-    if (vaddr < e->syms[0].addr)
+  uint64_t base = e->nsyms ? e->syms[0].addr : 0;
+  if (e->keys) {
+    if (vaddr < base)
       return NULL;
-    uint64_t rel = vaddr - e->syms[0].addr;
+    uint64_t rel = vaddr - base;
     if (rel > UINT32_MAX) /* past every key */
       lo = e->nsyms;
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
-      if (e->keys[mid] <= (uint32_t)rel)
+      if (e->keys[2 * mid] <= (uint32_t)rel)
         lo = mid + 1;
       else
         hi = mid;
@@ -350,11 +356,14 @@ const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
     return NULL;
   uint64_t below = 0;
   for (size_t k = 0; k < ENCLOSING_LOOKBACK && k < lo; k++) {
-    const snap__elf_sym_t *s = &e->syms[lo - 1 - k];
-    if (vaddr < s->end)
-      return s;
-    if (s->end > below)
-      below = s->end;
+    size_t i = lo - 1 - k;
+    /* The end from the key beside the start just searched: the symbol's
+       own entry is one more cache miss, paid only for the answer. */
+    uint64_t end = e->keys ? base + e->keys[2 * i + 1] : e->syms[i].end;
+    if (vaddr < end)
+      return &e->syms[i];
+    if (end > below)
+      below = end;
   }
   if (floor)
     *floor = below;

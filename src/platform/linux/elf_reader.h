@@ -52,9 +52,10 @@ typedef struct snap__elf {
      (malloc'ed) by this struct. */
   snap__elf_sym_t *syms;
   size_t nsyms;
-  /* syms[i].addr - syms[0].addr, when every one fits in 32 bits (else
-     NULL): what a lookup searches, 4 bytes a function instead of 24, so a
-     big image's search stays in the CPU's caches. Owned. */
+  /* Per function, syms[i].addr and .end minus syms[0].addr, when every
+     one fits in 32 bits (else NULL): what a lookup searches, 8 bytes a
+     function instead of 24, so a big image's search stays in the CPU's
+     caches. Owned. */
   uint32_t *keys;
   bool from_symtab; /* the names came from .symtab (not only .dynsym) */
 
