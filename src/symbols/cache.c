@@ -239,7 +239,8 @@ static void front_exit(void *arg) {
 static front_t *front_enter(bool create) {
   front_t *f = t_front;
   if (!f && create) {
-    f = aligned_alloc(_Alignof(front_t), sizeof *f);
+    void *mem = NULL; /* posix_memalign: aligned_alloc needs iOS 13 */
+    f = posix_memalign(&mem, _Alignof(front_t), sizeof *f) == 0 ? mem : NULL;
     if (f)
       memset(f, 0, sizeof *f);
     if (!f || snap__plat_on_thread_exit(front_exit, f) != SNAP_OK) {
