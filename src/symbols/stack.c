@@ -363,13 +363,19 @@ snap_stack_t *snap__stack_retain(const snap_stack_t *cs) {
 }
 
 static void stack_free(snap_stack_t *s) {
+  /* The names' references, dropped in batches (one lock each): a small
+     buffer, since any thread may release, whatever its stack. */
   parts_t p = parts(s);
-  uint32_t ids[2 * SNAP_MAX_FRAMES];
+  uint32_t ids[64];
   int k = 0;
   for (int i = 0; i < s->count; i++) {
     ids[k++] = p.recs[i].symbol;
     if (s->lines)
       ids[k++] = p.lines[i].file;
+    if (k >= 62) {
+      snap__intern_release(ids, k);
+      k = 0;
+    }
   }
   snap__intern_release(ids, k);
   snap__stack_view_t *v[2] = {
