@@ -303,7 +303,7 @@ static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
   for (size_t i = 0; i + 1 < m; i++)
     if ((unsized[i / 8] >> (i % 8) & 1) && out[i + 1].addr < out[i].end)
       out[i].end = out[i + 1].addr;
-  free(k), free(tmp), free(unsized);
+  free(tmp), free(unsized);
   if (m < n) { /* aliases merged: give the tail back */
     snap__elf_sym_t *shrunk = realloc(out, m * sizeof *out);
     if (shrunk)
@@ -311,16 +311,23 @@ static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
   }
   e->syms = out;
   e->nsyms = m;
+  /* The search keys go where the sort keys were (8 bytes a function
+     either way): memory already faulted in, not fresh pages. */
   uint64_t last_end = 0;
   for (size_t i = 0; i < m; i++)
     last_end = out[i].end > last_end ? out[i].end : last_end;
-  if (last_end - out[0].addr <= UINT32_MAX) {
-    e->keys = malloc(2 * m * sizeof *e->keys); /* none: the slower search */
-    for (size_t i = 0; e->keys && i < m; i++) {
-      e->keys[2 * i] = (uint32_t)(out[i].addr - out[0].addr);
-      e->keys[2 * i + 1] = (uint32_t)(out[i].end - out[0].addr);
-    }
+  if (last_end - out[0].addr > UINT32_MAX) {
+    free(k); /* no keys: the slower search */
+    return 0;
   }
+  _Static_assert(sizeof(sym_key_t) == 2 * sizeof(uint32_t), "key reuse");
+  uint32_t *keys = (uint32_t *)(void *)k;
+  for (size_t i = 0; i < m; i++) {
+    keys[2 * i] = (uint32_t)(out[i].addr - out[0].addr);
+    keys[2 * i + 1] = (uint32_t)(out[i].end - out[0].addr);
+  }
+  uint32_t *shrunk = realloc(keys, 2 * m * sizeof *keys);
+  e->keys = shrunk ? shrunk : keys;
   return 0;
 }
 
