@@ -528,7 +528,7 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   snap_stack_t *out[2];
   int nout = 0;
   snap_stack_t *result = s;
-  const entry_t *added = NULL;
+  const entry_t *added = NULL; /* ours, when its stripe is over its share */
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
@@ -554,7 +554,8 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
       st->bytes += bytes;
       st->entries++;
       atomic_fetch_add_explicit(&g_table_bytes, bytes, memory_order_relaxed);
-      added = fresh_entry;
+      if (st->bytes > cap) /* else no second lock hold to trim */
+        added = fresh_entry;
     }
   }
   snap__plat_lock_unlock(&st->lock);
