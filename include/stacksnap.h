@@ -259,7 +259,8 @@ SNAP_EXPORT int snap_callstack_symbols_ex(int max, unsigned flags,
 
 /* 0 for NULL. */
 SNAP_EXPORT int snap_stack_count(const snap_stack_t *s);
-/* NULL when s is NULL or i is out of range. */
+/* NULL when s is NULL or i is out of range (or out of memory: a stack's
+   frames and lines are built on the first call of either). */
 SNAP_EXPORT const snap_frame_t *snap_stack_frame(const snap_stack_t *s, int i);
 /* One line per frame, in the layout of Apple's callStackSymbols lines:
    "<index>   <image, padded>   0x<pc, 16 hex digits> <symbol> + <offset>",
@@ -277,12 +278,16 @@ SNAP_EXPORT void snap_stack_release(const snap_stack_t *s);
    async-signal-safe. */
 SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
 
-/* Extension: the cache's memory cap in bytes (stack objects, their names
-   and index entries). Default SNAP_SYMBOL_CACHE_DEFAULT_BYTES: 16 MiB holds
-   ~20 000 stacks of depth 32, more distinct call sites than a hooked API
-   sees in a test run. Least recently used stacks are evicted past the cap;
-   a stack handed out stays valid until released. 0 disables caching
-   (every call names afresh). Returns SNAP_OK. */
+/* Extension: the cache's memory cap in bytes: stack objects, index
+   entries, the symbol names they share, each thread's front slots, and the
+   frames and lines of stacks whose frames or lines were read. Default
+   SNAP_SYMBOL_CACHE_DEFAULT_BYTES: 16 MiB holds ~18 000 stacks of depth 32
+   (under 1 KiB each: names are shared, frames and lines are built on the
+   first snap_stack_frame / snap_stack_line and kept with the stack, ~5 KiB
+   more), more distinct call sites than a hooked API sees in a test run.
+   Least recently used stacks are evicted past the cap; a lower cap also
+   empties every thread's front slots. A stack handed out stays valid until
+   released. 0 disables caching (every call names afresh). Returns SNAP_OK. */
 #define SNAP_SYMBOL_CACHE_DEFAULT_BYTES (16u << 20)
 SNAP_EXPORT int snap_set_symbol_cache_limit(size_t bytes);
 

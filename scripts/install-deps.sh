@@ -22,6 +22,7 @@ test_pkgs=(
   clang libclang-rt-14-dev          # async-frame test, sanitizers, libFuzzer
   lld llvm                          # check-darwin: ld64.lld, llvm-ar, llvm-nm, llvm-objdump (Debian's, not the Swift toolchain's)
   libunwind-dev                     # benchmarks: unw_backtrace
+  g++ libabsl-dev                   # benchmarks: absl::GetStackTrace, absl::Symbolize (bench/peer_absl.cc)
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 suite
 )
 

@@ -159,6 +159,11 @@ bool snap__plat_sigframe_regs(uintptr_t sp, snap__regs_t *out);
 /* Whether pc is the first instruction of a signal-return trampoline, judged
    by its code (for trampolines without unwind info). [signal-safe] */
 bool snap__plat_is_sigreturn(uintptr_t pc);
+/* The same answer, for naming (outside the stopped window): where pc lies in
+   a loaded image (in_image), the platform may learn the answer for the code
+   around pc at once, so that pcs never asked before cost no system call.
+   [setup] */
+bool snap__plat_is_sigreturn_named(uintptr_t pc, bool in_image);
 
 /* Whether the current thread runs a Swift async task, so an extended frame
    record really leads to an async context chain. [signal-safe] */

@@ -13,7 +13,11 @@
  * splice, no shared counter — which is what lets two threads on two stacks run
  * in parallel (a stripe lock taken on every hit moves its cache line
  * between cores on every call). A front miss goes to the shared table and
- * refills the slot. Slots are released when the thread exits.
+ * refills the slot. Fronts are heap blocks in a registry, so that another
+ * thread can empty them: the owner marks its front busy (one atomic
+ * exchange on its own cache line) while in it; a lower cap bumps an epoch
+ * and empties every front not busy at once, and a busy one empties itself
+ * on its owner's next call. Slots are released when the thread exits.
  *
  * Verification, on every hit, front or shared:
  *  - the key: n, flags and every pc equal. Two stacks with the same hash
@@ -30,11 +34,16 @@
  *    gets its own names, and nothing the loader owns is read unlocked
  *    (reading its record of a library raced with dlclose freeing it).
  *
- * Memory: each stripe holds at most limit / STRIPES bytes (stacks and
- * entries; the uthash bucket arrays add ~16 bytes per entry on top). Past
- * it the least recently used entries go. A stack still held by a user or a
- * thread's front slot stays alive through its reference count: on top of
- * the cap, at most FRONT_SLOTS stacks per thread.
+ * Memory: the cap counts the table (entries and compact stacks; the
+ * uthash bucket arrays add ~16 bytes per entry on top), the fronts (each
+ * front's block and every stack a slot holds, at its size when filled:
+ * also counted when the table holds it too, an upper bound), the shared
+ * symbol strings (intern.c) and the stacks' views (frames and lines built
+ * when a user asked for them: stack.c). Each stripe holds at most
+ * limit / STRIPES bytes, the fronts together at most limit / 16, and after
+ * every insertion, view or front fill the least recently used entries go,
+ * stripe by stripe, until the total is under the cap. What a user holds
+ * stays alive through its reference count, counted while it lives.
  *
  * Locks: each stripe has a snap__lock_t (a priority-donating
  * os_unfair_lock on Apple), not a semaphore: the main thread's privacy
@@ -53,6 +62,7 @@
 #include "abi.h"
 #include "images/images.h"
 #include "platform/platform.h"
+#include "symbols/intern.h"
 #include "symbols/stack.h"
 
 /* uthash reports a failed allocation through this hook instead of exiting
@@ -92,23 +102,45 @@ static atomic_size_t g_limit = SNAP_SYMBOL_CACHE_DEFAULT_BYTES;
 static atomic_uint_fast64_t g_key_mask = UINT64_MAX;
 static atomic_bool g_ready;
 static atomic_uint_fast64_t g_front_hits; /* flushed from threads in blocks */
+static atomic_size_t g_table_bytes;       /* the stripes' bytes, summed */
+static atomic_uint g_trim_next;           /* the stripe trimming starts at */
 
 typedef struct front_slot {
   uint64_t key;
   snap_stack_t *stack; /* one reference, or NULL */
+  size_t bytes;        /* what it counts for in g_front_bytes */
 } front_slot_t;
 
-/* The default (dynamic) TLS model on purpose: 2 KiB of initial-exec TLS
-   could make loading the library at run time fail for want of static TLS
-   space. */
-static _Thread_local front_slot_t t_front[FRONT_SLOTS];
-static _Thread_local bool t_front_registered;
+/* On cache lines of its own (allocated aligned, a multiple of them in
+   size): the owner writes busy on every call, and two threads' fronts
+   side by side on one line would move it between their cores. */
+typedef struct front {
+  _Alignas(128) atomic_bool busy; /* its owner or a flusher is in it */
+  uint64_t epoch;                 /* g_front_epoch it was last emptied for */
+  struct front *newer, *older;    /* the registry, under g_fronts_lock */
+  front_slot_t slot[FRONT_SLOTS];
+} front_t;
+
+static snap__lock_t g_fronts_lock;
+static front_t *g_fronts;
+static atomic_uint_fast64_t g_front_epoch;
+static atomic_size_t g_front_bytes;
+static _Thread_local front_t *t_front;
 static _Thread_local unsigned t_front_hits;
+
+static void trim_to_cap(void);
+static void on_view(size_t bytes) {
+  (void)bytes;
+  trim_to_cap();
+}
 
 __attribute__((constructor)) static void cache_init(void) {
   for (int i = 0; i < STRIPES; i++)
     if (snap__plat_lock_init(&g_stripes[i].s.lock) != SNAP_OK)
       return; /* g_ready stays false: the cache is off, naming still works */
+  if (snap__plat_lock_init(&g_fronts_lock) != SNAP_OK)
+    return;
+  snap__stack_on_view(on_view);
   atomic_store(&g_ready, true);
 }
 
@@ -165,60 +197,176 @@ static bool fresh(snap_stack_t *s) {
 
 /* ---- Per-thread front ---------------------------------------------------- */
 
-static void front_release_all(void *arg) {
-  front_slot_t *front = arg;
-  for (int i = 0; i < FRONT_SLOTS; i++) {
-    snap_stack_release(front[i].stack);
-    front[i].stack = NULL;
+/* Moves f's stacks into out (room for FRONT_SLOTS), emptying it; returns
+   how many. The caller holds f (busy) and releases them afterwards. */
+static int front_take_all(front_t *f, snap_stack_t **out) {
+  int n = 0;
+  for (int i = 0; i < FRONT_SLOTS; i++)
+    if (f->slot[i].stack) {
+      out[n++] = f->slot[i].stack;
+      atomic_fetch_sub_explicit(&g_front_bytes, f->slot[i].bytes,
+                                memory_order_relaxed);
+      f->slot[i].stack = NULL;
+    }
+  return n;
+}
+
+static void release_all(snap_stack_t **v, int n) {
+  for (int i = 0; i < n; i++)
+    snap_stack_release(v[i]);
+}
+
+/* At the thread's exit: out of the registry (so no flusher can be in it
+   after), then emptied and freed. */
+static void front_exit(void *arg) {
+  front_t *f = arg;
+  snap__plat_lock_lock(&g_fronts_lock);
+  if (f->newer)
+    f->newer->older = f->older;
+  else
+    g_fronts = f->older;
+  if (f->older)
+    f->older->newer = f->newer;
+  snap__plat_lock_unlock(&g_fronts_lock);
+  snap_stack_t *v[FRONT_SLOTS];
+  release_all(v, front_take_all(f, v));
+  atomic_fetch_sub_explicit(&g_front_bytes, sizeof *f, memory_order_relaxed);
+  free(f);
+  t_front = NULL;
+}
+
+/* The calling thread's front, marked busy, or NULL (none yet and create
+   false, none to be had, or a flusher in it right now). Emptied first when
+   the cap went down since it was last. Leave with front_leave. */
+static front_t *front_enter(bool create) {
+  front_t *f = t_front;
+  if (!f && create) {
+    void *mem = NULL; /* posix_memalign: aligned_alloc needs iOS 13 */
+    f = posix_memalign(&mem, _Alignof(front_t), sizeof *f) == 0 ? mem : NULL;
+    if (f)
+      memset(f, 0, sizeof *f);
+    if (!f || snap__plat_on_thread_exit(front_exit, f) != SNAP_OK) {
+      free(f); /* without cleanup at exit, keep no references */
+      return NULL;
+    }
+    atomic_fetch_add_explicit(&g_front_bytes, sizeof *f, memory_order_relaxed);
+    f->epoch = atomic_load(&g_front_epoch);
+    snap__plat_lock_lock(&g_fronts_lock);
+    f->older = g_fronts;
+    if (g_fronts)
+      g_fronts->newer = f;
+    g_fronts = f;
+    snap__plat_lock_unlock(&g_fronts_lock);
+    t_front = f;
   }
+  if (!f || atomic_exchange_explicit(&f->busy, true, memory_order_acquire))
+    return NULL;
+  uint64_t epoch = atomic_load_explicit(&g_front_epoch, memory_order_relaxed);
+  if (f->epoch != epoch) {
+    f->epoch = epoch;
+    snap_stack_t *v[FRONT_SLOTS];
+    release_all(v, front_take_all(f, v));
+  }
+  return f;
+}
+
+static void front_leave(front_t *f) {
+  atomic_store_explicit(&f->busy, false, memory_order_release);
+}
+
+/* Empties every front no thread is in now; the others empty themselves on
+   their owner's next call (the epoch). */
+static void fronts_flush(void) {
+  uint64_t epoch = atomic_fetch_add(&g_front_epoch, 1) + 1;
+  snap__plat_lock_lock(&g_fronts_lock);
+  size_t n = 0;
+  for (front_t *f = g_fronts; f; f = f->older)
+    n++;
+  /* Released once the lock is dropped (a release may free and lock). */
+  snap_stack_t **v = n ? malloc(n * FRONT_SLOTS * sizeof *v) : NULL;
+  size_t nv = 0;
+  for (front_t *f = v ? g_fronts : NULL; f; f = f->older) {
+    if (atomic_exchange_explicit(&f->busy, true, memory_order_acquire))
+      continue;
+    f->epoch = epoch;
+    nv += (size_t)front_take_all(f, v + nv);
+    atomic_store_explicit(&f->busy, false, memory_order_release);
+  }
+  snap__plat_lock_unlock(&g_fronts_lock);
+  release_all(v, (int)nv);
+  free(v);
 }
 
 /* Two candidate slots per key (two-choice hashing): a thread cycling
    through a few dozen call sites rarely has two that evict each other. */
-static front_slot_t *front_slot(uint64_t key, int way) {
-  return &t_front[(way ? key >> 24 : key) % FRONT_SLOTS];
+static front_slot_t *front_slot(front_t *f, uint64_t key, int way) {
+  return &f->slot[(way ? key >> 24 : key) % FRONT_SLOTS];
 }
 
 /* Puts a new reference to s into one of the calling thread's slots for key:
    an empty one; else the first, after its occupant moves to the second
-   (whose occupant goes) — a cheap approximation of least recently filled. */
+   (whose occupant goes) — a cheap approximation of least recently filled.
+   Not when the fronts hold a sixteenth of the cap already. */
 static void front_fill(uint64_t key, snap_stack_t *s) {
-  if (!t_front_registered) {
-    if (snap__plat_on_thread_exit(front_release_all, t_front) != SNAP_OK)
-      return; /* without cleanup at exit, keep no references */
-    t_front_registered = true;
-  }
-  front_slot_t *a = front_slot(key, 0), *b = front_slot(key, 1);
+  size_t limit = atomic_load_explicit(&g_limit, memory_order_relaxed);
+  if (atomic_load_explicit(&g_front_bytes, memory_order_relaxed) + s->bytes >
+      limit / 16)
+    return;
+  front_t *f = front_enter(true);
+  if (!f)
+    return;
+  front_slot_t *a = front_slot(f, key, 0), *b = front_slot(f, key, 1);
   front_slot_t *slot = !a->stack ? a : !b->stack ? b : a;
+  snap_stack_t *gone[2] = {NULL, NULL};
   if (slot == a && a->stack && a != b) { /* a's occupant to b, b's out */
-    snap_stack_release(b->stack);
+    gone[0] = b->stack;
+    atomic_fetch_sub_explicit(&g_front_bytes, b->stack ? b->bytes : 0,
+                              memory_order_relaxed);
     *b = *a;
     a->stack = NULL;
   }
-  snap_stack_t *old = slot->stack;
+  if (slot->stack) {
+    gone[1] = slot->stack;
+    atomic_fetch_sub_explicit(&g_front_bytes, slot->bytes,
+                              memory_order_relaxed);
+  }
   slot->key = key;
   slot->stack = snap__stack_retain(s);
-  snap_stack_release(old);
+  slot->bytes = s->bytes;
+  atomic_fetch_add_explicit(&g_front_bytes, s->bytes, memory_order_relaxed);
+  front_leave(f);
+  snap_stack_release(gone[0]);
+  snap_stack_release(gone[1]);
 }
 
 static snap_stack_t *front_get(uint64_t key, const uintptr_t *pcs, int n,
                                unsigned flags) {
-  front_slot_t *slot = front_slot(key, 0);
-  if (!slot->stack || slot->key != key)
-    slot = front_slot(key, 1);
-  snap_stack_t *s = slot->stack;
-  if (!s || slot->key != key || !same_key(s, pcs, n, flags))
+  front_t *f = front_enter(false);
+  if (!f)
     return NULL;
+  front_slot_t *slot = front_slot(f, key, 0);
+  if (!slot->stack || slot->key != key)
+    slot = front_slot(f, key, 1);
+  snap_stack_t *s = slot->stack;
+  if (!s || slot->key != key || !same_key(s, pcs, n, flags)) {
+    front_leave(f);
+    return NULL;
+  }
   if (!fresh(s)) {
     slot->stack = NULL;
+    atomic_fetch_sub_explicit(&g_front_bytes, slot->bytes,
+                              memory_order_relaxed);
+    front_leave(f);
     snap_stack_release(s);
     return NULL;
   }
+  snap__stack_retain(s);
+  front_leave(f);
   if (++t_front_hits == 256) { /* counted in blocks: no shared write each */
     atomic_fetch_add_explicit(&g_front_hits, 256, memory_order_relaxed);
     t_front_hits = 0;
   }
-  return snap__stack_retain(s);
+  return s;
 }
 
 /* ---- Shared table -------------------------------------------------------- */
@@ -251,6 +399,7 @@ static snap_stack_t *drop(stripe_t *st, entry_t *e) {
   HASH_DELETE(hh, st->table, e);
   lru_unlink(st, e);
   st->bytes -= e->bytes;
+  atomic_fetch_sub_explicit(&g_table_bytes, e->bytes, memory_order_relaxed);
   st->entries--;
   snap_stack_t *s = e->stack;
   free(e);
@@ -286,6 +435,7 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
      thread holding dyld's lock may be waiting for this stripe. */
   if (fresh(hit)) {
     front_fill(key, hit);
+    trim_to_cap(); /* the front may have grown */
     return hit;
   }
   snap_stack_t *stale = NULL;
@@ -299,6 +449,64 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
   snap_stack_release(stale);
   snap_stack_release(hit);
   return NULL;
+}
+
+/* Everything the cap counts (see the head comment). */
+static size_t total_bytes(void) {
+  return atomic_load_explicit(&g_table_bytes, memory_order_relaxed) +
+         atomic_load_explicit(&g_front_bytes, memory_order_relaxed) +
+         snap__intern_bytes() + snap__stack_view_bytes();
+}
+
+/* Evicts least recently used entries, one per stripe in turn, until the
+   total is under the cap or the table is empty. No lock held on entry;
+   one stripe's at a time inside, released before each release. */
+static void trim_to_cap(void) {
+  if (!atomic_load_explicit(&g_ready, memory_order_acquire))
+    return;
+  size_t limit = atomic_load_explicit(&g_limit, memory_order_relaxed);
+  bool evicted = true;
+  /* Nothing to evict when the table is empty (what else the cap counts
+     may alone be over a tiny cap): no sweep of every stripe's lock. */
+  while (evicted && total_bytes() > limit &&
+         atomic_load_explicit(&g_table_bytes, memory_order_relaxed) > 0) {
+    evicted = false;
+    for (int i = 0; i < STRIPES && total_bytes() > limit; i++) {
+      unsigned k =
+          atomic_fetch_add_explicit(&g_trim_next, 1, memory_order_relaxed) %
+          STRIPES;
+      stripe_t *st = &g_stripes[k].s;
+      snap_stack_t *victim = NULL;
+      snap__plat_lock_lock(&st->lock);
+      if (st->oldest) {
+        victim = drop(st, st->oldest);
+        st->evictions++;
+      }
+      snap__plat_lock_unlock(&st->lock);
+      if (victim) {
+        evicted = true;
+        snap_stack_release(victim);
+      }
+    }
+  }
+}
+
+/* Evicts st's least recently used entries (never keep) while st holds more
+   than cap bytes, a few per lock hold; releases them unlocked. */
+static void trim_stripe(stripe_t *st, size_t cap, const entry_t *keep) {
+  for (;;) {
+    snap_stack_t *out[8];
+    int nout = 0;
+    snap__plat_lock_lock(&st->lock);
+    while (nout < 8 && st->bytes > cap && st->oldest && st->oldest != keep) {
+      out[nout++] = drop(st, st->oldest);
+      st->evictions++;
+    }
+    snap__plat_lock_unlock(&st->lock);
+    release_all(out, nout);
+    if (nout < 8)
+      return;
+  }
 }
 
 const snap_stack_t *snap__cache_put(snap_stack_t *s) {
@@ -316,12 +524,13 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   fresh_entry->stack = snap__stack_retain(s); /* the table's reference */
   fresh_entry->bytes = bytes;
 
-  /* Stacks to release once the lock is dropped (a release may free):
-     a replaced or evicted entry each, plus ours when another thread won the
-     race. Past the first few, evictions release under the lock. */
-  snap_stack_t *out[8];
+  /* Stacks to release once the lock is dropped (a release may free, and
+     freeing takes the shared strings' lock): a replaced entry, or ours
+     when another thread won the race. */
+  snap_stack_t *out[2];
   int nout = 0;
   snap_stack_t *result = s;
+  const entry_t *added = NULL; /* ours, when its stripe is over its share */
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
@@ -346,21 +555,18 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
       lru_push(st, fresh_entry);
       st->bytes += bytes;
       st->entries++;
-      while (st->bytes > cap && st->oldest != fresh_entry) {
-        snap_stack_t *victim = drop(st, st->oldest);
-        st->evictions++;
-        if (nout < (int)(sizeof out / sizeof *out))
-          out[nout++] = victim;
-        else
-          snap_stack_release(victim);
-      }
+      atomic_fetch_add_explicit(&g_table_bytes, bytes, memory_order_relaxed);
+      if (st->bytes > cap) /* else no second lock hold to trim */
+        added = fresh_entry;
     }
   }
   snap__plat_lock_unlock(&st->lock);
+  release_all(out, nout);
 
-  for (int i = 0; i < nout; i++)
-    snap_stack_release(out[i]);
+  if (added)
+    trim_stripe(st, cap, added);
   front_fill(key, result);
+  trim_to_cap();
   return result;
 }
 
@@ -370,28 +576,16 @@ void snap__cache_set_key_mask(uint64_t mask) {
 
 int snap_set_symbol_cache_limit(size_t bytes) {
   atomic_store(&g_limit, bytes);
-  /* Shrink now, so memory goes down when the cap does. */
+  /* Shrink now, so memory goes down when the cap does: every thread's
+     front first (they count in the cap, and hold stacks the table may have
+     dropped), then each stripe to its share, then the whole. */
   if (!atomic_load(&g_ready))
     return SNAP_OK;
-  size_t cap = bytes / STRIPES;
-  for (int i = 0; i < STRIPES; i++) {
-    stripe_t *st = &g_stripes[i].s;
-    for (;;) {
-      snap_stack_t *victim = NULL;
-      snap__plat_lock_lock(&st->lock);
-      if (st->bytes > cap && st->oldest) {
-        victim = drop(st, st->oldest);
-        st->evictions++;
-      }
-      snap__plat_lock_unlock(&st->lock);
-      if (!victim)
-        break;
-      snap_stack_release(victim);
-    }
-  }
-  /* The calling thread's own front goes too (other threads' fronts hold at
-     most FRONT_SLOTS stacks each, released as they are replaced). */
-  front_release_all(t_front);
+  fronts_flush();
+  for (int i = 0; i < STRIPES; i++)
+    trim_stripe(&g_stripes[i].s, bytes / STRIPES, NULL);
+  trim_to_cap();
+  snap__intern_trim(); /* the shared names' tables, if no name is left */
   return SNAP_OK;
 }
 
@@ -410,8 +604,11 @@ int snap_symbol_cache_stats(snap_symbol_cache_stats_t *caller) {
       out->bytes += st->bytes;
       snap__plat_lock_unlock(&st->lock);
     }
-    out->hits += atomic_load(&g_front_hits);
   }
+  /* What else the cap counts: fronts, shared strings, views. */
+  out->bytes += atomic_load(&g_front_bytes) + snap__intern_bytes() +
+                snap__stack_view_bytes();
+  out->hits += atomic_load(&g_front_hits);
   snap__abi_copy_out(caller, &all, caller->size);
   return SNAP_OK;
 }

@@ -1,12 +1,21 @@
 /*
- * stack.c — packing named frames into one immutable, reference-counted
- * block, and the public accessors for it.
+ * stack.c — packing named frames into one immutable, reference-counted,
+ * compact block, the views users read, and the public accessors.
  *
- * Layout of the block: header, frames[n], lines[n] (pointers), the key's
- * pcs and image records, then the bytes of every copied string and
- * formatted line. One allocation, so a
- * stack costs one malloc and one free, and the cache can charge its exact
- * size against the memory cap.
+ * Layout of the block: header, the key's pcs and image records, the
+ * distinct (image name, image base) pairs of its frames, then per frame a
+ * 12-byte record: the symbol's intern id, pc - symbol_addr, the index of
+ * its pc in the key, the index of its image pair and app-ness. Symbol
+ * names live once for all stacks (intern.c); a symbol_addr more than 4 GiB
+ * below its pc (no real function) makes the block keep full addresses
+ * (wide); source lines, when asked for, add a file id and line per frame.
+ * One allocation, so the cache can charge its exact size against the cap.
+ *
+ * The views: snap_frame_t per frame, built on the first snap_stack_frame
+ * call, and the formatted lines, on the first snap_stack_line call; each
+ * published once with a compare-and-swap (a racing builder frees its own
+ * copy), freed with the stack. Its size is told to the cache
+ * (snap__stack_on_view), which counts views against its cap.
  *
  * Lines follow Apple's callStackSymbols layout, which crash-report readers
  * and tools already parse: index padded to 4, image name padded to 35, the
@@ -15,12 +24,14 @@
  * "image + offset-in-image" when the symbol is unknown, or "0x0 + pc" when
  * no image holds the pc.
  *
- * Must not: be called from the stopped window (allocates).
+ * Must not: be called from the stopped window (allocates, locks).
  */
 #include "symbols/stack.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "symbols/intern.h"
 
 /* A line is built twice per frame — measured, then written — on every
    cache miss, so it is formatted by hand: snprintf's format parsing was
@@ -87,68 +98,262 @@ static size_t format_line(char *dst, int i, const snap_frame_t *f) {
   return o.len;
 }
 
-static size_t str_size(const char *s) { return s ? strlen(s) + 1 : 0; }
+/* One frame, compact. image: index into the stack's name pairs, with the
+   frame's app-ness in its top bit. */
+typedef struct rec {
+  uint32_t symbol; /* intern id, 0: unknown */
+  uint32_t delta;  /* pc - symbol_addr (wide stacks: see wide_addrs) */
+  uint16_t pc;     /* index into key.pcs */
+  uint16_t image;
+} rec_t;
+#define IN_APP 0x8000u
 
-static char *copy_str(char **pool, const char *s) {
-  if (!s)
-    return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = memcpy(*pool, s, n);
-  *pool += n;
-  return d;
+typedef struct name_pair {
+  const char *name; /* the image table's, lives as long as the process */
+  uintptr_t base;
+} name_pair_t;
+
+typedef struct line_rec {
+  uint32_t file; /* intern id, 0: none */
+  uint32_t line;
+} line_rec_t;
+
+/* One view: the frames, or the lines (then frames is NULL). */
+struct snap__stack_view {
+  size_t bytes;
+  snap_frame_t *frames;
+  const char **lines;
+};
+
+_Static_assert(SNAP_MAX_FRAMES <= 0x7fff, "rec_t's 15-bit indices");
+
+static atomic_size_t g_view_bytes;
+static void (*_Atomic g_on_view)(size_t);
+
+/* Where each part of a block starts (byte offsets). */
+typedef struct layout {
+  size_t pcs, images, names, wide_addrs, recs, lines, end;
+} layout_t;
+
+static layout_t layout_of(int n_pcs, int n_images, int n_names, int count,
+                          bool wide, bool lines) {
+  /* Every part before recs holds pointer-sized members, so each starts
+     pointer-aligned after the one before; recs and lines need 4. */
+  _Static_assert(sizeof(snap_stack_t) % sizeof(void *) == 0, "alignment");
+  _Static_assert(sizeof(snap__stack_image_t) % sizeof(void *) == 0,
+                 "alignment");
+  _Static_assert(sizeof(name_pair_t) % sizeof(void *) == 0, "alignment");
+  _Static_assert(sizeof(rec_t) % 4 == 0, "alignment");
+  layout_t l;
+  l.pcs = sizeof(snap_stack_t);
+  l.images = l.pcs + (size_t)n_pcs * sizeof(uintptr_t);
+  l.names = l.images + (size_t)n_images * sizeof(snap__stack_image_t);
+  l.wide_addrs = l.names + (size_t)n_names * sizeof(name_pair_t);
+  l.recs = l.wide_addrs + (wide ? (size_t)count * sizeof(uintptr_t) : 0);
+  l.lines = l.recs + (size_t)count * sizeof(rec_t);
+  l.end = l.lines + (lines ? (size_t)count * sizeof(line_rec_t) : 0);
+  return l;
+}
+
+typedef struct parts {
+  uintptr_t *pcs;
+  snap__stack_image_t *images;
+  name_pair_t *names;
+  uintptr_t *wide_addrs; /* symbol_addr per frame, when s->wide */
+  rec_t *recs;
+  line_rec_t *lines; /* when s->lines */
+} parts_t;
+
+static parts_t parts(const snap_stack_t *s) {
+  layout_t l = layout_of(s->key.n, s->key.n_images, s->n_names, s->count,
+                         s->wide, s->lines);
+  char *b = (char *)s;
+  return (parts_t){(uintptr_t *)(void *)(b + l.pcs),
+                   (snap__stack_image_t *)(void *)(b + l.images),
+                   (name_pair_t *)(void *)(b + l.names),
+                   (uintptr_t *)(void *)(b + l.wide_addrs),
+                   (rec_t *)(void *)(b + l.recs),
+                   (line_rec_t *)(void *)(b + l.lines)};
 }
 
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key) {
-  /* Every array below holds pointer-aligned members, so each starts
-     pointer-aligned after the one before. */
-  _Static_assert(sizeof(snap_stack_t) % sizeof(void *) == 0, "alignment");
-  _Static_assert(sizeof(snap_frame_t) % sizeof(void *) == 0, "alignment");
-  _Static_assert(sizeof(snap__stack_image_t) % sizeof(void *) == 0,
-                 "alignment");
-  size_t frames_at = sizeof(snap_stack_t);
-  size_t lines_at = frames_at + (size_t)n * sizeof(snap_frame_t);
-  size_t pcs_at = lines_at + (size_t)n * sizeof(char *);
-  size_t images_at = pcs_at + (size_t)key->n * sizeof(uintptr_t);
-  size_t pool_at =
-      images_at + (size_t)key->n_images * sizeof(snap__stack_image_t);
-  size_t total = pool_at;
-  for (int i = 0; i < n; i++)
-    total += str_size(frames[i].symbol) + str_size(frames[i].source_file) +
-             format_line(NULL, i, &frames[i]) + 1;
+  /* Scratch, one allocation: names and strs (pointers) first, then ids
+     and pair (4 and 2 bytes a cell). */
+  size_t cells = n ? (size_t)n : 1;
+  char *scratch = malloc(cells * (sizeof(name_pair_t) + 2 * sizeof(char *) +
+                                  2 * sizeof(uint32_t) + sizeof(uint16_t)));
+  snap_stack_t *s = NULL;
+  if (!scratch)
+    return NULL;
+  name_pair_t *names = (name_pair_t *)(void *)scratch;
+  const char **strs = (const char **)(void *)(names + cells);
+  uint32_t *ids = (uint32_t *)(void *)(strs + 2 * cells);
+  uint16_t *pair = (uint16_t *)(void *)(ids + 2 * cells);
 
+  int n_names = 0;
+  bool wide = false, lines = false;
+  for (int i = 0; i < n; i++) {
+    const snap_frame_t *f = &frames[i];
+    int k = 0;
+    while (k < n_names &&
+           !(names[k].name == f->image && names[k].base == f->image_base))
+      k++;
+    if (k == n_names)
+      names[n_names++] = (name_pair_t){f->image, f->image_base};
+    pair[i] = (uint16_t)k;
+    wide |= f->symbol &&
+            (f->symbol_addr > f->pc || f->pc - f->symbol_addr > UINT32_MAX);
+    lines |= f->source_file != NULL;
+    strs[i] = f->symbol;
+    strs[n + i] = f->source_file;
+  }
+  layout_t l = layout_of(key->n, key->n_images, n_names, n, wide, lines);
+  char *block = malloc(l.end);
+  if (!block || snap__intern_acquire(strs, 2 * n, ids) != SNAP_OK) {
+    free(block);
+    goto out;
+  }
+  s = (snap_stack_t *)(void *)block;
+  memset(s, 0, sizeof *s);
+  atomic_init(&s->refs, 1);
+  s->count = n;
+  s->bytes = l.end;
+  s->key = *key;
+  s->n_names = (uint16_t)n_names;
+  s->wide = wide;
+  s->lines = lines;
+  atomic_init(&s->checked_generation, key->generation);
+  atomic_init(&s->view, NULL);
+  atomic_init(&s->lines_view, NULL);
+  parts_t p = parts(s);
+  if (key->n)
+    memcpy(p.pcs, key->pcs, (size_t)key->n * sizeof *p.pcs);
+  if (key->n_images)
+    memcpy(p.images, key->images, (size_t)key->n_images * sizeof *p.images);
+  memcpy(p.names, names, (size_t)n_names * sizeof *names);
+  s->key.pcs = p.pcs;
+  s->key.images = p.images;
+  /* Each frame's pc is the next key pc equal to it (frames are the key's
+     pcs, in order, some dropped). */
+  int j = 0;
+  for (int i = 0; i < n; i++) {
+    const snap_frame_t *f = &frames[i];
+    while (j < key->n - 1 && p.pcs[j] != f->pc)
+      j++;
+    if (j > key->n - 1) /* not the key's: cannot be, but stay inside */
+      j = key->n - 1;
+    uintptr_t sym_addr = f->symbol ? f->symbol_addr : 0;
+    p.recs[i] =
+        (rec_t){ids[i], f->symbol && !wide ? (uint32_t)(f->pc - sym_addr) : 0,
+                (uint16_t)j, (uint16_t)(pair[i] | (f->in_app ? IN_APP : 0))};
+    if (wide)
+      p.wide_addrs[i] = sym_addr;
+    if (lines)
+      p.lines[i] = (line_rec_t){ids[n + i], f->source_line};
+    j++;
+  }
+out:
+  free(scratch);
+  return s;
+}
+
+/* Frame i of s as users see it. */
+static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i) {
+  const rec_t *r = &p->recs[i];
+  const name_pair_t *np = &p->names[r->image & ~IN_APP];
+  snap_frame_t f = {0};
+  f.pc = p->pcs[r->pc];
+  f.image = np->name;
+  f.image_base = np->base;
+  f.symbol = snap__intern_get(r->symbol);
+  if (f.symbol)
+    f.symbol_addr = s->wide ? p->wide_addrs[i] : f.pc - r->delta;
+  f.in_app = (r->image & IN_APP) != 0;
+  if (s->lines) {
+    f.source_file = snap__intern_get(p->lines[i].file);
+    f.source_line = f.source_file ? p->lines[i].line : 0;
+  }
+  return f;
+}
+
+/* Publishes v as s's view in *slot unless another thread did first (then
+   v goes and theirs is returned); counts it and tells the cache. */
+static const snap__stack_view_t *publish(_Atomic(snap__stack_view_t *) *slot,
+                                         snap__stack_view_t *v) {
+  snap__stack_view_t *expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(
+          slot, &expected, v, memory_order_acq_rel, memory_order_acquire)) {
+    free(v); /* another thread built it first */
+    return expected;
+  }
+  atomic_fetch_add_explicit(&g_view_bytes, v->bytes, memory_order_relaxed);
+  void (*hook)(size_t) = atomic_load(&g_on_view);
+  if (hook)
+    hook(v->bytes);
+  return v;
+}
+
+/* s's frames, built on first use; NULL when out of memory. */
+static const snap__stack_view_t *frames_of(const snap_stack_t *cs) {
+  snap_stack_t *s = (snap_stack_t *)cs;
+  snap__stack_view_t *v = atomic_load_explicit(&s->view, memory_order_acquire);
+  if (v)
+    return v;
+  size_t total =
+      sizeof(snap__stack_view_t) + (size_t)s->count * sizeof(snap_frame_t);
   char *block = malloc(total);
   if (!block)
     return NULL;
-  snap_stack_t *s = (snap_stack_t *)(void *)block;
-  atomic_init(&s->refs, 1);
-  s->count = n;
-  s->bytes = total;
-  s->frames = (snap_frame_t *)(void *)(block + frames_at);
-  s->lines = (const char **)(void *)(block + lines_at);
-  s->key = *key;
-  uintptr_t *pcs = (uintptr_t *)(void *)(block + pcs_at);
-  snap__stack_image_t *images =
-      (snap__stack_image_t *)(void *)(block + images_at);
-  if (key->n)
-    memcpy(pcs, key->pcs, (size_t)key->n * sizeof *pcs);
-  if (key->n_images)
-    memcpy(images, key->images, (size_t)key->n_images * sizeof *images);
-  s->key.pcs = pcs;
-  s->key.images = images;
-  atomic_init(&s->checked_generation, key->generation);
+  v = (snap__stack_view_t *)(void *)block;
+  v->bytes = total;
+  v->frames = (snap_frame_t *)(void *)(block + sizeof(snap__stack_view_t));
+  v->lines = NULL;
+  parts_t p = parts(s);
+  for (int i = 0; i < s->count; i++)
+    v->frames[i] = frame_of(s, &p, i);
+  return publish(&s->view, v);
+}
+
+/* s's formatted lines, built on first use; NULL when out of memory. */
+static const snap__stack_view_t *lines_of(const snap_stack_t *cs) {
+  snap_stack_t *s = (snap_stack_t *)cs;
+  snap__stack_view_t *v =
+      atomic_load_explicit(&s->lines_view, memory_order_acquire);
+  if (v)
+    return v;
+  const snap__stack_view_t *fv = frames_of(s);
+  if (!fv)
+    return NULL;
+  int n = s->count;
+  size_t lines_at = sizeof(snap__stack_view_t);
+  size_t pool_at = lines_at + (size_t)n * sizeof(char *);
+  size_t total = pool_at;
+  for (int i = 0; i < n; i++)
+    total += format_line(NULL, i, &fv->frames[i]) + 1;
+  char *block = malloc(total);
+  if (!block)
+    return NULL;
+  v = (snap__stack_view_t *)(void *)block;
+  v->bytes = total;
+  v->frames = NULL;
+  v->lines = (const char **)(void *)(block + lines_at);
   char *pool = block + pool_at;
   for (int i = 0; i < n; i++) {
-    snap_frame_t *f = &s->frames[i];
-    *f = frames[i];
-    f->symbol = copy_str(&pool, frames[i].symbol);
-    f->source_file = copy_str(&pool, frames[i].source_file);
-    size_t len = format_line(pool, i, f);
+    size_t len = format_line(pool, i, &fv->frames[i]);
     pool[len] = '\0';
-    s->lines[i] = pool;
+    v->lines[i] = pool;
     pool += len + 1;
   }
-  return s;
+  return publish(&s->lines_view, v);
+}
+
+size_t snap__stack_view_bytes(void) {
+  return atomic_load_explicit(&g_view_bytes, memory_order_relaxed);
+}
+
+void snap__stack_on_view(void (*fn)(size_t bytes)) {
+  atomic_store(&g_on_view, fn);
 }
 
 snap_stack_t *snap__stack_retain(const snap_stack_t *cs) {
@@ -157,18 +362,52 @@ snap_stack_t *snap__stack_retain(const snap_stack_t *cs) {
   return s;
 }
 
+static void stack_free(snap_stack_t *s) {
+  /* The names' references, dropped in batches (one lock each): a small
+     buffer, since any thread may release, whatever its stack. */
+  parts_t p = parts(s);
+  uint32_t ids[64];
+  int k = 0;
+  for (int i = 0; i < s->count; i++) {
+    ids[k++] = p.recs[i].symbol;
+    if (s->lines)
+      ids[k++] = p.lines[i].file;
+    if (k >= 62) {
+      snap__intern_release(ids, k);
+      k = 0;
+    }
+  }
+  snap__intern_release(ids, k);
+  snap__stack_view_t *v[2] = {
+      atomic_load_explicit(&s->view, memory_order_acquire),
+      atomic_load_explicit(&s->lines_view, memory_order_acquire)};
+  for (int i = 0; i < 2; i++)
+    if (v[i]) {
+      atomic_fetch_sub_explicit(&g_view_bytes, v[i]->bytes,
+                                memory_order_relaxed);
+      free(v[i]);
+    }
+  free(s);
+}
+
 void snap_stack_release(const snap_stack_t *cs) {
   snap_stack_t *s = (snap_stack_t *)cs;
   if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
-    free(s);
+    stack_free(s);
 }
 
 int snap_stack_count(const snap_stack_t *s) { return s ? s->count : 0; }
 
 const snap_frame_t *snap_stack_frame(const snap_stack_t *s, int i) {
-  return s && i >= 0 && i < s->count ? &s->frames[i] : NULL;
+  if (!s || i < 0 || i >= s->count)
+    return NULL;
+  const snap__stack_view_t *v = frames_of(s);
+  return v ? &v->frames[i] : NULL;
 }
 
 const char *snap_stack_line(const snap_stack_t *s, int i) {
-  return s && i >= 0 && i < s->count ? s->lines[i] : NULL;
+  if (!s || i < 0 || i >= s->count)
+    return NULL;
+  const snap__stack_view_t *v = lines_of(s);
+  return v ? v->lines[i] : NULL;
 }

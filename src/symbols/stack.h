@@ -1,16 +1,22 @@
 /*
  * stack.h — the named stack object handed to users (snap_stack_t): one
- * allocation holding the frames, their strings and their formatted lines,
- * immutable once packed, shared by reference count.
+ * compact allocation holding the key and, per frame, an interned symbol id
+ * and small indices; immutable once packed, shared by reference count. The
+ * snap_frame_t array users read is built on the first snap_stack_frame
+ * call, the formatted lines on the first snap_stack_line call (the views),
+ * not before: a cached stack nobody reads costs ~24 bytes a frame, not
+ * ~200.
  *
  * Must not: point into anything that can go away. Symbol and file names
- * are copied in; image names point at the image table's interned paths,
- * which live as long as the process.
+ * are interned (intern.h: held by id, one reference per frame); image
+ * names point at the image table's interned paths, which live as long as
+ * the process.
  */
 #ifndef SNAP_SYMBOLS_STACK_H
 #define SNAP_SYMBOLS_STACK_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,24 +43,37 @@ typedef struct snap__stack_key {
   uint64_t generation; /* image table it was named under */
 } snap__stack_key_t;
 
+typedef struct snap__stack_view snap__stack_view_t;
+
 struct snap_stack {
   atomic_int refs;
   int count;
-  size_t bytes; /* the whole allocation: what the cache charges for it */
-  snap_frame_t *frames;
-  const char **lines;
+  size_t bytes;          /* the compact block: what the cache charges for it */
   snap__stack_key_t key; /* pcs and images point into this block */
   /* The newest image table generation the names were found still right
      under; a hint the cache moves forward, never a part of the answer. */
   _Atomic uint64_t checked_generation;
+  _Atomic(snap__stack_view_t *) view;       /* frames, once asked */
+  _Atomic(snap__stack_view_t *) lines_view; /* lines, once asked */
+  uint16_t n_names; /* distinct (image name, base) pairs */
+  bool wide;  /* a symbol_addr too far below its pc: full addresses kept */
+  bool lines; /* source file and line per frame kept */
 };
 
-/* Packs n frames (strings copied, lines formatted) and the key it answers
+/* Packs n frames (symbol and file names interned) and the key it answers
    (pcs and image records copied) into one new stack with one reference;
-   NULL when out of memory. */
+   NULL when out of memory. Every frames[i].pc is one of key->pcs, in
+   order (app-only naming drops some). */
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key);
 /* Adds a reference; returns s. */
 snap_stack_t *snap__stack_retain(const snap_stack_t *s);
+
+/* Bytes of the views (frames and lines) alive now, over all stacks: the
+   cache counts them against its cap. */
+size_t snap__stack_view_bytes(void);
+/* Called with a view's size each time one is built (the cache sets it, to
+   keep its total under the cap); NULL for none. [setup] */
+void snap__stack_on_view(void (*fn)(size_t bytes));
 
 #endif /* SNAP_SYMBOLS_STACK_H */

@@ -82,15 +82,23 @@ static int note_image(snap__stack_image_t *rec, int nrec, uintptr_t addr,
 /* Names pcs[0..n) into a new stack that also carries its key. */
 static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                                 uint64_t hash) {
+  /* One zeroed block for the five arrays (a cold lookup is a few hundred
+     ns: five allocations were a good part of it); pointer-aligned parts
+     first, the bools last. */
   size_t cells = n ? (size_t)n : 1;
-  snap_frame_t *frames = calloc(cells, sizeof *frames);
-  snap__plat_sym_query_t *q = calloc(cells, sizeof *q);
-  char **owned = calloc(2 * cells, sizeof *owned);
-  bool *sigret = calloc(cells, sizeof *sigret);
-  snap__stack_image_t *rec = calloc(cells, sizeof *rec);
+  char *block =
+      calloc(cells, sizeof(snap_frame_t) + sizeof(snap__plat_sym_query_t) +
+                        2 * sizeof(char *) + sizeof(snap__stack_image_t) +
+                        sizeof(bool));
   snap_stack_t *s = NULL;
-  if (!frames || !q || !owned || !sigret || !rec)
-    goto out;
+  if (!block)
+    return NULL;
+  snap_frame_t *frames = (snap_frame_t *)(void *)block;
+  snap__plat_sym_query_t *q =
+      (snap__plat_sym_query_t *)(void *)(frames + cells);
+  char **owned = (char **)(void *)(q + cells);
+  snap__stack_image_t *rec = (snap__stack_image_t *)(void *)(owned + 2 * cells);
+  bool *sigret = (bool *)(void *)(rec + cells);
 
   const snap__images_t *t = snap__images_acquire();
   snap__stack_key_t key = {.hash = hash,
@@ -100,7 +108,8 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                            .images = rec,
                            .generation = snap__images_generation(t)};
   for (int i = 0; i < n; i++)
-    sigret[i] = pcs[i] && snap__plat_is_sigreturn(pcs[i]);
+    sigret[i] = pcs[i] && snap__plat_is_sigreturn_named(
+                              pcs[i], snap__images_find(t, pcs[i]) != NULL);
   for (int i = 0; i < n; i++) {
     uintptr_t pc = pcs[i];
     bool exact = pc == 0 || sigret[i] || (i > 0 && sigret[i - 1]) ||
@@ -136,15 +145,9 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
         frames[kept++] = frames[i];
   }
   s = snap__stack_pack(frames, kept, &key);
-out:
-  if (owned)
-    for (size_t i = 0; i < 2 * cells; i++)
-      free(owned[i]);
-  free(owned);
-  free(frames);
-  free(q);
-  free(sigret);
-  free(rec);
+  for (size_t i = 0; i < 2 * cells; i++)
+    free(owned[i]);
+  free(block);
   return s;
 }
 

@@ -3,6 +3,10 @@
 snap_test(test_symbolicate symbols/test_symbolicate.c)
 set_target_properties(test_symbolicate PROPERTIES ENABLE_EXPORTS ON)
 
+# The pc after a signal-return trampoline is exact (issue 12, speed: the
+# trampoline check is learnt a chunk of code at a time).
+snap_test(test_symbol_sigreturn symbols/test_symbol_sigreturn.c)
+
 # Cache: SNAP_TEST_CACHE_STACKS distinct stacks through a 1 MiB cap; 1 M in
 # the plain native builds, fewer where each naming costs 5-20x more
 # (sanitizers, qemu).
@@ -11,6 +15,12 @@ set_target_properties(test_symbol_cache PROPERTIES ENABLE_EXPORTS ON)
 if(SNAP_SANITIZE OR CMAKE_CROSSCOMPILING)
   target_compile_definitions(test_symbol_cache PRIVATE SNAP_TEST_CACHE_STACKS=200000)
 endif()
+
+# The cache's per-thread fronts count in its cap; a lower cap empties them,
+# also a waiting thread's (issue 12, "the bounded cache").
+snap_test(test_cache_fronts symbols/test_cache_fronts.c)
+set_target_properties(test_cache_fronts PROPERTIES ENABLE_EXPORTS ON)
+target_link_libraries(test_cache_fronts PRIVATE Threads::Threads)
 
 # Image unload: two libraries of one layout, dlopen/dlclose/dlopen. Natively
 # the kernel hands B the hole A left. qemu-user's mmap moves on instead, so

@@ -31,3 +31,8 @@ bool snap__plat_is_sigreturn(uintptr_t pc) {
   (void)pc;
   return false;
 }
+
+bool snap__plat_is_sigreturn_named(uintptr_t pc, bool in_image) {
+  (void)in_image;
+  return snap__plat_is_sigreturn(pc);
+}

@@ -17,7 +17,8 @@
  *     file still exports its public functions). ELF32 and big-endian give
  *     -1: the targets (x86_64, aarch64 Linux) are ELF64 LE.
  *  2. Keep defined STT_FUNC / STT_GNU_IFUNC symbols that lie inside their
- *     section; sort by address (a radix sort); of aliases at one address
+ *     section; sort by address (a radix sort of one word a symbol: the
+ *     address above the symbol's index); of aliases at one address
  *     keep one name (GLOBAL over WEAK over LOCAL, then fewer leading
  *     underscores, then
  *     shorter, then strcmp: "malloc" over "__libc_malloc", and the same
@@ -28,7 +29,9 @@
  *     is NUL, so any in-range offset has its terminator inside the table
  *     (checked once per table, not once per name: a hostile table of long
  *     unterminated strings cannot make the parse quadratic).
- *  4. Lookup: binary search for the last start <= pc; a pc at or past that
+ *  4. Lookup: binary search for the last start <= pc (over 32-bit start
+ *     and end offsets from the first function when they fit: 8 bytes a
+ *     function to touch, not 24); a pc at or past that
  *     function's end is not that function (a gap, or code without a
  *     symbol), unless a function starting just before encloses it (nested
  *     or overlapping symbols, looked for a few entries back).
@@ -106,11 +109,12 @@ static uint64_t align_up(uint64_t v, uint64_t a) {
 
 /* ---- Symbols ------------------------------------------------------------ */
 
-typedef struct cand {
-  uint64_t addr, size, limit;
-  const char *name;
-  unsigned rank; /* 0 GLOBAL, 1 WEAK, 2 LOCAL, 3 anything else */
-} cand_t;
+/* What the sort orders: (addr - lowest addr) << ibits | the symbol's index
+   in its table. One word a symbol, so the sort moves 8 bytes, not a
+   40-byte record with its name and sizes: a first lookup in a big library
+   was mostly moving, and faulting in, those records. The rest of a symbol
+   is read again from its table, for the ones kept. */
+typedef uint64_t sym_key_t;
 
 static unsigned leading_underscores(const char *s) {
   unsigned n = 0;
@@ -119,71 +123,46 @@ static unsigned leading_underscores(const char *s) {
   return n;
 }
 
-static int cand_cmp(const void *pa, const void *pb) {
-  const cand_t *a = pa, *b = pb;
-  if (a->addr != b->addr)
-    return a->addr < b->addr ? -1 : 1;
-  if (a->rank != b->rank)
-    return a->rank < b->rank ? -1 : 1;
-  unsigned ua = leading_underscores(a->name), ub = leading_underscores(b->name);
+/* Which name an address with aliases goes by: GLOBAL over WEAK over LOCAL,
+   then fewer leading underscores, then shorter, then strcmp ("malloc"
+   over "__libc_malloc", and the same answer every run). < 0: a wins. */
+static int prefer(unsigned ra, const char *a, unsigned rb, const char *b) {
+  if (ra != rb)
+    return ra < rb ? -1 : 1;
+  unsigned ua = leading_underscores(a), ub = leading_underscores(b);
   if (ua != ub)
     return ua < ub ? -1 : 1;
-  size_t la = strlen(a->name), lb = strlen(b->name);
+  size_t la = strlen(a), lb = strlen(b);
   if (la != lb)
     return la < lb ? -1 : 1;
-  return strcmp(a->name, b->name);
+  return strcmp(a, b);
 }
 
-/* Sorts c[0..n) as qsort with cand_cmp would, faster: the comparisons of a
-   100 k-function table were most of an image's first lookup. An LSD radix
-   sort of (addr, index) keys, 11 bits a pass, skipping digits that are
-   the same in every key (a library's addresses span a few MiB: three
-   passes); it is stable, and each run of one address (aliases: short) is
-   then put in cand_cmp's order. False when out of memory (c untouched). */
+/* LSD radix sort of k[0..n) on bits [lo_bit, 64), 11 bits a pass, skipping
+   digits that are the same in every key (a library's code spans a few MiB:
+   two or three passes). tmp: scratch of n keys. Returns the sorted array
+   (k or tmp). */
 #define RADIX_BITS 11
-static bool sort_cands(cand_t *c, size_t n) {
-  typedef struct radix_key {
-    uint64_t addr;
-    size_t i;
-  } radix_key_t;
-  radix_key_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-  cand_t *out = malloc(n * sizeof *out);
-  if (!a || !b || !out) {
-    free(a), free(b), free(out);
-    return false;
-  }
+static sym_key_t *radix_sort(sym_key_t *k, sym_key_t *tmp, size_t n,
+                             unsigned lo_bit) {
   uint64_t diff = 0;
-  for (size_t i = 0; i < n; i++) {
-    a[i] = (radix_key_t){c[i].addr, i};
-    diff |= c[i].addr ^ c[0].addr;
-  }
+  for (size_t i = 0; i < n; i++)
+    diff |= k[i] ^ k[0];
   const uint64_t mask = (1u << RADIX_BITS) - 1;
-  for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
+  for (unsigned shift = lo_bit; shift < 64; shift += RADIX_BITS) {
     if (!((diff >> shift) & mask))
       continue; /* one digit for all: this pass would change nothing */
     size_t count[(1u << RADIX_BITS) + 1] = {0};
     for (size_t i = 0; i < n; i++)
-      count[((a[i].addr >> shift) & mask) + 1]++;
+      count[((k[i] >> shift) & mask) + 1]++;
     for (size_t d = 1; d <= mask + 1; d++)
       count[d] += count[d - 1];
     for (size_t i = 0; i < n; i++)
-      b[count[(a[i].addr >> shift) & mask]++] = a[i];
-    radix_key_t *t = a;
-    a = b, b = t;
+      tmp[count[(k[i] >> shift) & mask]++] = k[i];
+    sym_key_t *t = k;
+    k = tmp, tmp = t;
   }
-  for (size_t i = 0; i < n; i++)
-    out[i] = c[a[i].i];
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    while (j < n && out[j].addr == out[i].addr)
-      j++;
-    if (j - i > 1)
-      qsort(out + i, j - i, sizeof *out, cand_cmp);
-    i = j;
-  }
-  memcpy(c, out, n * sizeof *c);
-  free(a), free(b), free(out);
-  return true;
+  return k;
 }
 
 static unsigned bind_rank(unsigned char info) {
@@ -193,6 +172,47 @@ static unsigned bind_rank(unsigned char info) {
   case STB_LOCAL: return 2;
   default: return 3;
   }
+}
+
+/* Section shndx's address range [addr, end), remembered for the last
+   section asked (symbols come in runs of one section). False when the
+   section cannot hold a function. */
+typedef struct sec_memo {
+  uint64_t shndx, addr, end;
+} sec_memo_t;
+
+static bool section_range(const snap__elf_t *e, const shdrs_t *sh,
+                          uint64_t shndx, sec_memo_t *m) {
+  if (m->shndx != shndx) {
+    Elf64_Shdr sec;
+    m->shndx = shndx;
+    m->addr = m->end = 0;
+    if (shdr(e, sh, shndx, &sec) && sec.sh_size > 0 &&
+        sec.sh_addr + sec.sh_size > sec.sh_addr) {
+      m->addr = sec.sh_addr;
+      m->end = sec.sh_addr + sec.sh_size;
+    }
+  }
+  return m->end != 0;
+}
+
+/* Symbol i of the table at off, if it names a defined function inside its
+   section; that section's range then in *sec. */
+static bool func_sym(const snap__elf_t *e, const shdrs_t *sh, uint64_t off,
+                     uint64_t i, const Elf64_Shdr *str, sec_memo_t *sec,
+                     Elf64_Sym *s) {
+  memcpy(s, e->data + off + i * sizeof *s, sizeof *s);
+  unsigned type = ELF64_ST_TYPE(s->st_info);
+  if (type != STT_FUNC && type != STT_GNU_IFUNC)
+    return false;
+  if (s->st_shndx == SHN_UNDEF || s->st_shndx >= SHN_LORESERVE)
+    return false; /* undefined, absolute, common, or an extended index */
+  if (s->st_name >= str->sh_size ||
+      e->data[str->sh_offset + s->st_name] == '\0')
+    return false;
+  /* A function outside its own section is a corrupt entry, not code. */
+  return section_range(e, sh, s->st_shndx, sec) && s->st_value >= sec->addr &&
+         s->st_value < sec->end;
 }
 
 static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
@@ -207,79 +227,107 @@ static int load_syms(snap__elf_t *e, const shdrs_t *sh, const Elf64_Shdr *sym) {
     return -1;
   if (count == 0)
     return 0;
-  cand_t *c = malloc(count * sizeof *c);
-  if (!c)
-    return -1;
+  const char *strs = (const char *)e->data + str.sh_offset;
+  uint64_t off = sym->sh_offset;
 
+  /* 1. The defined functions inside their sections: their addresses and
+     indices, the span of their addresses. */
+  sym_key_t *k = malloc(count * sizeof *k), *tmp = malloc(count * sizeof *tmp);
+  if (!k || !tmp) {
+    free(k), free(tmp);
+    return -1;
+  }
   size_t n = 0;
-  uint64_t cached_shndx = UINT64_MAX;
-  Elf64_Shdr sec = {0};
-  bool sec_ok = false;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  sec_memo_t memo = {UINT64_MAX, 0, 0};
+  Elf64_Sym s;
   for (uint64_t i = 0; i < count; i++) {
-    Elf64_Sym s;
-    memcpy(&s, e->data + sym->sh_offset + i * sizeof s, sizeof s);
-    unsigned type = ELF64_ST_TYPE(s.st_info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC)
+    if (!func_sym(e, sh, off, i, &str, &memo, &s))
       continue;
-    if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE)
-      continue; /* undefined, absolute, common, or an extended index */
-    const char *name = str_at(e, str.sh_offset, str.sh_size, s.st_name);
-    if (!name || !name[0])
-      continue;
-    if (s.st_shndx != cached_shndx) {
-      cached_shndx = s.st_shndx;
-      sec_ok = shdr(e, sh, s.st_shndx, &sec) &&
-               sec.sh_addr + sec.sh_size >= sec.sh_addr;
-    }
-    /* A function outside its own section is a corrupt entry, not code. */
-    if (!sec_ok || s.st_value < sec.sh_addr ||
-        s.st_value - sec.sh_addr >= sec.sh_size)
-      continue;
-    uint64_t size = s.st_size;
-    if (s.st_value + size < s.st_value)
-      size = 0; /* wraps: treat as unsized */
-    c[n++] = (cand_t){s.st_value, size, sec.sh_addr + sec.sh_size, name,
-                      bind_rank(s.st_info)};
+    k[n] = s.st_value;
+    tmp[n++] = i;
+    lo = s.st_value < lo ? s.st_value : lo;
+    hi = s.st_value > hi ? s.st_value : hi;
   }
   if (n == 0) {
-    free(c);
+    free(k), free(tmp);
     return 0;
   }
-  if (!sort_cands(c, n))
-    qsort(c, n, sizeof *c, cand_cmp);
 
-  /* One entry per address: the first of each run is the preferred name;
-     the run's largest size and section end stand for all of it. */
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (m > 0 && c[m - 1].addr == c[i].addr) {
-      if (c[i].size > c[m - 1].size)
-        c[m - 1].size = c[i].size;
-      if (c[i].limit > c[m - 1].limit)
-        c[m - 1].limit = c[i].limit;
-      continue;
-    }
-    c[m++] = c[i];
-  }
-  snap__elf_sym_t *out = malloc(m * sizeof *out);
-  if (!out) {
-    free(c);
+  /* 2. Sort by address: one word a symbol, (addr - lo) above the index.
+     Stable (LSD), so aliases keep symbol-table order. */
+  unsigned ibits = 1;
+  while (((uint64_t)1 << ibits) < count)
+    ibits++; /* count <= MAX_SYMS: at most 24 */
+  unsigned span_bits = 0;
+  while (span_bits < 64 && ((hi - lo) >> span_bits) != 0)
+    span_bits++;
+  snap__elf_sym_t *out = malloc(n * sizeof *out);
+  uint8_t *unsized = calloc((n + 7) / 8, 1);
+  if (!out || !unsized || ibits + span_bits > 64) {
+    /* Out of memory, or functions spread over more than 2^40 bytes (no
+       real image does): unknown rather than a slow path nothing tests. */
+    free(k), free(tmp), free(out), free(unsized);
     return -1;
   }
-  for (size_t i = 0; i < m; i++) {
-    uint64_t end;
-    if (c[i].size > 0) {
-      end = c[i].addr + c[i].size;
-    } else {
-      end = c[i].limit; /* > addr: the symbol lies inside its section */
-      if (i + 1 < m && c[i + 1].addr < end)
-        end = c[i + 1].addr;
+  for (size_t i = 0; i < n; i++)
+    k[i] = (k[i] - lo) << ibits | tmp[i];
+  const sym_key_t *sorted = radix_sort(k, tmp, n, ibits);
+  const uint64_t imask = ((uint64_t)1 << ibits) - 1;
+
+  /* 3. One entry per address: of a run of aliases the preferred name, and
+     the run's largest size and section end stand for all of it. */
+  size_t m = 0;
+  for (size_t i = 0; i < n;) {
+    uint64_t at = (sorted[i] >> ibits) + lo, size = 0, limit = 0;
+    uint32_t best = 0;
+    unsigned best_rank = 0;
+    size_t j = i;
+    for (; j < n && (sorted[j] >> ibits) + lo == at; j++) {
+      (void)func_sym(e, sh, off, sorted[j] & imask, &str, &memo, &s);
+      unsigned rank = bind_rank(s.st_info);
+      if (j == i || prefer(rank, strs + s.st_name, best_rank, strs + best) < 0)
+        best = s.st_name, best_rank = rank;
+      uint64_t sz = s.st_value + s.st_size < s.st_value ? 0 : s.st_size;
+      if (sz > size) /* a size that wraps counts as unsized */
+        size = sz;
+      if (memo.end > limit)
+        limit = memo.end;
     }
-    out[i] = (snap__elf_sym_t){c[i].addr, end, c[i].name};
+    if (size == 0)
+      unsized[m / 8] |= (uint8_t)(1u << (m % 8));
+    out[m++] = (snap__elf_sym_t){at, size > 0 ? at + size : limit, strs + best};
+    i = j;
   }
-  free(c);
+  /* A size-0 symbol runs to the next symbol or the end of its section. */
+  for (size_t i = 0; i + 1 < m; i++)
+    if ((unsized[i / 8] >> (i % 8) & 1) && out[i + 1].addr < out[i].end)
+      out[i].end = out[i + 1].addr;
+  free(tmp), free(unsized);
+  if (m < n) { /* aliases merged: give the tail back */
+    snap__elf_sym_t *shrunk = realloc(out, m * sizeof *out);
+    if (shrunk)
+      out = shrunk;
+  }
   e->syms = out;
   e->nsyms = m;
+  /* The search keys go where the sort keys were (8 bytes a function
+     either way): memory already faulted in, not fresh pages. */
+  uint64_t last_end = 0;
+  for (size_t i = 0; i < m; i++)
+    last_end = out[i].end > last_end ? out[i].end : last_end;
+  if (last_end - out[0].addr > UINT32_MAX) {
+    free(k); /* no keys: the slower search */
+    return 0;
+  }
+  _Static_assert(sizeof(sym_key_t) == 2 * sizeof(uint32_t), "key reuse");
+  uint32_t *keys = (uint32_t *)(void *)k;
+  for (size_t i = 0; i < m; i++) {
+    keys[2 * i] = (uint32_t)(out[i].addr - out[0].addr);
+    keys[2 * i + 1] = (uint32_t)(out[i].end - out[0].addr);
+  }
+  uint32_t *shrunk = realloc(keys, 2 * m * sizeof *keys);
+  e->keys = shrunk ? shrunk : keys;
   return 0;
 }
 
@@ -288,22 +336,41 @@ const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
   if (floor)
     *floor = 0;
   size_t lo = 0, hi = e->nsyms; /* first entry with addr > vaddr */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (e->syms[mid].addr <= vaddr)
-      lo = mid + 1;
-    else
-      hi = mid;
+  uint64_t base = e->nsyms ? e->syms[0].addr : 0;
+  if (e->keys) {
+    if (vaddr < base)
+      return NULL;
+    uint64_t rel = vaddr - base;
+    if (rel > UINT32_MAX) /* past every key */
+      lo = e->nsyms;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (e->keys[2 * mid] <= (uint32_t)rel)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  } else {
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (e->syms[mid].addr <= vaddr)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
   }
   if (lo == 0)
     return NULL;
   uint64_t below = 0;
   for (size_t k = 0; k < ENCLOSING_LOOKBACK && k < lo; k++) {
-    const snap__elf_sym_t *s = &e->syms[lo - 1 - k];
-    if (vaddr < s->end)
-      return s;
-    if (s->end > below)
-      below = s->end;
+    size_t i = lo - 1 - k;
+    /* The end from the key beside the start just searched: the symbol's
+       own entry is one more cache miss, paid only for the answer. */
+    uint64_t end = e->keys ? base + e->keys[2 * i + 1] : e->syms[i].end;
+    if (vaddr < end)
+      return &e->syms[i];
+    if (end > below)
+      below = end;
   }
   if (floor)
     *floor = below;
@@ -648,9 +715,9 @@ int snap__elf_detach(snap__elf_t *e) {
   if (e->build_id)
     e->build_id = blk + keep(blk, &at, e->build_id, 0, e->build_id_len);
   if (e->debuglink)
-    e->debuglink = (const char *)blk +
-                   keep(blk, &at, (const uint8_t *)e->debuglink, 0,
-                        strlen(e->debuglink) + 1);
+    e->debuglink =
+        (const char *)blk + keep(blk, &at, (const uint8_t *)e->debuglink, 0,
+                                 strlen(e->debuglink) + 1);
   if (plt) {
     for (int i = 0; i < e->nplt; i++)
       if (e->plt[i].size_in_file)
@@ -659,8 +726,8 @@ int snap__elf_detach(snap__elf_t *e) {
     for (int i = 0; i < e->nrela; i++)
       e->rela[i].offset = keep(blk, &at, d, e->rela[i].offset,
                                e->rela[i].count * sizeof(Elf64_Rela));
-    e->dynsym_off = keep(blk, &at, d, e->dynsym_off,
-                         e->dynsym_count * sizeof(Elf64_Sym));
+    e->dynsym_off =
+        keep(blk, &at, d, e->dynsym_off, e->dynsym_count * sizeof(Elf64_Sym));
     e->dynstr_off = keep(blk, &at, d, e->dynstr_off, e->dynstr_size);
   } else {
     e->nrela = 0; /* nothing to name without a PLT */
@@ -674,6 +741,7 @@ int snap__elf_detach(snap__elf_t *e) {
 
 void snap__elf_free(snap__elf_t *e) {
   free(e->syms);
+  free(e->keys);
   free(e->owned);
   memset(e, 0, sizeof *e);
 }

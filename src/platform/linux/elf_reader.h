@@ -44,7 +44,7 @@ typedef struct snap__elf_rela {
 typedef struct snap__elf {
   const uint8_t *data; /* the buffer parsed, or after detach: owned */
   size_t size;
-  uint8_t *owned; /* detach's block (data points into it), or NULL */
+  uint8_t *owned;   /* detach's block (data points into it), or NULL */
   uint16_t machine; /* e_machine: EM_X86_64, EM_AARCH64, ... */
   uint16_t type;    /* e_type: ET_EXEC, ET_DYN, ... */
 
@@ -52,6 +52,11 @@ typedef struct snap__elf {
      (malloc'ed) by this struct. */
   snap__elf_sym_t *syms;
   size_t nsyms;
+  /* Per function, syms[i].addr and .end minus syms[0].addr, when every
+     one fits in 32 bits (else NULL): what a lookup searches, 8 bytes a
+     function instead of 24, so a big image's search stays in the CPU's
+     caches. Owned. */
+  uint32_t *keys;
   bool from_symtab; /* the names came from .symtab (not only .dynsym) */
 
   /* For PLT names: .dynsym and the relocations that point into it. */

@@ -101,8 +101,8 @@ static uint64_t g_clock;
 static uint64_t read_at(int fd, uint8_t *buf, uint64_t off, uint64_t len) {
   uint64_t got = 0;
   while (got < len) {
-    ssize_t n = pread(fd, buf + off + got, (size_t)(len - got),
-                      (off_t)(off + got));
+    ssize_t n =
+        pread(fd, buf + off + got, (size_t)(len - got), (off_t)(off + got));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -164,9 +164,32 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
   }
   if (names_ok)
     read_at(fd, buf, names.sh_offset, names.sh_size);
+  /* .dynsym and its strings serve two ends: the names of a file without
+     .symtab, and PLT entries' targets. A file with a .symtab and no PLT
+     needs neither, and in a big library they are a third of what would be
+     read (its exported names, again). */
+  bool symtab = false, plt = !names_ok;
   for (uint64_t i = 1; i < num; i++) {
     Elf64_Shdr s;
     memcpy(&s, buf + eh.e_shoff + i * sizeof s, sizeof s);
+    symtab |= s.sh_type == SHT_SYMTAB;
+    plt |= names_ok && (is_named(buf, size, &names, s.sh_name, ".plt") ||
+                        is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
+                        is_named(buf, size, &names, s.sh_name, ".plt.got"));
+  }
+  uint64_t skip_str = 0; /* the section index of .dynsym's strings */
+  for (uint64_t i = 1; i < num && symtab && !plt; i++) {
+    Elf64_Shdr s;
+    memcpy(&s, buf + eh.e_shoff + i * sizeof s, sizeof s);
+    if (s.sh_type == SHT_DYNSYM)
+      skip_str = s.sh_link;
+  }
+  for (uint64_t i = 1; i < num; i++) {
+    Elf64_Shdr s;
+    memcpy(&s, buf + eh.e_shoff + i * sizeof s, sizeof s);
+    if (symtab && !plt &&
+        (s.sh_type == SHT_DYNSYM || (skip_str && i == skip_str)))
+      continue;
     bool want = s.sh_type == SHT_SYMTAB || s.sh_type == SHT_DYNSYM ||
                 s.sh_type == SHT_STRTAB || s.sh_type == SHT_NOTE ||
                 s.sh_type == SHT_RELA;

@@ -1,0 +1,227 @@
+/*
+ * intern.c — the named stacks' shared strings (intern.h): a cached stack
+ * keeps a 32-bit id per symbol, not a copy of its name, so a thousand
+ * stacks through one function hold its name once.
+ *
+ * Algorithm: a chained hash table of entries (refs, id, the bytes),
+ * doubled when it is as full as it has buckets; ids index a two-level
+ * array of entry pointers (chunks of 4096 slots, each allocated once and
+ * never moved while any id is held), so reading a string by id takes no
+ * lock. An entry is freed with its last reference and its id reused; the
+ * tables go when asked with no string left (snap__intern_trim: a cap of 0
+ * leaves nothing behind), not with each last string (naming with the cache
+ * off would make them afresh for every stack). One lock guards the chains,
+ * the counts and the free ids: taken once per stack packed (all its names
+ * at once) and once per stack freed, never per frame.
+ *
+ * Must not: be used from the stopped window, or take another lock while
+ * holding its own (a caller may hold a cache stripe: stripe, then intern).
+ */
+#include "symbols/intern.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/platform.h"
+
+#define CHUNK_IDS 4096u
+#define MAX_CHUNKS 1024u /* 4 M distinct strings alive at once */
+
+typedef struct entry {
+  struct entry *next; /* hash chain */
+  uint64_t hash;
+  uint32_t refs;
+  uint32_t id;
+  size_t len;
+  char s[];
+} entry_t;
+
+typedef _Atomic(entry_t *) slot_t;
+
+static snap__lazy_lock_t g_lock;
+static entry_t **g_buckets; /* g_nbuckets chains, a power of two */
+static size_t g_nbuckets, g_count;
+static _Atomic(slot_t *) g_chunks[MAX_CHUNKS];
+static uint32_t *g_free; /* ids to reuse */
+static size_t g_nfree, g_free_cap;
+static uint32_t g_next_id = 1; /* 0 is "no string" */
+static atomic_size_t g_bytes;
+
+static uint64_t hash_of(const char *s, size_t *len) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+  size_t n = 0;
+  for (; s[n]; n++)
+    h = (h ^ (unsigned char)s[n]) * 0x100000001b3ull;
+  *len = n;
+  return h ^ (h >> 29);
+}
+
+static slot_t *slot_of(uint32_t id) {
+  slot_t *chunk =
+      atomic_load_explicit(&g_chunks[id / CHUNK_IDS], memory_order_acquire);
+  return chunk ? &chunk[id % CHUNK_IDS] : NULL;
+}
+
+/* Under g_lock. */
+static bool grow_buckets(void) {
+  size_t n = g_nbuckets ? 2 * g_nbuckets : 1024;
+  entry_t **b = calloc(n, sizeof *b);
+  if (!b)
+    return false;
+  for (size_t i = 0; i < g_nbuckets; i++)
+    for (entry_t *e = g_buckets[i], *next; e; e = next) {
+      next = e->next;
+      e->next = b[e->hash & (n - 1)];
+      b[e->hash & (n - 1)] = e;
+    }
+  free(g_buckets);
+  atomic_fetch_add(&g_bytes, (n - g_nbuckets) * sizeof *b);
+  g_buckets = b;
+  g_nbuckets = n;
+  return true;
+}
+
+/* Under g_lock: a fresh id with a slot to hold its entry, or 0. */
+static uint32_t new_id(void) {
+  if (g_nfree)
+    return g_free[--g_nfree];
+  uint32_t id = g_next_id;
+  if (id / CHUNK_IDS >= MAX_CHUNKS)
+    return 0;
+  if (!slot_of(id)) {
+    slot_t *chunk = calloc(CHUNK_IDS, sizeof *chunk);
+    if (!chunk)
+      return 0;
+    atomic_fetch_add(&g_bytes, CHUNK_IDS * sizeof *chunk);
+    atomic_store_explicit(&g_chunks[id / CHUNK_IDS], chunk,
+                          memory_order_release);
+  }
+  g_next_id++;
+  return id;
+}
+
+/* Under g_lock. */
+static void drop_ref(uint32_t id) {
+  slot_t *slot = slot_of(id);
+  entry_t *e = slot ? atomic_load_explicit(slot, memory_order_relaxed) : NULL;
+  if (!e || --e->refs > 0)
+    return;
+  entry_t **p = &g_buckets[e->hash & (g_nbuckets - 1)];
+  while (*p != e)
+    p = &(*p)->next;
+  *p = e->next;
+  g_count--;
+  atomic_store_explicit(slot, NULL, memory_order_relaxed);
+  atomic_fetch_sub(&g_bytes, sizeof *e + e->len + 1);
+  free(e);
+  if (g_nfree == g_free_cap) { /* out of memory here: the id is not reused */
+    size_t cap = g_free_cap ? 2 * g_free_cap : 256;
+    uint32_t *f = realloc(g_free, cap * sizeof *f);
+    if (!f)
+      return;
+    atomic_fetch_add(&g_bytes, (cap - g_free_cap) * sizeof *f);
+    g_free = f;
+    g_free_cap = cap;
+  }
+  g_free[g_nfree++] = id;
+}
+
+/* Under g_lock, when no string is left: no id is held anywhere, so no
+   reader can be in a chunk. */
+static void drop_tables(void) {
+  for (unsigned c = 0; c < MAX_CHUNKS; c++) {
+    slot_t *chunk = atomic_load_explicit(&g_chunks[c], memory_order_relaxed);
+    if (!chunk)
+      break;
+    atomic_store_explicit(&g_chunks[c], NULL, memory_order_relaxed);
+    free(chunk);
+  }
+  free(g_buckets);
+  free(g_free);
+  g_buckets = NULL;
+  g_free = NULL;
+  g_nbuckets = g_nfree = g_free_cap = 0;
+  g_next_id = 1;
+  atomic_store(&g_bytes, 0);
+}
+
+/* Under g_lock: s's id with one more reference, or 0 (out of memory). */
+static uint32_t take(const char *s) {
+  size_t len;
+  uint64_t h = hash_of(s, &len);
+  if (g_nbuckets)
+    for (entry_t *e = g_buckets[h & (g_nbuckets - 1)]; e; e = e->next)
+      if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0) {
+        e->refs++;
+        return e->id;
+      }
+  if (g_count >= g_nbuckets && !grow_buckets() && !g_nbuckets)
+    return 0;
+  entry_t *e = malloc(sizeof *e + len + 1);
+  uint32_t id = e ? new_id() : 0;
+  if (!id) {
+    free(e);
+    return 0;
+  }
+  e->next = g_buckets[h & (g_nbuckets - 1)];
+  e->hash = h;
+  e->refs = 1;
+  e->id = id;
+  e->len = len;
+  memcpy(e->s, s, len + 1);
+  g_buckets[h & (g_nbuckets - 1)] = e;
+  g_count++;
+  atomic_store_explicit(slot_of(id), e, memory_order_release);
+  atomic_fetch_add(&g_bytes, sizeof *e + len + 1);
+  return id;
+}
+
+int snap__intern_acquire(const char *const *s, int n, uint32_t *ids) {
+  snap__plat_lazy_lock(&g_lock);
+  int rc = SNAP_OK;
+  for (int i = 0; i < n; i++) {
+    ids[i] = s[i] ? take(s[i]) : 0;
+    if (s[i] && !ids[i]) {
+      for (int k = 0; k < i; k++)
+        if (ids[k])
+          drop_ref(ids[k]);
+      memset(ids, 0, (size_t)n * sizeof *ids);
+      rc = SNAP_ENOMEM;
+      break;
+    }
+  }
+  snap__plat_lazy_unlock(&g_lock);
+  return rc;
+}
+
+void snap__intern_release(const uint32_t *ids, int n) {
+  bool any = false;
+  for (int i = 0; i < n && !any; i++)
+    any = ids[i] != 0;
+  if (!any)
+    return;
+  snap__plat_lazy_lock(&g_lock);
+  for (int i = 0; i < n; i++)
+    if (ids[i])
+      drop_ref(ids[i]);
+  snap__plat_lazy_unlock(&g_lock);
+}
+
+void snap__intern_trim(void) {
+  snap__plat_lazy_lock(&g_lock);
+  if (g_count == 0)
+    drop_tables();
+  snap__plat_lazy_unlock(&g_lock);
+}
+
+const char *snap__intern_get(uint32_t id) {
+  slot_t *slot = id ? slot_of(id) : NULL;
+  entry_t *e = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+  return e ? e->s : NULL;
+}
+
+size_t snap__intern_bytes(void) {
+  return atomic_load_explicit(&g_bytes, memory_order_relaxed);
+}
