@@ -104,8 +104,8 @@ int main(void) {
     pthread_cond_wait(&g_cv, &g_mu);
   pthread_mutex_unlock(&g_mu);
 
-  snap_symbol_cache_stats_t st;
-  snap_symbol_cache_stats(&st);
+  snap_symbol_cache_stats_t st = {.size = sizeof st};
+  CHECK_EQ(snap_symbol_cache_stats(&st), SNAP_OK);
   CHECK(st.entries >= STACKS, "only %llu cached",
         (unsigned long long)st.entries);
   size_t m1 = mallinfo2().uordblks;
