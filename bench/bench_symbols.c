@@ -1003,7 +1003,8 @@ static bool part5_cache_memory(void) {
     return false;
   }
   enum { N = 4000, MANY = 60000 };
-  snap_symbol_cache_stats_t a, b, c;
+  snap_symbol_cache_stats_t a = {.size = sizeof a}, b = {.size = sizeof b},
+                            c = {.size = sizeof c};
   snap_set_symbol_cache_limit(0); /* empty it */
   snap_set_symbol_cache_limit(SNAP_SYMBOL_CACHE_DEFAULT_BYTES);
   bool ok = fill_cache(start, img->count, N, false, &a);
