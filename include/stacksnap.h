@@ -37,7 +37,7 @@ extern "C" {
    file and the CMake package take their version from these three lines
    (keep each exactly `#define SNAP_VERSION_<PART> <number>`). */
 #define SNAP_VERSION_MAJOR 1
-#define SNAP_VERSION_MINOR 0
+#define SNAP_VERSION_MINOR 1
 #define SNAP_VERSION_PATCH 0
 #define SNAP__STR2(x) #x
 #define SNAP__STR(x) SNAP__STR2(x)
@@ -363,6 +363,15 @@ typedef struct snap_lag_config {
   /* Report even while a debugger traces the process. Default false: a
      process stopped at a breakpoint is not lagging. */
   bool report_when_traced;
+  /* Version 2 (1.1.0). Called on the watchdog thread after every write of a
+     report, as on_report is, with `final` true exactly once per report, on
+     the write that completes it: its lag or hang ended (or the watchdog
+     stopped during it), a cpu report, a hang_killed one. A report is
+     rewritten while its lag lasts (14 times for a 10 s hang), and an
+     annealed repeat later rewrites its count (final false): an uploader
+     acts once, on final. May be NULL (the default); both callbacks may be
+     set, and both get ctx. */
+  void (*on_report_write)(const char *report_path, bool final, void *ctx);
 } snap_lag_config_t;
 
 /* Fills the `size` bytes at cfg with the defaults above and cfg->size

@@ -27,7 +27,11 @@
 
 _Static_assert(offsetof(snap_lag_config_t, size) == 0,
                "snap_lag_config_t: size must be the first field");
-_Static_assert(sizeof(snap_lag_config_t) == SIZE_V1,
+/* v2 (1.1.0) adds on_report_write, right past v1's size. */
+#define SIZE_V2 sizeof(snap_lag_config_t)
+_Static_assert(offsetof(snap_lag_config_t, on_report_write) == SIZE_V1,
+               "snap_lag_config_t: v2's first field must start at v1's size");
+_Static_assert(SIZE_V2 == SIZE_V1 + sizeof(void (*)(void)),
                "snap_lag_config_t grew: list the new version's size in "
                "k_sizes and pin its layout here");
 /* The v1 layout where it ships (LP64: arm64, x86_64): a field inserted,
@@ -41,7 +45,7 @@ _Static_assert(sizeof(void *) != 8 ||
                     SIZE_V1 == 72),
                "snap_lag_config_t: the v1 layout changed");
 
-static const size_t k_sizes[] = {SIZE_V1};
+static const size_t k_sizes[] = {SIZE_V1, SIZE_V2};
 
 static bool known_size(size_t size) {
   for (size_t i = 0; i < sizeof k_sizes / sizeof *k_sizes; i++)

@@ -248,6 +248,7 @@ typedef struct snap__lag_store {
   char dir[1024];
   unsigned retention_days, max_per_day;
   void (*on_report)(const char *path, void *ctx);
+  void (*on_report_write)(const char *path, bool final, void *ctx);
   void *ctx;
   unsigned dropped; /* new reports refused by the daily cap */
 } snap__lag_store_t;
@@ -256,16 +257,16 @@ typedef struct snap__lag_store {
    ongoing reports into hang_killed ones. SNAP_OK, SNAP_EIO. */
 int snap__lag_store_open(snap__lag_store_t *st);
 /* Writes a new report (file name from start and kind into name[64]).
-   SNAP_OK; SNAP_EBUSY when today's cap is reached (nothing written);
-   SNAP_EIO. */
+   final: no rewrite will follow (the callbacks are told). SNAP_OK;
+   SNAP_EBUSY when today's cap is reached (nothing written); SNAP_EIO. */
 int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
                         snap__lag_kind_t kind, const char *json, size_t n,
-                        char name[64]);
+                        bool final, char name[64]);
 /* Rewrites the report `name` (a new name when kind changed: the old file
    is removed after the new one is in place). SNAP_OK or SNAP_EIO. */
 int snap__lag_store_update(snap__lag_store_t *st, char name[64],
                            int64_t start_unix_ms, snap__lag_kind_t kind,
-                           const char *json, size_t n);
+                           const char *json, size_t n, bool final);
 
 /* ---- Configuration (config.c) -------------------------------------------- */
 

@@ -54,16 +54,18 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
   classify(r);
 }
 
+/* final: this write completes the report (on_report_write is told); true
+   once per report. */
 static int write_report(const snap__report_src_t *src, snap__lag_report_t *r,
-                        char name[64], bool is_new) {
+                        char name[64], bool is_new, bool final) {
   size_t n;
   char *json = snap__lag_report_json(r, &n);
   if (!json)
     return SNAP_ENOMEM;
   int rc = is_new ? snap__lag_store_add(src->store, r->start_unix_ms, r->kind,
-                                        json, n, name)
+                                        json, n, final, name)
                   : snap__lag_store_update(src->store, name, r->start_unix_ms,
-                                           r->kind, json, n);
+                                           r->kind, json, n, final);
   free(json);
   return rc;
 }
@@ -106,18 +108,19 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
     snap__thread_dump(r, src->main, src->self, src->max_threads);
   }
   if (a & (SNAP__LAG_DO_WRITE_NEW | SNAP__LAG_DO_WRITE_UPDATE)) {
-    rc =
-        write_report(src, r, reps->cur_name, (a & SNAP__LAG_DO_WRITE_NEW) != 0);
+    rc = write_report(src, r, reps->cur_name,
+                      (a & SNAP__LAG_DO_WRITE_NEW) != 0, false);
     reps->written_ns = snap__plat_now_ns();
   }
   if (a & SNAP__LAG_DO_WRITE_FINAL) {
     r->ongoing = false;
-    write_report(src, r, reps->cur_name, false);
+    write_report(src, r, reps->cur_name, false, true);
   }
   if (a & SNAP__LAG_DO_REPEAT && reps->have_prev) {
     reps->prev.repeats++;
     reps->prev.updated_unix_ms = snap__plat_unix_ms();
-    write_report(src, &reps->prev, reps->prev_name, false);
+    /* Only its repeat count changes: its final write has been told. */
+    write_report(src, &reps->prev, reps->prev_name, false, false);
   }
   if (a & SNAP__LAG_DO_KEEP) {
     snap__lag_report_clear(&reps->prev);
@@ -158,6 +161,6 @@ void snap__report_cpu(const snap__report_src_t *src,
   classify(&r);
   snap__thread_dump(&r, src->main, src->self, src->max_threads);
   char name[64];
-  write_report(src, &r, name, true);
+  write_report(src, &r, name, true, true); /* written once */
   snap__lag_report_clear(&r);
 }

@@ -49,12 +49,15 @@ static void make_name(char name[64], int64_t ms, snap__lag_kind_t kind) {
   snprintf(name, 64, "%" PRId64 "-%s.json", ms, snap__lag_kind_name(kind));
 }
 
-static void announce(snap__lag_store_t *st, const char *name) {
-  if (!st->on_report)
+static void announce(snap__lag_store_t *st, const char *name, bool final) {
+  if (!st->on_report && !st->on_report_write)
     return;
   char path[1200];
   snprintf(path, sizeof path, "%s/%s", st->dir, name);
-  st->on_report(path, st->ctx);
+  if (st->on_report)
+    st->on_report(path, st->ctx);
+  if (st->on_report_write)
+    st->on_report_write(path, final, st->ctx);
 }
 
 /* ---- Start: clean up, retention, recovery -------------------------------- */
@@ -137,7 +140,7 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
       make_name(to, ms, SNAP__KIND_HANG_KILLED);
       if (snap__plat_file_replace(st->dir, to, out, out_n) == SNAP_OK) {
         snap__plat_file_remove(st->dir, name);
-        announce(st, to);
+        announce(st, to, true); /* a killed lag's report: nothing follows */
       }
       free(out);
     }
@@ -211,7 +214,7 @@ static unsigned count_today(snap__lag_store_t *st, int64_t now) {
 
 int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
                         snap__lag_kind_t kind, const char *json, size_t n,
-                        char name[64]) {
+                        bool final, char name[64]) {
   if (count_today(st, snap__plat_unix_ms()) >= st->max_per_day) {
     st->dropped++;
     return SNAP_EBUSY;
@@ -221,13 +224,13 @@ int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
       (snap__plat_dir_make(st->dir) != SNAP_OK || /* deleted under us? */
        snap__plat_file_replace(st->dir, name, json, n) != SNAP_OK))
     return SNAP_EIO;
-  announce(st, name);
+  announce(st, name, final);
   return SNAP_OK;
 }
 
 int snap__lag_store_update(snap__lag_store_t *st, char name[64],
                            int64_t start_unix_ms, snap__lag_kind_t kind,
-                           const char *json, size_t n) {
+                           const char *json, size_t n, bool final) {
   char to[64];
   make_name(to, start_unix_ms, kind);
   if (snap__plat_file_replace(st->dir, to, json, n) != SNAP_OK)
@@ -239,6 +242,6 @@ int snap__lag_store_update(snap__lag_store_t *st, char name[64],
     snap__plat_file_remove(st->dir, name);
     strcpy(name, to);
   }
-  announce(st, name);
+  announce(st, name, final);
   return SNAP_OK;
 }

@@ -313,6 +313,7 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
   st->retention_days = cfg->retention_days;
   st->max_per_day = cfg->max_reports_per_day;
   st->on_report = cfg->on_report;
+  st->on_report_write = cfg->on_report_write;
   st->ctx = cfg->ctx;
   w->main.tid = snap_thread_main();
   w->threshold_ns = cfg->threshold_ms * SNAP__MS;

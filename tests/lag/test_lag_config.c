@@ -517,11 +517,71 @@ static void test_stop_after_lag_ended(void) {
         ms, (long long)(t1 - t0));
 }
 
+/* Issue 13 (API v2): on_report_write is told which write completes a
+   report, once per report, and nothing of it comes after; a caller built
+   with the v1 struct (its size ends before on_report_write) is still
+   accepted, and what lies past its size is never called. */
+static atomic_int g_writes, g_finals, g_after_final;
+static char g_final_path[1200]; /* written and read on the watchdog thread */
+static void on_write(const char *path, bool final, void *ctx) {
+  (void)ctx;
+  if (atomic_load(&g_finals) && strcmp(path, g_final_path) == 0)
+    atomic_fetch_add(&g_after_final, 1);
+  atomic_fetch_add(&g_writes, 1);
+  if (final) {
+    snprintf(g_final_path, sizeof g_final_path, "%s", path);
+    atomic_fetch_add(&g_finals, 1);
+  }
+}
+
+static void test_on_report_write(void) {
+  char dir[512];
+  snap_lag_config_t c;
+  quick_config(&c, dir, sizeof dir, "final");
+  c.cpu_percent = 0;
+  c.on_report_write = on_write;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  sleep_ms(100);
+  snap_lag_loop_busy(); /* 400 ms at a 50 ms threshold: rewritten a few times */
+  spin_ms(400);
+  snap_lag_loop_idle();
+  for (int i = 0; i < 200 && atomic_load(&g_finals) == 0; i++)
+    sleep_ms(10);
+  sleep_ms(100);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  CHECK_EQ(atomic_load(&g_finals), 1);
+  CHECK(atomic_load(&g_writes) >= 2, "%d writes of a 400 ms lag",
+        atomic_load(&g_writes));
+  CHECK_EQ(atomic_load(&g_after_final), 0);
+
+  /* A v1 caller: the size ends where on_report_write begins. */
+  char dir1[512];
+  snap_lag_config_t v1;
+  quick_config(&v1, dir1, sizeof dir1, "final_v1");
+  v1.cpu_percent = 0;
+  v1.size = offsetof(snap_lag_config_t, on_report_write);
+  v1.on_report_write = on_write; /* past its size: not the library's */
+  atomic_store(&g_writes, 0);
+  CHECK_EQ(snap_lag_start(&v1), SNAP_OK);
+  sleep_ms(100);
+  snap_lag_loop_busy();
+  spin_ms(200);
+  snap_lag_loop_idle();
+  static char json[1 << 20];
+  for (int i = 0; i < 200 && !read_lag_report(dir1, json, sizeof json); i++)
+    sleep_ms(10);
+  sleep_ms(100);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  CHECK(read_lag_report(dir1, json, sizeof json), "v1 caller: no lag report");
+  CHECK_EQ(atomic_load(&g_writes), 0);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/snap_lag_config.XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL, "mkdtemp");
   test_defaults();
   test_config_size();
+  test_on_report_write();
   test_bad_configs();
   test_start_stop();
   test_stop_after_lag_ended();
