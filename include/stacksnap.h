@@ -62,7 +62,8 @@ SNAP_EXPORT const char *snap_version(void);
   X(ENOMEM, -4, "out of memory")                                               \
   X(EUNSUPPORTED, -5, "not supported on this platform, architecture or build") \
   X(EIO, -6, "a file could not be read or written")                            \
-  X(EBUSY, -7, "already started or in use")
+  X(EBUSY, -7, "already started or in use")                                    \
+  X(EBLOCKED, -8, "the thread blocks the sampling signal")
 
 enum {
 #define SNAP__ERRNO_ENUM(name, value, text) SNAP_##name = value,
@@ -372,6 +373,13 @@ typedef struct snap_lag_config {
      acts once, on final. May be NULL (the default); both callbacks may be
      set, and both get ctx. */
   void (*on_report_write)(const char *report_path, bool final, void *ctx);
+  /* Version 2 (1.1.0). The whole-process dump of a report samples threads
+     one after another; past this budget the rest are listed unsampled
+     ("the target thread did not stop in time"), and a thread that blocks
+     the sampling signal (Linux; libdispatch's workers do) is listed with
+     that reason at once instead of costing the sample timeout. Default
+     200 ms; 1..10000. */
+  unsigned dump_budget_ms;
 } snap_lag_config_t;
 
 /* Fills the `size` bytes at cfg with the defaults above and cfg->size
@@ -389,8 +397,9 @@ static inline void snap_lag_config_default(snap_lag_config_t *cfg) {
    Before it returns, reports left by a process that died during a lag are
    turned into "hang_killed" reports, and retention and the daily cap are
    applied to report_dir. Returns SNAP_OK, SNAP_EINVAL (NULL, a size this
-   library does not know, a value out of range, no report_dir), SNAP_EIO (report_dir cannot be created or
-   written), SNAP_ENOMEM, SNAP_EBUSY (already started). */
+   library does not know, a value out of range, no report_dir), SNAP_EIO
+   (report_dir cannot be created or written), SNAP_ENOMEM, SNAP_EBUSY (already
+   started). */
 SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg);
 /* Stops and joins the watchdog; an ongoing lag's report is finished (its
    duration so far). SNAP_OK, also when not started. Not from the watchdog

@@ -27,13 +27,18 @@
 
 _Static_assert(offsetof(snap_lag_config_t, size) == 0,
                "snap_lag_config_t: size must be the first field");
-/* v2 (1.1.0) adds on_report_write, right past v1's size. */
+/* v2 (1.1.0) adds on_report_write and dump_budget_ms, right past v1's
+   size. */
 #define SIZE_V2 sizeof(snap_lag_config_t)
 _Static_assert(offsetof(snap_lag_config_t, on_report_write) == SIZE_V1,
                "snap_lag_config_t: v2's first field must start at v1's size");
-_Static_assert(SIZE_V2 == SIZE_V1 + sizeof(void (*)(void)),
+_Static_assert(SIZE_V2 == ROUND_UP(offsetof(snap_lag_config_t, dump_budget_ms) +
+                                       sizeof(unsigned),
+                                   _Alignof(void *)),
                "snap_lag_config_t grew: list the new version's size in "
                "k_sizes and pin its layout here");
+_Static_assert(sizeof(void *) != 8 || SIZE_V2 == 88,
+               "snap_lag_config_t: the v2 layout changed");
 /* The v1 layout where it ships (LP64: arm64, x86_64): a field inserted,
    moved or retyped breaks every caller built before. */
 _Static_assert(sizeof(void *) != 8 ||
@@ -74,6 +79,7 @@ SNAP_EXPORT void snap_lag_config_init(snap_lag_config_t *cfg, size_t size) {
   d.max_reports_per_day = 20;
   d.cpu_window_ms = 5000;
   d.max_threads = 64;
+  d.dump_budget_ms = 200;
   memcpy(cfg, &d, size); /* size <= sizeof d: a known layout */
 }
 
@@ -102,7 +108,8 @@ int snap__lag_config_check(const snap_lag_config_t *c) {
       c->ring_size > 1000 || c->cpu_percent > 100 ||
       !in(c->retention_days, 1, 3650) ||
       !in(c->max_reports_per_day, 1, 100000) ||
-      !in(c->cpu_window_ms, 100, 600000) || !in(c->max_threads, 1, 1024))
+      !in(c->cpu_window_ms, 100, 600000) || !in(c->max_threads, 1, 1024) ||
+      !in(c->dump_budget_ms, 1, 10000))
     return SNAP_EINVAL;
   return SNAP_OK;
 }

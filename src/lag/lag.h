@@ -343,9 +343,12 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
 
 /* Every thread of the process but `self` (the watchdog) into r->threads:
    the main thread first (as *main last sampled it), then running ones,
-   then the rest, at most max. Out of memory: r gets no thread list. */
+   then the rest, at most max. Sampling stops after budget_ns (the rest
+   are listed with SNAP_ETIMEDOUT); a thread that blocks the sampling
+   signal is listed with SNAP_EBLOCKED, unsampled. Out of memory: r gets
+   no thread list. */
 void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
-                       snap_thread_t self, unsigned max);
+                       snap_thread_t self, unsigned max, uint64_t budget_ns);
 /* Releases r's threads. */
 void snap__thread_dump_drop(snap__lag_report_t *r);
 
@@ -359,6 +362,7 @@ typedef struct snap__report_src {
   snap__main_sample_t *main;
   snap_thread_t self; /* the watchdog thread: never in a dump */
   unsigned threshold_ms, max_threads;
+  uint64_t dump_budget_ns; /* the whole-process dump's */
   bool report_when_traced;
 } snap__report_src_t;
 

@@ -105,11 +105,12 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
   }
   if (a & SNAP__LAG_DO_DUMP) {
     snap__thread_dump_drop(r);
-    snap__thread_dump(r, src->main, src->self, src->max_threads);
+    snap__thread_dump(r, src->main, src->self, src->max_threads,
+                      src->dump_budget_ns);
   }
   if (a & (SNAP__LAG_DO_WRITE_NEW | SNAP__LAG_DO_WRITE_UPDATE)) {
-    rc = write_report(src, r, reps->cur_name,
-                      (a & SNAP__LAG_DO_WRITE_NEW) != 0, false);
+    rc = write_report(src, r, reps->cur_name, (a & SNAP__LAG_DO_WRITE_NEW) != 0,
+                      false);
     reps->written_ns = snap__plat_now_ns();
   }
   if (a & SNAP__LAG_DO_WRITE_FINAL) {
@@ -159,7 +160,8 @@ void snap__report_cpu(const snap__report_src_t *src,
   r.main_error = r.main_stack ? SNAP_OK : src->main->error;
   snap__ring_costliest(src->ring, 0, e->ring_since_ns, &r.costliest);
   classify(&r);
-  snap__thread_dump(&r, src->main, src->self, src->max_threads);
+  snap__thread_dump(&r, src->main, src->self, src->max_threads,
+                    src->dump_budget_ns);
   char name[64];
   write_report(src, &r, name, true, true); /* written once */
   snap__lag_report_clear(&r);

@@ -319,13 +319,15 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
   w->threshold_ns = cfg->threshold_ms * SNAP__MS;
   w->hang_ns = cfg->hang_ms * SNAP__MS;
   w->interval_ns = cfg->sample_interval_ms * SNAP__MS;
-  w->src = (snap__report_src_t){.store = st,
-                                .ring = &w->ring,
-                                .stretch = &w->stretch,
-                                .main = &w->main,
-                                .threshold_ms = cfg->threshold_ms,
-                                .max_threads = cfg->max_threads,
-                                .report_when_traced = cfg->report_when_traced};
+  w->src =
+      (snap__report_src_t){.store = st,
+                           .ring = &w->ring,
+                           .stretch = &w->stretch,
+                           .main = &w->main,
+                           .threshold_ms = cfg->threshold_ms,
+                           .max_threads = cfg->max_threads,
+                           .dump_budget_ns = cfg->dump_budget_ms * SNAP__MS,
+                           .report_when_traced = cfg->report_when_traced};
   /* The tick: how soon the watchdog sees a stretch begin while the loop
      keeps iterating, and a lag end. Never more than the threshold. */
   w->tick_ns = w->interval_ns ? w->interval_ns : w->threshold_ns / 2;

@@ -72,6 +72,14 @@ typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size);
 int snap__plat_set_sample_timeout_ms(unsigned ms); /* 1..10000, checked */
+/* Whether a sample of `thread` can be answered now: SNAP_OK, or
+   SNAP_EBLOCKED when it blocks the sampling signal (Linux: its SigBlk in
+   /proc/self/task/<tid>/status; libdispatch's worker threads block nearly
+   every signal), so that a caller with many threads to sample need not
+   wait the full timeout for each; SNAP_ENOTHREAD when it is gone. A hint:
+   the mask may change right after. Apple stops threads without signals:
+   always SNAP_OK. [setup] */
+int snap__plat_sample_reachable(snap_thread_t thread);
 int snap__plat_set_sample_signal(int signo);
 
 /* True while the calling thread is inside the stopped window as the sampled

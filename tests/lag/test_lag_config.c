@@ -98,6 +98,8 @@ static void test_defaults(void) {
   CHECK(c.report_dir == NULL && c.on_report == NULL && c.ctx == NULL,
         "defaults");
   CHECK(!c.report_when_traced, "defaults");
+  CHECK(c.on_report_write == NULL, "defaults");
+  CHECK_EQ(c.dump_budget_ms, 200);
   snap_lag_config_default(NULL); /* no crash */
 }
 
@@ -179,6 +181,8 @@ static void test_bad_configs(void) {
   BAD(cpu_window_ms, 0);
   BAD(max_threads, 0);
   BAD(max_threads, 1025);
+  BAD(dump_budget_ms, 0);
+  BAD(dump_budget_ms, 10001);
 #undef BAD
   /* A directory that cannot be created: its parent is a file. */
   touch("a_file", "x");
@@ -576,6 +580,79 @@ static void test_on_report_write(void) {
   CHECK_EQ(atomic_load(&g_writes), 0);
 }
 
+#ifdef __linux__
+/* Issue 13 (item 3): threads that block the sampling signal are listed
+   with that reason at once, not waited for: 16 of them cost 16 sample
+   timeouts (1.6 s) before the first report was written. */
+#define BLOCKERS 16
+static pthread_mutex_t g_block_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_block_cv = PTHREAD_COND_INITIALIZER;
+static bool g_block_done;
+static atomic_int g_block_ready;
+static atomic_llong g_first_write_ms;
+
+static void *blocker(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  atomic_fetch_add(&g_block_ready, 1);
+  pthread_mutex_lock(&g_block_mu);
+  while (!g_block_done)
+    pthread_cond_wait(&g_block_cv, &g_block_mu);
+  pthread_mutex_unlock(&g_block_mu);
+  return NULL;
+}
+
+static void on_first_write(const char *path, bool final, void *ctx) {
+  (void)path, (void) final, (void)ctx;
+  long long none = 0;
+  atomic_compare_exchange_strong(&g_first_write_ms, &none, mono_ms());
+}
+
+static void test_dump_blocked_threads(void) {
+  pthread_t t[BLOCKERS];
+  for (int i = 0; i < BLOCKERS; i++)
+    CHECK_EQ(pthread_create(&t[i], NULL, blocker, NULL), 0);
+  while (atomic_load(&g_block_ready) < BLOCKERS)
+    sleep_ms(1);
+  char dir[512];
+  snap_lag_config_t c;
+  quick_config(&c, dir, sizeof dir, "blocked");
+  c.cpu_percent = 0;
+  c.on_report_write = on_first_write;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  sleep_ms(100);
+  int64_t t0 = mono_ms();
+  snap_lag_loop_busy();
+  spin_ms(300);
+  snap_lag_loop_idle();
+  for (int i = 0; i < 500 && !atomic_load(&g_first_write_ms); i++)
+    sleep_ms(10);
+  sleep_ms(100);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  pthread_mutex_lock(&g_block_mu);
+  g_block_done = true;
+  pthread_cond_broadcast(&g_block_cv);
+  pthread_mutex_unlock(&g_block_mu);
+  for (int i = 0; i < BLOCKERS; i++)
+    pthread_join(t[i], NULL);
+  long long first = atomic_load(&g_first_write_ms);
+  CHECK(first && first - t0 < 1000,
+        "the first report came %lld ms after the lag began (threshold 50 "
+        "ms): the dump waited for threads that block the signal",
+        first ? first - t0 : -1);
+  static char json[1 << 20];
+  CHECK(read_lag_report(dir, json, sizeof json), "no lag report in %s", dir);
+  int listed = 0;
+  for (const char *p = json;
+       (p = strstr(p, snap_strerror(SNAP_EBLOCKED))) != NULL; p++)
+    listed++;
+  CHECK(listed >= BLOCKERS, "%d of %d blocking threads listed with the reason",
+        listed, BLOCKERS);
+}
+#endif
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/snap_lag_config.XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL, "mkdtemp");
@@ -589,6 +666,7 @@ int main(void) {
   test_park_wakeups();
 #ifdef __linux__
   test_unsampleable_main();
+  test_dump_blocked_threads();
 #endif
   test_fork();
   test_adapters_absent();

@@ -144,6 +144,12 @@ static void check_stack(snap__darwin_window_t *w, uintptr_t sp) {
     w->stack_hi = 0;
 }
 
+/* thread_suspend needs no cooperation from the target. */
+int snap__plat_sample_reachable(snap_thread_t thread) {
+  (void)thread;
+  return SNAP_OK;
+}
+
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size) {
   if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
