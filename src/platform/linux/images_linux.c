@@ -80,34 +80,51 @@ void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out) {
 }
 #endif
 
+/* Whether [lo, hi) lies inside one readable PT_LOAD of the image: the
+   loader maps nothing else, and a note outside it (a hostile or odd file)
+   must not be read. */
+static bool loaded(const struct dl_phdr_info *info, uintptr_t lo,
+                   uintptr_t hi) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && lo >= s && hi >= lo &&
+        hi - s <= ph->p_memsz)
+      return true;
+  }
+  return false;
+}
+
 /* A hash of the image's GNU build ID note (0 if it has none). Read from
    the image's memory inside dl_iterate_phdr's callback: the image cannot
-   be unmapped while the loader's lock is held. */
+   be unmapped while the loader's lock is held; every read is inside a
+   loaded segment and inside the note segment, sizes checked in uintptr_t
+   (a 32-bit size field plus padding must not wrap). */
 static uint64_t build_id_hash(const struct dl_phdr_info *info) {
-  uint64_t h = 0;
-  for (int i = 0; i < info->dlpi_phnum && !h; i++) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE)
-      continue;
     uintptr_t p = info->dlpi_addr + ph->p_vaddr, end = p + ph->p_memsz;
+    if (ph->p_type != PT_NOTE || end < p || !loaded(info, p, end))
+      continue;
     while (end - p >= sizeof(ElfW(Nhdr))) {
       const ElfW(Nhdr) *n = (const void *)p;
       uintptr_t name = p + sizeof *n;
-      uintptr_t desc = name + ((n->n_namesz + 3u) & ~3u);
-      uintptr_t next = desc + ((n->n_descsz + 3u) & ~3u);
-      if (next > end || next <= p)
+      uintptr_t namesz = ((uintptr_t)n->n_namesz + 3) & ~(uintptr_t)3;
+      uintptr_t descsz = ((uintptr_t)n->n_descsz + 3) & ~(uintptr_t)3;
+      if (namesz > end - name || descsz > end - name - namesz)
         break;
+      uintptr_t desc = name + namesz;
       if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
           memcmp((const void *)name, "GNU", 4) == 0) {
-        h = 0xCBF29CE484222325ull; /* FNV-1a */
+        uint64_t h = 0xCBF29CE484222325ull; /* FNV-1a */
         for (uint32_t k = 0; k < n->n_descsz; k++)
           h = (h ^ ((const uint8_t *)desc)[k]) * 0x100000001B3ull;
-        break;
+        return h;
       }
-      p = next;
+      p = desc + descsz;
     }
   }
-  return h;
+  return 0;
 }
 
 static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
