@@ -140,11 +140,6 @@ static void *watchdog_main(void *arg) {
 
 int main(void) {
   pthread_t t[2], dog;
-  /* TSan defers a signal until the target reaches one of its interceptors;
-     on a busy box that takes longer than the default timeout for nearly
-     every sample (CI, both cores loaded: 1 of 53 samples in 10 s). */
-  if (SNAP_TEST_TSAN)
-    CHECK_EQ(snap_set_sample_timeout_ms(1000), SNAP_OK);
   g_end = now_s() + RUN_SECONDS;
   pthread_create(&dog, NULL, watchdog_main, NULL);
   for (int i = 0; i < 2; i++) {
@@ -178,7 +173,13 @@ int main(void) {
           s->reached, s->ok);
     /* Some must get through, or the test proved nothing: a loaded box or
        qemu makes hundreds in 10 s, an unloaded one tens of thousands. */
-    long least = SNAP_TEST_TSAN ? 5 : 20; /* TSan: most samples time out */
+    /* TSan: most samples time out. It defers a signal until the target
+       leaves a call it knows blocks, and here the target mostly waits for
+       the sampler lock the other holds, in a futex system call TSan does
+       not see: the signal waits for the lock, which waits for the timeout
+       (CI: 1 of 53, 28 of 48 in 10 s; with a 1 s timeout, 0 of 5). One
+       sample through is what proves the window count was exercised. */
+    long least = SNAP_TEST_TSAN ? 1 : 20;
     CHECK(s->ok >= least, "sampler %d: only %ld samples succeeded", i, s->ok);
   }
   int peak = snap__sampler_windows_peak();
