@@ -5,6 +5,8 @@
 #ifndef SNAP_PLATFORM_LINUX_H
 #define SNAP_PLATFORM_LINUX_H
 
+#include <sys/types.h>
+
 #include "platform/platform.h"
 
 /* Fills regs from a ucontext_t the kernel handed to a signal handler.
@@ -13,6 +15,15 @@ void snap__linux_regs_from_ucontext(const void *uc, snap__regs_t *regs);
 
 /* The kernel thread id of the caller, by system call. [signal-safe] */
 int snap__linux_gettid(void);
+
+/* ---- Small /proc files (proc_files.c) ----------------------------------- */
+
+/* Reads up to size - 1 bytes of path into buf, NUL-terminated; the count,
+   or -1 (with errno) when it cannot be opened or read. [setup] */
+ssize_t snap__linux_read_small(const char *path, char *buf, size_t size);
+/* In a status file's text, the value of the line "key" ("TracerPid:"),
+   blanks skipped; NULL if there is no such line. */
+const char *snap__linux_status_field(const char *text, const char *key);
 
 /* ---- The sampling handler's stack (sample.c) -------------------------- */
 

@@ -50,7 +50,6 @@
  * whole work is the snap__sample_fn, which is [signal-safe] by contract.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -371,49 +370,28 @@ static int sample(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
   }
 }
 
-/* The hex mask after "SigBlk:" in a status file's text; false if absent. */
-static bool sigblk(const char *text, uint64_t *mask) {
-  const char *p = strstr(text, "\nSigBlk:");
+int snap__plat_sample_reachable(snap_thread_t thread) {
+  if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
+    return SNAP_ENOTHREAD;
+  char path[64], status[4096];
+  snprintf(path, sizeof path, "/proc/self/task/%llu/status",
+           (unsigned long long)thread);
+  if (snap__linux_read_small(path, status, sizeof status) < 0)
+    return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_OK; /* no /proc: try */
+  /* SigBlk: the blocked-signal mask in hex, bit signo - 1. */
+  const char *p = snap__linux_status_field(status, "SigBlk:");
   if (!p)
-    return false;
-  p += strlen("\nSigBlk:");
-  while (*p == ' ' || *p == '\t')
-    p++;
-  uint64_t m = 0;
-  int digits = 0;
-  for (;; p++, digits++) {
+    return SNAP_OK;
+  uint64_t mask = 0;
+  for (;; p++) {
     int d = *p >= '0' && *p <= '9'   ? *p - '0'
             : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
                                      : -1;
     if (d < 0)
       break;
-    m = m << 4 | (uint64_t)d;
+    mask = mask << 4 | (uint64_t)d;
   }
-  *mask = m;
-  return digits > 0;
-}
-
-int snap__plat_sample_reachable(snap_thread_t thread) {
-  if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
-    return SNAP_ENOTHREAD;
-  char path[64], buf[4096];
-  snprintf(path, sizeof path, "/proc/self/task/%llu/status",
-           (unsigned long long)thread);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_OK; /* no /proc: try */
-  size_t len = 0;
-  ssize_t n;
-  while (len + 1 < sizeof buf &&
-         ((n = read(fd, buf + len, sizeof buf - 1 - len)) > 0 ||
-          (n < 0 && errno == EINTR)))
-    len += n > 0 ? (size_t)n : 0;
-  close(fd);
-  buf[len] = '\0';
-  uint64_t mask;
   int signo = g_signo ? g_signo : SIGRTMIN + 5; /* install()'s default */
-  if (!sigblk(buf, &mask))
-    return SNAP_OK;
   return mask >> (signo - 1) & 1 ? SNAP_EBLOCKED : SNAP_OK;
 }
 

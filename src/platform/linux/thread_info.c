@@ -49,13 +49,12 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static ssize_t read_small(const char *path, char *buf, size_t size);
-
 /* schedstat: "<ns on a CPU> <ns waiting on a run queue> <timeslices>"
    (Documentation/scheduler/sched-stats.rst). */
 int64_t snap__plat_self_runqueue_wait_ns(void) {
   char buf[128];
-  if (read_small("/proc/thread-self/schedstat", buf, sizeof buf) <= 0)
+  if (snap__linux_read_small("/proc/thread-self/schedstat", buf, sizeof buf) <=
+      0)
     return SNAP_EIO;
   const char *p = buf;
   uint64_t field[2] = {0, 0};
@@ -68,32 +67,6 @@ int64_t snap__plat_self_runqueue_wait_ns(void) {
       field[i] = field[i] * 10 + (uint64_t)(*p++ - '0');
   }
   return field[1] > INT64_MAX ? SNAP_EIO : (int64_t)field[1];
-}
-
-/* Reads up to size - 1 bytes of path into buf, NUL-terminated; the count,
-   or -1 (with errno) when it cannot be opened or read. */
-static ssize_t read_small(const char *path, char *buf, size_t size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  size_t len = 0;
-  while (len + 1 < size) {
-    ssize_t r = read(fd, buf + len, size - 1 - len);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      int err = errno;
-      close(fd);
-      errno = err;
-      return -1;
-    }
-    if (r == 0)
-      break;
-    len += (size_t)r;
-  }
-  close(fd);
-  buf[len] = '\0';
-  return (ssize_t)len;
 }
 
 /* "/proc/self/task/<tid>/comm" into path[64]. */
@@ -117,7 +90,7 @@ bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size) {
     return false;
   char path[64], comm[64];
   comm_path(path, thread);
-  ssize_t n = read_small(path, comm, sizeof comm);
+  ssize_t n = snap__linux_read_small(path, comm, sizeof comm);
   if (n < 0)
     return false;
   size_t len = (size_t)n;
@@ -134,14 +107,8 @@ bool snap__plat_is_traced(void) {
   /* TracerPid is the 8th line or so; 4 KiB holds the whole file on every
      kernel we know (its long lines come after). */
   char status[4096];
-  if (read_small("/proc/self/status", status, sizeof status) < 0)
+  if (snap__linux_read_small("/proc/self/status", status, sizeof status) < 0)
     return false;
-  static const char key[] = "\nTracerPid:";
-  const char *p = strstr(status, key);
-  if (!p)
-    return false;
-  p += sizeof key - 1;
-  while (*p == ' ' || *p == '\t')
-    p++;
-  return *p >= '1' && *p <= '9'; /* "0" when nobody traces */
+  const char *p = snap__linux_status_field(status, "TracerPid:");
+  return p && *p >= '1' && *p <= '9'; /* "0" when nobody traces */
 }

@@ -322,17 +322,11 @@ int snap__plat_thread_is_running(snap_thread_t thread) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/self/task/%llu/stat",
            (unsigned long long)thread);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  ssize_t n = snap__linux_read_small(path, buf, sizeof buf);
+  if (n < 0)
     return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_EIO;
-  ssize_t n;
-  do
-    n = read(fd, buf, sizeof buf - 1);
-  while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0)
+  if (n == 0)
     return SNAP_ENOTHREAD; /* the thread exited between open and read */
-  buf[n] = '\0';
   char *paren = strrchr(buf, ')');
   if (!paren || paren[1] != ' ' || !paren[2])
     return SNAP_EIO;
