@@ -10,34 +10,27 @@
 
 #include <string.h>
 
+/* Makes e[i] the last answer; its unpacked copy is written only here. */
+static const snap__plat_ident_t *use(snap__live_memo_t *m, int i) {
+  m->last = i;
+  m->last_lo = m->e[i].lo;
+  m->last_span = m->e[i].hi - m->e[i].lo;
+  m->last_id = m->e[i].id;
+  return &m->e[i];
+}
+
 const snap__plat_ident_t *snap__live_lookup_slow(snap__live_memo_t *m,
                                                  uintptr_t pc,
                                                  snap__plat_ident_t *tmp) {
-  for (int i = 0; i < m->n; i++) {
-    const snap__plat_ident_t *e = &m->e[i];
-    if (pc - e->lo < e->hi - e->lo) {
-      m->last = i;
-      return e;
-    }
-  }
+  for (int i = 0; i < m->n; i++)
+    if (pc - m->e[i].lo < m->e[i].hi - m->e[i].lo)
+      return use(m, i);
   snap__plat_image_ident(pc, tmp);
   if (tmp->lo >= tmp->hi)
     return tmp; /* an answer for pc alone: nothing to remember */
   int i = m->n < SNAP__LIVE_MEMO ? m->n++ : (m->last + 1) % SNAP__LIVE_MEMO;
   m->e[i] = *tmp;
-  m->last = i;
-  return &m->e[i];
-}
-
-uint64_t snap__live_ident_slow(snap__live_memo_t *m, uintptr_t pc) {
-  snap__plat_ident_t tmp;
-  const snap__plat_ident_t *now = snap__live_lookup_slow(m, pc, &tmp);
-  if (now != &tmp) { /* remembered: the next frames of it ask inline */
-    m->last_lo = now->lo;
-    m->last_span = now->hi - now->lo;
-    m->last_id = now->id;
-  }
-  return now->id;
+  return use(m, i);
 }
 
 const snap__image_t *snap__live_unwind_record(snap__live_memo_t *m,

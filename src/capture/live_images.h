@@ -34,8 +34,8 @@
 #define SNAP__LIVE_MEMO 8 /* distinct images remembered per walk */
 
 typedef struct snap__live_memo {
-  /* The last answer, unpacked: the per-frame test is one subtraction and
-     one compare (the walk asks it for every frame). */
+  /* e[last], unpacked (written only by live_images.c's use()): the
+     per-frame test is one subtraction and one compare. */
   uintptr_t last_lo, last_span;
   uint64_t last_id;
   int n, last;
@@ -58,19 +58,16 @@ const snap__plat_ident_t *snap__live_lookup_slow(snap__live_memo_t *m,
 
 static inline const snap__plat_ident_t *
 snap__live_lookup(snap__live_memo_t *m, uintptr_t pc, snap__plat_ident_t *tmp) {
-  const snap__plat_ident_t *e = &m->e[m->last];
-  if (m->n && pc - e->lo < e->hi - e->lo)
-    return e;
+  if (pc - m->last_lo < m->last_span)
+    return &m->e[m->last];
   return snap__live_lookup_slow(m, pc, tmp);
 }
-
-/* The identity for pc when the last answer does not cover it. */
-uint64_t snap__live_ident_slow(snap__live_memo_t *m, uintptr_t pc);
 
 static inline uint64_t snap__live_ident(snap__live_memo_t *m, uintptr_t pc) {
   if (pc - m->last_lo < m->last_span)
     return m->last_id;
-  return snap__live_ident_slow(m, pc);
+  snap__plat_ident_t tmp;
+  return snap__live_lookup_slow(m, pc, &tmp)->id;
 }
 
 /* The rule-cache salt for pc: the walk's salt mixed with the identity of
