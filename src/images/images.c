@@ -218,13 +218,13 @@ static void free_collected(collect_t *c) {
   free(c->v);
 }
 
-/* Builds and publishes a new table unless one is current (force: always).
+/* Builds and publishes a new table unless one is current (force: always);
+   stamp is the platform's load/unload stamp, read by the caller first.
    The platform is asked first, holding no lock of ours: enumerating takes
    the loader's lock, and a thread inside dlopen (running a library's
    constructor, say, that asks for a stack) holds that lock and may then
    wait for ours — taking them in the other order would deadlock. */
-static int build(bool force) {
-  uint64_t stamp = snap__plat_images_stamp();
+static int build(bool force, uint64_t stamp) {
   if (!force && atomic_load(&g_built) && !atomic_load(&g_dirty) &&
       stamp == atomic_load(&g_stamp))
     return SNAP_OK;
@@ -289,13 +289,15 @@ static int build(bool force) {
   return SNAP_OK;
 }
 
-int snap__images_refresh(bool force) { return build(force); }
+int snap__images_refresh(bool force) {
+  return build(force, snap__plat_images_stamp());
+}
 
 int snap__images_refresh_if_stale(void) {
-  if (snap__plat_images_stamp() ==
-      atomic_load_explicit(&g_stamp, memory_order_acquire))
+  uint64_t stamp = snap__plat_images_stamp(); /* asked once: it locks */
+  if (stamp == atomic_load_explicit(&g_stamp, memory_order_acquire))
     return SNAP_OK;
-  return build(false);
+  return build(false, stamp);
 }
 
 __attribute__((constructor)) static void images_init(void) {
@@ -337,7 +339,7 @@ int snap_set_app_image_prefixes(const char *const *prefixes, int n) {
   g_prefix_count = n;
   atomic_store(&g_dirty, true);
   snap__plat_lazy_unlock(&g_writer);
-  return build(true);
+  return snap__images_refresh(true);
 }
 
 int snap_image_lookup(uintptr_t pc, snap_image_info_t *out) {

@@ -24,9 +24,8 @@
  *    cannot both be in the table (the newer replaces the older), so a
  *    collision costs a miss, never a wrong answer;
  *  - the images: the image table is brought up to date by the caller (the
- *    platform's load/unload stamp, asked on every call: on Linux one
- *    dl_iterate_phdr that stops at the first image, ~30 ns, the loader's
- *    lock held no longer than that), then each image the names
+ *    platform's load/unload stamp, asked on every call: ~30 ns on Linux,
+ *    the loader's lock held no longer than that), then each image the names
  *    came from must be unchanged in it since the stack was named
  *    (snap__image_t.since: same range, base, path and contents); checked
  *    once per table rebuild, then remembered. So after a dlclose nothing
