@@ -24,6 +24,8 @@ ssize_t snap__linux_read_small(const char *path, char *buf, size_t size);
 /* In a status file's text, the value of the line "key" ("TracerPid:"),
    blanks skipped; NULL if there is no such line. */
 const char *snap__linux_status_field(const char *text, const char *key);
+/* "/proc/self/task/<tid>/<leaf>" into path[64] (leaf cut to fit). */
+void snap__linux_task_path(char *path, int tid, const char *leaf);
 
 /* ---- The sampling handler's stack (sample.c) -------------------------- */
 
@@ -72,5 +74,26 @@ void snap__linux_window_stack_clear(void);
 /* The low bound of a stack the calling thread knows without reading a file
    (the main thread's, its own, the window's). [signal-safe] */
 bool snap__linux_stack_low(uintptr_t addr, uintptr_t *lo);
+
+/* ---- A blocked thread's registers (syscall_file.c) ---------------------- */
+
+typedef enum snap__linux_sc_state {
+  SNAP__LINUX_SC_RUNNING,    /* on a CPU or runnable: nothing published */
+  SNAP__LINUX_SC_BLOCKED,    /* blocked, not in a system call: sp, pc */
+  SNAP__LINUX_SC_IN_SYSCALL, /* blocked in system call nr: all fields */
+} snap__linux_sc_state_t;
+
+/* What /proc/self/task/<tid>/syscall says now. Under qemu-user it speaks
+   of the emulator's host thread: check pc before trusting sp and pc. */
+typedef struct snap__linux_syscall {
+  snap__linux_sc_state_t state;
+  long nr; /* the system call (this architecture's numbers); -1 if none */
+  uintptr_t args[6];
+  uintptr_t sp, pc; /* user registers at the kernel entry */
+} snap__linux_syscall_t;
+
+/* SNAP_OK, SNAP_ENOTHREAD (no such thread of ours), SNAP_EIO (unreadable
+   or unknown format). [setup] */
+int snap__linux_syscall_read(int tid, snap__linux_syscall_t *out);
 
 #endif /* SNAP_PLATFORM_LINUX_H */

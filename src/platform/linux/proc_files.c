@@ -1,7 +1,7 @@
 /*
  * proc_files.c — reading the small text files of /proc the Linux backend
- * asks about threads (stat, status, comm, schedstat), and finding a field
- * in a status file.
+ * asks about threads (stat, status, comm, schedstat, syscall): a
+ * thread's path, one read, and finding a field in a status file.
  *
  * Owns: one open/read-until-EOF/close loop (EINTR retried, the text
  * NUL-terminated) and the "Key:<blanks>value" lookup, so each question is
@@ -50,4 +50,26 @@ const char *snap__linux_status_field(const char *text, const char *key) {
     return p;
   }
   return NULL;
+}
+
+/* "/proc/self/task/<tid>/<leaf>" into path[64]. */
+void snap__linux_task_path(char *path, int tid, const char *leaf) {
+  static const char head[] = "/proc/self/task/";
+  char digits[24];
+  int nd = 0;
+  unsigned t = (unsigned)tid;
+  do
+    digits[nd++] = (char)('0' + t % 10);
+  while ((t /= 10) != 0);
+  char *p = path;
+  memcpy(p, head, sizeof head - 1);
+  p += sizeof head - 1;
+  while (nd > 0)
+    *p++ = digits[--nd];
+  *p++ = '/';
+  size_t n = strlen(leaf);
+  if (n > 64 - (size_t)(p - path) - 1)
+    n = 64 - (size_t)(p - path) - 1;
+  memcpy(p, leaf, n);
+  p[n] = '\0';
 }

@@ -54,7 +54,6 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -374,8 +373,7 @@ int snap__plat_sample_reachable(snap_thread_t thread) {
   if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
     return SNAP_ENOTHREAD;
   char path[64], status[4096];
-  snprintf(path, sizeof path, "/proc/self/task/%llu/status",
-           (unsigned long long)thread);
+  snap__linux_task_path(path, (int)thread, "status");
   if (snap__linux_read_small(path, status, sizeof status) < 0)
     return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_OK; /* no /proc: try */
   /* SigBlk: the blocked-signal mask in hex, bit signo - 1. */

@@ -69,27 +69,11 @@ int64_t snap__plat_self_runqueue_wait_ns(void) {
   return field[1] > INT64_MAX ? SNAP_EIO : (int64_t)field[1];
 }
 
-/* "/proc/self/task/<tid>/comm" into path[64]. */
-static void comm_path(char *path, snap_thread_t tid) {
-  static const char head[] = "/proc/self/task/", tail[] = "/comm";
-  char digits[24];
-  int nd = 0;
-  do
-    digits[nd++] = (char)('0' + tid % 10);
-  while ((tid /= 10) != 0);
-  char *p = path;
-  memcpy(p, head, sizeof head - 1);
-  p += sizeof head - 1;
-  while (nd > 0)
-    *p++ = digits[--nd];
-  memcpy(p, tail, sizeof tail); /* with its NUL */
-}
-
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size) {
   if (!buf || size == 0 || !tid_ok(thread))
     return false;
   char path[64], comm[64];
-  comm_path(path, thread);
+  snap__linux_task_path(path, (int)thread, "comm");
   ssize_t n = snap__linux_read_small(path, comm, sizeof comm);
   if (n < 0)
     return false;

@@ -34,7 +34,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -320,8 +319,7 @@ int snap__plat_thread_is_running(snap_thread_t thread) {
   if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
     return SNAP_ENOTHREAD;
   char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/self/task/%llu/stat",
-           (unsigned long long)thread);
+  snap__linux_task_path(path, (int)thread, "stat");
   ssize_t n = snap__linux_read_small(path, buf, sizeof buf);
   if (n < 0)
     return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_EIO;
