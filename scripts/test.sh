@@ -16,18 +16,57 @@
 #              configuration's compiler), then, over the library built by
 #              Debian's gcc, test_swift_async (swiftc -O) and check_podspec
 #
+# and then, in the gcc build tree, the lag tests (ctest -L lag) once more
+# while busy loops hold every core ("gcc-under-load"): lags happen on
+# loaded devices, and a lag test that passes only on a quiet box is wrong.
+#
+#   scripts/test.sh --under-load [--runs N] [--config NAME]
+#
+# builds only one configuration (gcc unless NAME says another of the C
+# ones) and runs its lag tests N times (default 10) under that load,
+# stopping at the first failure.
+#
 # Every CMake configuration here builds with -DSNAP_WERROR=ON (warnings are
 # errors in CI; a user's build leaves it OFF). Build trees go to
 # build/<config>. Ends with one line "N passed, M failed"
 # counting configurations; exits non-zero if any failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+under_load_only=0
+runs=10
+load_config=gcc
+while (($#)); do
+  case $1 in
+  --under-load) under_load_only=1 ;;
+  --runs)
+    runs=${2:?--runs needs a count}
+    shift
+    ;;
+  --config)
+    load_config=${2:?--config needs a configuration name}
+    shift
+    ;;
+  *)
+    echo "usage: $0 [--under-load [--runs N] [--config NAME]]" >&2
+    exit 2
+    ;;
+  esac
+  shift
+done
 "$root/scripts/install-deps.sh" || exit 1
 jobs=$(nproc)
 
 passed=0
 failed=0
 failed_names=()
+busy=() # pids of run_under_load's busy loops
+
+build_config() {
+  local dir=$1
+  shift
+  cmake -S "$root" -B "$dir" -DSNAP_WERROR=ON -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=ON "$@" >"$dir.configure.log" 2>&1 &&
+    cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1
+}
 
 run_config() {
   local name=$1
@@ -35,8 +74,7 @@ run_config() {
   local dir="$root/build/$name"
   echo "=== $name"
   local t0=$SECONDS
-  if cmake -S "$root" -B "$dir" -DSNAP_WERROR=ON -DSNAP_BUILD_BENCH=OFF -DSNAP_BUILD_DEMO=ON "$@" >"$dir.configure.log" 2>&1 &&
-    cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1 &&
+  if build_config "$dir" "$@" &&
     ctest --test-dir "$dir" --output-on-failure -j"$jobs"; then
     passed=$((passed + 1))
     echo "=== $name: passed ($((SECONDS - t0)) s)"
@@ -53,21 +91,74 @@ run_config() {
 # a machine that carries Swift) never replaces them.
 cc_gcc=/usr/bin/gcc
 cc_clang=/usr/bin/clang
+# The lag tests of an already built tree, `count` times, while one busy
+# loop per core (plain processes at the default priority, as other apps
+# would be) competes for every CPU. Stops at the first failing run.
+run_under_load() {
+  local name=$1 count=$2
+  local dir="$root/build/$name"
+  echo "=== $name-under-load ($count run(s), $(nproc) busy loop(s))"
+  local t0=$SECONDS ok=1
+  # Bounded, and killed on any exit: a busy loop must never outlive us.
+  trap 'kill "${busy[@]}" 2>/dev/null' EXIT
+  for ((c = 0; c < $(nproc); c++)); do
+    timeout $((count * 900 + 60)) sh -c 'while :; do :; done' &
+    busy+=($!)
+  done
+  for ((r = 1; r <= count; r++)); do
+    if ! ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L '^lag$'; then
+      echo "=== $name-under-load: run $r of $count failed"
+      ok=0
+      break
+    fi
+    echo "=== $name-under-load: run $r of $count passed"
+  done
+  kill "${busy[@]}" 2>/dev/null
+  wait "${busy[@]}" 2>/dev/null
+  busy=()
+  if ((ok)); then
+    passed=$((passed + 1))
+    echo "=== $name-under-load: passed ($((SECONDS - t0)) s)"
+  else
+    failed=$((failed + 1))
+    failed_names+=("$name-under-load")
+    echo "=== $name-under-load: FAILED ($((SECONDS - t0)) s)"
+  fi
+}
+
 mkdir -p "$root/build"
-# gcc also builds the benchmarks (not run: speed is measured, not tested),
-# so they keep compiling.
-run_config gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_gcc -DSNAP_BUILD_BENCH=ON
-run_config clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_clang
-run_config asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=$cc_clang \
-  -DSNAP_SANITIZE=address,undefined -DSNAP_FUZZ_SECONDS=60
-run_config tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=$cc_clang \
-  -DSNAP_SANITIZE=thread
-run_config arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \
-  -DSNAP_QEMU_CPU=cortex-a72
-run_config arm64-pac -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \
-  -DSNAP_QEMU_CPU=max -DCMAKE_C_FLAGS=-mbranch-protection=standard
+# Each C configuration's CMake flags, by name.
+declare -A flags=(
+  # gcc also builds the benchmarks (not run: speed is measured, not
+  # tested), so they keep compiling.
+  [gcc]="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_gcc -DSNAP_BUILD_BENCH=ON"
+  [clang]="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$cc_clang"
+  [asan]="-DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=$cc_clang -DSNAP_SANITIZE=address,undefined -DSNAP_FUZZ_SECONDS=60"
+  [tsan]="-DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=$cc_clang -DSNAP_SANITIZE=thread"
+  [arm64]="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$root/cmake/toolchain-aarch64-linux-gnu.cmake -DSNAP_QEMU_CPU=cortex-a72"
+  [arm64-pac]="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$root/cmake/toolchain-aarch64-linux-gnu.cmake -DSNAP_QEMU_CPU=max -DCMAKE_C_FLAGS=-mbranch-protection=standard"
+)
+if ((under_load_only)); then
+  [[ -n "${flags[$load_config]:-}" ]] || {
+    echo "unknown configuration: $load_config" >&2
+    exit 2
+  }
+  echo "=== $load_config (build only)"
+  # shellcheck disable=SC2086 # the flags are words
+  if ! build_config "$root/build/$load_config" ${flags[$load_config]}; then
+    tail -n 40 "$root/build/$load_config.configure.log" "$root/build/$load_config.build.log"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  run_under_load "$load_config" "$runs"
+  echo "$passed passed, $failed failed"
+  ((failed == 0))
+  exit
+fi
+for name in gcc clang asan tsan arm64 arm64-pac; do
+  # shellcheck disable=SC2086
+  run_config "$name" ${flags[$name]}
+done
 
 # swift: SwiftPM builds in its default scratch directory, .build/ (with
 # --scratch-path build/swiftpm, inside the C target's path ".", Swift 6.3
@@ -99,6 +190,15 @@ run_swift_config() {
   fi
 }
 run_swift_config
+# Last, so the busy loops slow no other configuration: once here (a quick
+# proof in every CI run); `--under-load --runs 10` is the full check.
+if [[ " ${failed_names[*]} " == *" gcc "* ]]; then
+  failed=$((failed + 1))
+  failed_names+=(gcc-under-load)
+  echo "=== gcc-under-load: not run (the gcc configuration failed)"
+else
+  run_under_load gcc 1
+fi
 
 ((failed)) && echo "failed configurations: ${failed_names[*]}"
 echo "$passed passed, $failed failed"

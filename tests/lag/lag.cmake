@@ -55,3 +55,13 @@ if(SNAP_BUILD_DEMO AND SNAP_PLATFORM STREQUAL "linux")
 else()
   message(STATUS "stacksnap: test_lag_scenarios needs the demo (SNAP_BUILD_DEMO)")
 endif()
+
+# The lag tests, for `scripts/test.sh --under-load` (ctest -L lag), which
+# runs them while busy loops hold every core: lags happen on loaded
+# devices, and every lag test must hold there too (issue 13).
+foreach(t test_lag_config test_annealing test_lag_starved test_lag_state
+          test_lag_kills test_lag_scenarios)
+  if(TEST ${t})
+    set_property(TEST ${t} APPEND PROPERTY LABELS lag)
+  endif()
+endforeach()
