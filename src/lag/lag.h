@@ -300,18 +300,43 @@ static inline uint64_t snap__stretch_busy_until(const snap__stretch_t *s,
   return s->since_ns + s->stolen_ns + d;
 }
 
-/* Of a wake `late` past its plan (0: within the slack), the time the whole
-   process did not run: what the watchdog thread's own run-queue wait over
-   the sleep (`starved`, negative when the OS does not say) does not
-   explain. Starved means the machine was busy and the app ran (or
-   waited) meanwhile: that is lag time, never discounted. A remainder
-   within the slack is the timer's noise, not a stop. */
-static inline uint64_t snap__stolen_ns(uint64_t late, int64_t starved,
+/* What the watchdog knows at a wake about the time since its last one:
+   it worked (`work`), then slept, and woke `late` past the sleep's plan. */
+typedef struct snap__wake_facts {
+  uint64_t window;  /* wall time since the last wake */
+  uint64_t work;    /* of it, from the last wake to the sleep */
+  uint64_t late;    /* of it, past the sleep's plan (0: on time) */
+  int64_t ran;      /* the watchdog's own time on a CPU, waiting for one
+                       and waiting on samples, over the window; < 0 when the
+                       OS does not say (Apple) */
+  int64_t main_ran; /* the main thread's CPU time over the window; < 0
+                       unknown */
+} snap__wake_facts_t;
+
+/* Of the window, the time the whole process did not run (SIGSTOP, a
+   debugger, a suspended VM): the part of the work and the lateness that
+   the watchdog's own running, run-queue wait and sampling waits do not
+   explain, and that the main thread did not spend on a CPU either (a
+   process that was stopped ran no thread). Starved is not stopped: a
+   watchdog waiting for a CPU on a busy machine wakes late while the app
+   runs (or waits) on, and that is lag time, never discounted. Where the
+   OS does not say (ran < 0) only the lateness counts, as the old rule
+   did. A remainder within the slack is noise (timers, a page-in), not a
+   stop. */
+static inline uint64_t snap__stolen_ns(const snap__wake_facts_t *f,
                                        uint64_t slack) {
-  if (late == 0 || starved < 0)
-    return late;
-  uint64_t unexplained =
-      late > (uint64_t)starved ? late - (uint64_t)starved : 0;
+  uint64_t unexplained = f->late;
+  if (f->ran >= 0) {
+    uint64_t off = f->late + f->work;
+    unexplained = off > (uint64_t)f->ran ? off - (uint64_t)f->ran : 0;
+  }
+  if (f->main_ran >= 0) {
+    uint64_t idle = f->window > (uint64_t)f->main_ran
+                        ? f->window - (uint64_t)f->main_ran
+                        : 0;
+    if (unexplained > idle)
+      unexplained = idle;
+  }
   return unexplained > slack ? unexplained : 0;
 }
 

@@ -20,14 +20,16 @@
  * Detection is therefore on time (a deadline computed from when the stretch
  * began), not up to a polling period late.
  *
- * A wake later than planned by more than `slack` is either a machine too
- * busy to run the watchdog on time (it waited on a run queue: the app ran
- * or waited meanwhile, and that time is lag) or a process that did not
- * run at all (SIGSTOP, a debugger, a suspended VM: that time is "stolen"
- * and does not count as busy, so a stop never makes a lag). The watchdog
- * thread's own run-queue wait since its last wake tells them apart
- * (snap__stolen_ns); where the OS does not say (Apple), a late wake counts
- * as a stop.
+ * A wake later than planned, or work that took longer than the watchdog
+ * ran, by more than `slack` is either a machine too busy to run the
+ * watchdog on time (it waited on a run queue: the app ran or waited
+ * meanwhile, and that time is lag) or a process that did not run at all
+ * (SIGSTOP, a debugger, a suspended VM: that time is "stolen" and does not
+ * count as busy, so a stop never makes a lag). The watchdog thread's own
+ * CPU time, run-queue wait and sampling waits since its last wake, and the
+ * main thread's CPU time, tell them apart (snap__stolen_ns); where the OS
+ * does not say how long a thread waited for a CPU (Apple), a late wake
+ * counts as a stop unless the main thread ran meanwhile.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +59,12 @@ typedef struct wd {
   snap__report_src_t src;      /* what reports are made of (the above) */
   snap__cpu_trigger_t cpu;
 
-  /* The sleep (sleep_until), for the next wake. */
+  /* The last wake and the sleep after it (sleep_until), for the next. */
+  uint64_t wake_ns;    /* the last wake */
+  int64_t ran_ns;      /* own_ran() then (< 0: unknown) */
+  int64_t main_cpu_ns; /* the main thread's CPU time then (< 0: unknown) */
+  uint64_t slept_ns;   /* when the sleep began */
   uint64_t planned_ns; /* when it is due */
-  int64_t waited_ns;   /* own run-queue wait at the last wake (< 0: none) */
   bool from_park;      /* it ended a park by a post */
   uint32_t last_seq;   /* the loop's sequence at the last wake */
 } wd_t;
@@ -115,19 +120,44 @@ static uint64_t stretch_end_ns(const snap__loop_view_t *v,
   return v->busy ? v->busy_since_ns : v->idle_since_ns;
 }
 
-/* How long, of this wake's lateness, the process did not run (0: on time,
-   or late only because the watchdog waited for a CPU). A park ends with a
-   post right after a busy call, so that is when it was due. The CPU
-   window does not count the time either. */
+/* The watchdog thread's own time so far that it spent running, waiting
+   for a CPU, or waiting on samples (all of it time the process ran), or
+   -1 where the OS does not say. */
+static int64_t own_ran(void) {
+  int64_t cpu, runq;
+  if (snap__plat_self_sched_times(&cpu, &runq) != SNAP_OK)
+    return -1;
+  return cpu + runq + (int64_t)snap__plat_sample_waited_ns();
+}
+
+/* Remembers what this wake saw, for the next (woken_late). */
+static void note_wake(wd_t *w, uint64_t now) {
+  w->wake_ns = now;
+  w->ran_ns = own_ran();
+  w->main_cpu_ns = snap__plat_thread_cpu_ns(w->main.tid);
+}
+
+/* How long, since the last wake, the process did not run (0: it ran, or
+   the watchdog was only starved of a CPU): a stop can land in the sleep
+   (the wake is late) or in the work before it (sampling, naming, writing:
+   the work took longer than the watchdog ran), so both are accounted
+   (snap__stolen_ns). A park ends with a post right after a busy call, so
+   that is when it was due. The CPU window does not count the time
+   either. */
 static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
   uint64_t planned = w->from_park && v->busy ? v->busy_since_ns : w->planned_ns;
-  uint64_t late = now > planned + w->slack_ns ? now - planned : 0;
-  int64_t waited = snap__plat_self_runqueue_wait_ns();
-  int64_t starved = waited >= 0 && w->waited_ns >= 0 && waited >= w->waited_ns
-                        ? waited - w->waited_ns
-                        : -1;
-  w->waited_ns = waited;
-  late = snap__stolen_ns(late, starved, w->slack_ns);
+  int64_t ran_before = w->ran_ns, main_before = w->main_cpu_ns;
+  snap__wake_facts_t f = {.window = now - w->wake_ns,
+                          .work = w->slept_ns - w->wake_ns,
+                          .late = now > planned ? now - planned : 0,
+                          .ran = -1,
+                          .main_ran = -1};
+  note_wake(w, now);
+  if (w->ran_ns >= 0 && ran_before >= 0 && w->ran_ns >= ran_before)
+    f.ran = w->ran_ns - ran_before;
+  if (w->main_cpu_ns >= 0 && main_before >= 0 && w->main_cpu_ns >= main_before)
+    f.main_ran = w->main_cpu_ns - main_before;
+  uint64_t late = snap__stolen_ns(&f, w->slack_ns);
   if (late)
     snap__cpu_trigger_discount(&w->cpu, late);
   return late;
@@ -221,6 +251,7 @@ static uint64_t check_cpu(wd_t *w, uint64_t now) {
    no busy call. Records when the wake is due, for woken_late. */
 static void sleep_until(wd_t *w, const snap__loop_view_t *v, uint64_t next) {
   w->from_park = false;
+  w->slept_ns = snap__plat_now_ns();
   bool quiet = !v->busy && v->seq == w->last_seq; /* idle for a whole tick */
   if (quiet && snap__loop_park(v->seq)) {
     /* Parked: until the next busy call posts (or the CPU window ends). */
@@ -230,7 +261,7 @@ static void sleep_until(wd_t *w, const snap__loop_view_t *v, uint64_t next) {
     w->from_park = rc == SNAP_OK;
     w->planned_ns = w->from_park ? snap__plat_now_ns() : next;
   } else if (!quiet) {
-    uint64_t before = snap__plat_now_ns();
+    uint64_t before = w->slept_ns;
     next = min_u64(next, before + w->tick_ns);
     w->planned_ns = next > before ? next : before;
     if (snap__plat_sem_timedwait(w->wake, next) == SNAP_OK)
@@ -249,8 +280,8 @@ static void run(void *arg) {
   /* Warm the symbol tables of what every stack holds (the executable, libc,
      this library) before the first lag needs them. */
   snap_stack_release(snap_callstack_symbols(SNAP_MAX_FRAMES, 0));
-  w->planned_ns = snap__plat_now_ns();
-  w->waited_ns = snap__plat_self_runqueue_wait_ns();
+  w->planned_ns = w->slept_ns = snap__plat_now_ns();
+  note_wake(w, w->planned_ns);
   snap__cpu_trigger_start(&w->cpu, w->cfg.cpu_percent,
                           w->cfg.cpu_window_ms * SNAP__MS, w->planned_ns,
                           snap__plat_thread_cpu_ns(w->main.tid));

@@ -72,6 +72,14 @@ typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size);
 int snap__plat_set_sample_timeout_ms(unsigned ms); /* 1..10000, checked */
+/* How long the calling thread has waited inside snap__plat_sample so far
+   (for the sampler lock and for its targets), each sample's share capped at
+   what a sample may legitimately wait (the lock and the target's answer,
+   each at most the timeout and its grace): blocking that is the sampler's
+   own doing, which a watchdog must not take for a stopped process. A
+   longer wait ran into a stop. 0 where samples never wait (Apple: the
+   suspension is synchronous). [setup] */
+uint64_t snap__plat_sample_waited_ns(void);
 /* Whether a sample of `thread` can be answered now: SNAP_OK, or
    SNAP_EBLOCKED when it blocks the sampling signal (Linux: its SigBlk in
    /proc/self/task/<tid>/status; libdispatch's worker threads block nearly
@@ -310,13 +318,14 @@ int64_t snap__plat_unix_ms(void);
 /* CPU time the thread has used (user + system), in nanoseconds, or a
    negative SNAP_E* code (SNAP_ENOTHREAD when it exited). */
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
-/* How long the calling thread has been runnable but not running (waiting
-   on a run queue for a CPU) since it started, in nanoseconds, or a
-   negative SNAP_E* code where the OS does not say (SNAP_EUNSUPPORTED on
-   Apple). Tells a thread that woke late because it was starved from one
-   whose whole process was stopped (a stopped thread is not runnable).
+/* The calling thread's scheduler times since it started, in nanoseconds:
+   *on_cpu, running, and *runq, runnable but waiting on a run queue for a
+   CPU. SNAP_OK, or a negative SNAP_E* code where the OS does not say
+   (SNAP_EUNSUPPORTED on Apple). What is neither was spent blocked or
+   stopped: this tells a thread that woke late because it was starved from
+   one whose whole process was stopped (a stopped thread is not runnable).
    Linux: /proc/thread-self/schedstat. [setup] */
-int64_t snap__plat_self_runqueue_wait_ns(void);
+int snap__plat_self_sched_times(int64_t *on_cpu, int64_t *runq);
 /* The thread's name ("" when it has none); false when it cannot be read. */
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size);
 /* True when a debugger (or any tracer) is attached to the process now. */

@@ -12,6 +12,12 @@ if(SNAP_PLATFORM STREQUAL "linux")
   snap_test(test_lag_starved lag/test_lag_starved.c)
   set_tests_properties(test_lag_starved PROPERTIES RESOURCE_LOCK lag_processes)
 endif()
+# Issue 13: a process stopped while the watchdog samples makes no lag,
+# and a real lag under the same sampling waits is still reported.
+if(SNAP_PLATFORM STREQUAL "linux")
+  snap_test(test_lag_stopped lag/test_lag_stopped.c)
+  set_tests_properties(test_lag_stopped PROPERTIES RESOURCE_LOCK lag_processes)
+endif()
 # Issue 12: the lag's state machine, driven without threads or a clock.
 snap_test(test_lag_state lag/test_lag_state.c)
 
@@ -59,7 +65,8 @@ endif()
 # The lag tests, for `scripts/test.sh --under-load` (ctest -L lag), which
 # runs them while busy loops hold every core: lags happen on loaded
 # devices, and every lag test must hold there too (issue 13).
-foreach(t test_lag_config test_annealing test_lag_starved test_lag_state
+foreach(t test_lag_config test_annealing test_lag_starved test_lag_stopped
+          test_lag_state
           test_lag_kills test_lag_scenarios)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY LABELS lag)

@@ -310,21 +310,41 @@ static void test_every_pair(void) {
   }
 }
 
-/* Issue 13: of a late wake, only what the watchdog's own run-queue wait
-   does not explain is time the process did not run. */
+/* Issue 13: of the time since the last wake, only what the watchdog's own
+   running, run-queue wait and sampling waits do not explain, and the main
+   thread did not run either, is time the process did not run. */
+static uint64_t stolen(uint64_t window, uint64_t work, uint64_t late,
+                       int64_t ran, int64_t main_ran) {
+  snap__wake_facts_t f = {window, work, late, ran, main_ran};
+  return snap__stolen_ns(&f, 200 * 1000000);
+}
+
 static void test_stolen(void) {
-  const uint64_t ms = 1000000, slack = 200 * ms;
-  CHECK_EQ(snap__stolen_ns(0, 0, slack), 0);
-  /* SIGSTOP: 2 s late, not runnable meanwhile: all stolen. */
-  CHECK_EQ(snap__stolen_ns(2000 * ms, 1 * ms, slack), 1999 * ms);
+  const uint64_t ms = 1000000;
+  CHECK_EQ(stolen(50 * ms, 1 * ms, 0, 1 * ms, 10 * ms), 0);
+  /* SIGSTOP in the sleep: 2 s late, not runnable meanwhile: all stolen. */
+  CHECK_EQ(stolen(2050 * ms, 1 * ms, 2000 * ms, 2 * ms, 0), 1999 * ms);
+  /* SIGSTOP in the work (a sample that waited out the stop): the sleep was
+     on time, the work took 2 s, the watchdog ran 10 ms of it. */
+  CHECK_EQ(stolen(2060 * ms, 2010 * ms, 0, 10 * ms, 0), 2000 * ms);
+  /* The same, but the wait was the sampler's own (counted in ran). */
+  CHECK_EQ(stolen(160 * ms, 110 * ms, 0, 110 * ms, 0), 0);
   /* Starved: 400 ms late, 400 ms on a run queue: none stolen. */
-  CHECK_EQ(snap__stolen_ns(400 * ms, 400 * ms, slack), 0);
-  CHECK_EQ(snap__stolen_ns(400 * ms, 900 * ms, slack), 0);
+  CHECK_EQ(stolen(450 * ms, 1 * ms, 400 * ms, 401 * ms, 0), 0);
+  CHECK_EQ(stolen(450 * ms, 1 * ms, 400 * ms, 900 * ms, 0), 0);
   /* Both: the unexplained part, if past the slack. */
-  CHECK_EQ(snap__stolen_ns(1500 * ms, 300 * ms, slack), 1200 * ms);
-  CHECK_EQ(snap__stolen_ns(450 * ms, 300 * ms, slack), 0);
-  /* The OS does not say (Apple): a late wake is a stop, as before. */
-  CHECK_EQ(snap__stolen_ns(450 * ms, -1, slack), 450 * ms);
+  CHECK_EQ(stolen(1550 * ms, 0, 1500 * ms, 300 * ms, 0), 1200 * ms);
+  CHECK_EQ(stolen(500 * ms, 0, 450 * ms, 300 * ms, 0), 0);
+  /* The watchdog blocked 400 ms (a slow disk) while the main thread
+     computed 300 ms of it: at most the rest can be a stop, and that is
+     within the slack. */
+  CHECK_EQ(stolen(450 * ms, 420 * ms, 0, 20 * ms, 300 * ms), 0);
+  /* The OS does not say how long the watchdog waited (Apple): a late wake
+     is a stop, as before ... */
+  CHECK_EQ(stolen(500 * ms, 0, 450 * ms, -1, -1), 450 * ms);
+  /* ... unless the main thread ran meanwhile. */
+  CHECK_EQ(stolen(500 * ms, 0, 450 * ms, -1, 400 * ms), 0);
+  CHECK_EQ(stolen(2500 * ms, 0, 2450 * ms, -1, 100 * ms), 2400 * ms);
 }
 
 int main(void) {

@@ -144,6 +144,10 @@ static void check_stack(snap__darwin_window_t *w, uintptr_t sp) {
     w->stack_hi = 0;
 }
 
+/* thread_suspend returns once the target is stopped: a sample waits for
+   no handler, so the watchdog has no sampling waits to account for. */
+uint64_t snap__plat_sample_waited_ns(void) { return 0; }
+
 /* thread_suspend needs no cooperation from the target. */
 int snap__plat_sample_reachable(snap_thread_t thread) {
   (void)thread;

@@ -49,7 +49,11 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
 /* thread_info's basic and extended records give CPU time and the run
    state now, not time spent runnable: the watchdog keeps its slack rule
    (a late wake is a stop) there. */
-int64_t snap__plat_self_runqueue_wait_ns(void) { return SNAP_EUNSUPPORTED; }
+int snap__plat_self_sched_times(int64_t *on_cpu, int64_t *runq) {
+  (void)on_cpu;
+  (void)runq;
+  return SNAP_EUNSUPPORTED;
+}
 
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size) {
   if (!buf || size == 0 || !port_ok(thread))

@@ -393,6 +393,21 @@ int snap__plat_sample_reachable(snap_thread_t thread) {
   return mask >> (signo - 1) & 1 ? SNAP_EBLOCKED : SNAP_OK;
 }
 
+/* The calling thread's waits in snap__plat_sample, for
+   snap__plat_sample_waited_ns. */
+static _Thread_local uint64_t t_waited_ns;
+
+/* A wait that may be the sampler's own: for the lock (another sampler's
+   sample) or for its own target, each at most the timeout and the 20 ms
+   grace for a walk in progress. Anything longer was a stop of the
+   process. */
+static void count_wait(uint64_t ns) {
+  uint64_t cap = ((uint64_t)atomic_load(&g_timeout_ms) + 20) * 1000000u;
+  t_waited_ns += ns < cap ? ns : cap;
+}
+
+uint64_t snap__plat_sample_waited_ns(void) { return t_waited_ns; }
+
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size) {
   if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
@@ -408,10 +423,14 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
   /* From before the signal is queued until the request is complete or
      abandoned: one stopped window in the process at a time (Apple's
      contract, kept here too so both backends behave alike). */
+  uint64_t t0 = snap__plat_now_ns();
   rc = snap__sampler_enter();
+  uint64_t t1 = snap__plat_now_ns();
+  count_wait(t1 - t0);
   if (rc != SNAP_OK)
     return rc;
   rc = sample(tid, fn, arg, arg_size);
   snap__sampler_leave();
+  count_wait(snap__plat_now_ns() - t1);
   return rc;
 }

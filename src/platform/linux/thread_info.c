@@ -12,8 +12,9 @@
  * and answers EINVAL or ESRCH once the thread has exited: both are
  * SNAP_ENOTHREAD. The clock counts user + system time, as scheduled.
  *
- * Run-queue wait (the calling thread's): the second field of
- * /proc/thread-self/schedstat, the time it was runnable and not running.
+ * Scheduler times (the calling thread's): the first two fields of
+ * /proc/thread-self/schedstat, the time it ran and the time it was
+ * runnable and not running.
  *
  * Name: /proc/self/task/<tid>/comm, 15 bytes at most and a newline.
  * Traced: the TracerPid line of /proc/self/status (0 = none). A tracer is
@@ -51,7 +52,7 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
 
 /* schedstat: "<ns on a CPU> <ns waiting on a run queue> <timeslices>"
    (Documentation/scheduler/sched-stats.rst). */
-int64_t snap__plat_self_runqueue_wait_ns(void) {
+int snap__plat_self_sched_times(int64_t *on_cpu, int64_t *runq) {
   char buf[128];
   if (snap__linux_read_small("/proc/thread-self/schedstat", buf, sizeof buf) <=
       0)
@@ -66,7 +67,11 @@ int64_t snap__plat_self_runqueue_wait_ns(void) {
     while (*p >= '0' && *p <= '9')
       field[i] = field[i] * 10 + (uint64_t)(*p++ - '0');
   }
-  return field[1] > INT64_MAX ? SNAP_EIO : (int64_t)field[1];
+  if (field[0] > INT64_MAX || field[1] > INT64_MAX)
+    return SNAP_EIO;
+  *on_cpu = (int64_t)field[0];
+  *runq = (int64_t)field[1];
+  return SNAP_OK;
 }
 
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size) {
