@@ -60,13 +60,14 @@ typedef struct wd {
   snap__cpu_trigger_t cpu;
 
   /* The last wake and the sleep after it (sleep_until), for the next. */
-  uint64_t wake_ns;    /* the last wake */
-  int64_t ran_ns;      /* own_ran() then (< 0: unknown) */
-  int64_t main_cpu_ns; /* the main thread's CPU time then (< 0: unknown) */
-  uint64_t slept_ns;   /* when the sleep began */
-  uint64_t planned_ns; /* when it is due */
-  bool from_park;      /* it ended a park by a post */
-  uint32_t last_seq;   /* the loop's sequence at the last wake */
+  uint64_t wake_ns;      /* the last wake */
+  uint64_t prev_wake_ns; /* the one before it */
+  int64_t ran_ns;        /* own_ran() then (< 0: unknown) */
+  int64_t main_cpu_ns;   /* the main thread's CPU time then (< 0: unknown) */
+  uint64_t slept_ns;     /* when the sleep began */
+  uint64_t planned_ns;   /* when it is due */
+  bool from_park;        /* it ended a park by a post */
+  uint32_t last_seq;     /* the loop's sequence at the last wake */
 } wd_t;
 
 static _Atomic int g_state; /* 0 stopped, 1 running, 2 starting/stopping */
@@ -110,13 +111,17 @@ static void lag_event(wd_t *w, snap__lag_event_t ev, uint64_t now,
 }
 
 /* When the watched stretch ended, as v shows it at `now`: still busy, now
-   (a stop); gone idle, then; another stretch began, when that one began
-   (or, idle again, went idle). One rule for the loop and the stop: the
-   stop took "now" even when a later stretch was busy, and counted it. */
+   (a stop); gone idle, then; another stretch began, when the observer says
+   it ended, else (more than 16 stretches later, or it ended by a second
+   busy call) when the next began or, idle again, went idle. One rule for
+   the loop and the stop. */
 static uint64_t stretch_end_ns(const snap__loop_view_t *v,
                                const snap__stretch_t *st, uint64_t now) {
+  uint64_t len;
   if (v->seq == st->seq)
     return v->busy ? now : v->idle_since_ns;
+  if (snap__loop_stretch_length(st->seq, &len))
+    return st->since_ns + len; /* exact, however many stretches followed */
   return v->busy ? v->busy_since_ns : v->idle_since_ns;
 }
 
@@ -132,6 +137,7 @@ static int64_t own_ran(void) {
 
 /* Remembers what this wake saw, for the next (woken_late). */
 static void note_wake(wd_t *w, uint64_t now) {
+  w->prev_wake_ns = w->wake_ns;
   w->wake_ns = now;
   w->ran_ns = own_ran();
   w->main_cpu_ns = snap__plat_thread_cpu_ns(w->main.tid);
@@ -170,15 +176,19 @@ static void follow_stretch(wd_t *w, const snap__loop_view_t *v, uint64_t now,
   snap__stretch_t *st = &w->stretch;
   bool current = w->lag.state != SNAP__LAG_IDLE && v->busy && v->seq == st->seq;
   if (w->lag.state != SNAP__LAG_IDLE && !current) {
-    if (late && snap__lag_state_ongoing(w->lag.state))
-      st->stolen_ns += late; /* it was busy until at least the stop */
     uint64_t end = stretch_end_ns(v, st, now);
+    /* The stop came after the last wake, which saw the stretch busy: only
+       as much of it as fits before the stretch's end was in the stretch. */
+    if (late && snap__lag_state_ongoing(w->lag.state))
+      st->stolen_ns +=
+          min_u64(late, end > w->prev_wake_ns ? end - w->prev_wake_ns : 0);
     lag_event(w, SNAP__LAG_EV_END, now, snap__stretch_busy_ns(st, end));
   }
   if (current) {
     if (late)
       st->stolen_ns += min_u64(late, now - st->since_ns);
   } else if (v->busy) { /* a new busy stretch */
+    snap__loop_watch(v->seq);
     *st = (snap__stretch_t){
         .seq = v->seq,
         .since_ns = v->busy_since_ns,

@@ -18,6 +18,10 @@ if(SNAP_PLATFORM STREQUAL "linux")
   snap_test(test_lag_stopped lag/test_lag_stopped.c)
   set_tests_properties(test_lag_stopped PROPERTIES RESOURCE_LOCK lag_processes)
 endif()
+# Issue 13: a lag ends when its stretch ended, not when the watchdog next
+# looked (the loop may have run dozens of stretches meanwhile).
+snap_test(test_lag_end lag/test_lag_end.c)
+set_tests_properties(test_lag_end PROPERTIES RESOURCE_LOCK lag_processes)
 # Issue 12: the lag's state machine, driven without threads or a clock.
 snap_test(test_lag_state lag/test_lag_state.c)
 
@@ -66,6 +70,7 @@ endif()
 # runs them while busy loops hold every core: lags happen on loaded
 # devices, and every lag test must hold there too (issue 13).
 foreach(t test_lag_config test_annealing test_lag_starved test_lag_stopped
+          test_lag_end
           test_lag_state
           test_lag_kills test_lag_scenarios)
   if(TEST ${t})

@@ -1,0 +1,112 @@
+/*
+ * test_lag_end.c — a lag's reported duration ends when its stretch ended,
+ * even when the loop ran more stretches before the watchdog looked (it
+ * used to take the latest idle call for the end, counting every later
+ * stretch and gap into the lag).
+ *
+ * The lag is a stretch blocked for 600 ms (a blocking wait: no CPU is
+ * assumed, so load cannot change its length much). Then the loop iterates
+ * fast, 1 ms busy and 1 ms idle, for 300 ms: dozens of stretches before
+ * the watchdog's next look (its tick is half the 300 ms threshold when
+ * point sampling is off). The oracle is this test's own clock around the
+ * stretch; the report's duration must match it within 20 ms. Five rounds,
+ * each on its own call path (nested a different depth) so that no lag
+ * anneals into the one before.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "stacksnap.h"
+
+static char g_path[600];
+static atomic_int g_finals;
+static void on_write(const char *path, bool final, void *ctx) {
+  (void)ctx;
+  if (final && strstr(path, "-lag.json")) {
+    snprintf(g_path, sizeof g_path, "%s", path);
+    atomic_fetch_add(&g_finals, 1);
+  }
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR)
+    ;
+}
+
+static long duration_of(const char *path) {
+  char text[16384] = "";
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  text[fread(text, 1, sizeof text - 1, f)] = '\0';
+  fclose(f);
+  const char *p = strstr(text, "\"duration_ms\":");
+  return p ? atol(p + 14) : -1;
+}
+
+/* The lag, nested `depth` calls deep (a call path of its own). */
+__attribute__((noinline)) static uint64_t lag(int depth) {
+  if (depth > 0) {
+    uint64_t r = lag(depth - 1);
+    __asm__ volatile("" ::: "memory");
+    return r;
+  }
+  uint64_t t0 = now_ns();
+  snap_lag_loop_busy();
+  sleep_ns(600 * 1000000ull);
+  snap_lag_loop_idle();
+  return now_ns() - t0;
+}
+
+int main(void) {
+  char dir[] = "/tmp/snap_lag_end.XXXXXX";
+  if (!mkdtemp(dir))
+    return 1;
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  c.report_dir = dir;
+  c.threshold_ms = 300;
+  c.sample_interval_ms = 0; /* tick = threshold / 2 */
+  c.cpu_percent = 0;
+  c.on_report_write = on_write;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  for (int round = 0; round < 5; round++) {
+    int before = atomic_load(&g_finals);
+    uint64_t len = lag(round * 3);
+    uint64_t tail_end = now_ns() + 300 * 1000000ull;
+    while (now_ns() < tail_end) {
+      snap_lag_loop_busy();
+      sleep_ns(1000000);
+      snap_lag_loop_idle();
+      sleep_ns(1000000);
+    }
+    for (int i = 0; i < 1000 && atomic_load(&g_finals) == before; i++)
+      sleep_ns(10 * 1000000ull);
+    long got = duration_of(g_path);
+    long want = (long)(len / 1000000u);
+    printf("round %d: stretch %ld ms, reported %ld ms\n", round, want, got);
+    CHECK(atomic_load(&g_finals) > before, "round %d: no final report", round);
+    CHECK(got >= want - 20 && got <= want + 20,
+          "round %d: reported %ld ms for a %ld ms stretch", round, got, want);
+  }
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0)
+    return 1;
+  return check_result("test_lag_end");
+}
