@@ -63,7 +63,8 @@ SNAP_EXPORT const char *snap_version(void);
   X(EUNSUPPORTED, -5, "not supported on this platform, architecture or build") \
   X(EIO, -6, "a file could not be read or written")                            \
   X(EBUSY, -7, "already started or in use")                                    \
-  X(EBLOCKED, -8, "the thread blocks the sampling signal")
+  X(EBLOCKED, -8, "the thread blocks the sampling signal")                     \
+  X(EENDED, -9, "it was over before the watchdog could sample it")
 
 enum {
 #define SNAP__ERRNO_ENUM(name, value, text) SNAP_##name = value,

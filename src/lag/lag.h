@@ -45,11 +45,12 @@ snap__loop_view_t snap__loop_read(void);
 /* The watchdog watches stretch `seq`: the idle call that ends it records
    its length, however many stretches follow before the watchdog looks. */
 void snap__loop_watch(uint32_t seq);
-/* How long the busy stretch `seq` lasted, once it has ended, if it was
-   watched (snap__loop_watch before it ended) or is among the last 16 to
-   end: true and *len, or false (unknown). Lets the watchdog end a lag
-   when it ended, not when the watchdog saw the next stretch. */
-bool snap__loop_stretch_length(uint32_t seq, uint64_t *len);
+/* When the busy stretch `seq` began and how long it lasted, once it has
+   ended, if it was watched (snap__loop_watch before it ended) or is among
+   the last 16 to end: true, or false (unknown). Lets the watchdog end a
+   lag when it ended, not when it saw the next stretch, and find lags that
+   began and ended while it waited for a CPU. */
+bool snap__loop_ended(uint32_t seq, uint64_t *since, uint64_t *len);
 /* Sets PARKED if the loop is still idle at `seq`; true when set (the caller
    may then sleep until posted). */
 bool snap__loop_park(uint32_t seq);

@@ -25,19 +25,24 @@
 static _Atomic uint32_t g_word;
 static _Atomic uint64_t g_busy_since;
 static _Atomic uint64_t g_idle_since;
-/* The lengths of the last stretches to end, slot seq % 16, each tagged
-   with its sequence's low 16 bits: (seq << 48) | length (lengths past 2^48
-   ns, 78 hours, are cut). One word, so a reader never mixes two stretches;
-   a slot is reused 16 stretches later, and a tag repeats only 65536
-   stretches later, long after the watchdog (which looks at least once a
-   tick while a lag lasts) has read it. */
+/* Stretches that ended: the last 16 (slot seq % 16), and the one the
+   watchdog watches (a lag is followed by any number of short stretches
+   before the watchdog looks again: a 60 fps loop runs 9 in a 150 ms tick;
+   and a starved watchdog may see a whole lag only once it is over). Each
+   record is the stretch's length tagged with its sequence's low 16 bits,
+   (seq << 48) | length (lengths past 2^48 ns, 78 hours, are cut), and its
+   end; the main thread is the only writer, and a reader checks that the
+   tag did not change while it read the end (a seqlock whose sequence is
+   the tag). A tag repeats only 65536 stretches later. */
+typedef struct ended {
+  _Atomic uint64_t tagged;
+  _Atomic uint64_t end_ns;
+} ended_t;
 #define ENDED_SLOTS 16u
-static _Atomic uint64_t g_ended[ENDED_SLOTS];
-/* The stretch the watchdog watches, and its length in the same form once
-   it ended: a lag is followed by any number of short stretches before the
-   watchdog looks again (a 60 fps loop runs 9 in a 150 ms tick). */
+#define NO_TAG UINT64_MAX /* no stretch's: being written, or never */
+static ended_t g_ended[ENDED_SLOTS];
+static ended_t g_watched_ended;
 static _Atomic uint32_t g_watched;
-static _Atomic uint64_t g_watched_end;
 static _Atomic(snap__sem_t *) g_wake; /* NULL: watchdog not running */
 
 void snap__loop_activate(snap__sem_t *wake) {
@@ -45,9 +50,9 @@ void snap__loop_activate(snap__sem_t *wake) {
   atomic_store(&g_busy_since, 0);
   atomic_store(&g_idle_since, 0);
   for (unsigned i = 0; i < ENDED_SLOTS; i++)
-    atomic_store(&g_ended[i], UINT64_MAX); /* a tag no stretch has at once */
+    atomic_store(&g_ended[i].tagged, NO_TAG);
+  atomic_store(&g_watched_ended.tagged, NO_TAG);
   atomic_store(&g_watched, UINT32_MAX);
-  atomic_store(&g_watched_end, UINT64_MAX);
   atomic_store(&g_wake, wake);
 }
 
@@ -69,6 +74,28 @@ SNAP_EXPORT void snap_lag_loop_busy(void) {
     snap__plat_sem_post(wake);
 }
 
+/* The writer's side of an ended record: invalidate, write, publish. */
+static void record(ended_t *e, uint64_t tagged, uint64_t end) {
+  atomic_store_explicit(&e->tagged, NO_TAG, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&e->end_ns, end, memory_order_relaxed);
+  atomic_store_explicit(&e->tagged, tagged, memory_order_release);
+}
+
+/* The reader's side: true when e holds stretch `tag` whole. */
+static bool read_record(ended_t *e, uint64_t tag, uint64_t *len,
+                        uint64_t *end) {
+  uint64_t t1 = atomic_load_explicit(&e->tagged, memory_order_acquire);
+  if (t1 == NO_TAG || t1 >> 48 != tag)
+    return false;
+  *end = atomic_load_explicit(&e->end_ns, memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&e->tagged, memory_order_relaxed) != t1)
+    return false; /* rewritten meanwhile */
+  *len = t1 & ((UINT64_C(1) << 48) - 1);
+  return true;
+}
+
 SNAP_EXPORT void snap_lag_loop_idle(void) {
   if (!atomic_load_explicit(&g_wake, memory_order_relaxed))
     return;
@@ -83,10 +110,9 @@ SNAP_EXPORT void snap_lag_loop_idle(void) {
   if (len >> 48)
     len = (UINT64_C(1) << 48) - 1;
   uint64_t tagged = (uint64_t)(seq & 0xffffu) << 48 | len;
-  atomic_store_explicit(&g_ended[seq % ENDED_SLOTS], tagged,
-                        memory_order_relaxed);
+  record(&g_ended[seq % ENDED_SLOTS], tagged, now);
   if (atomic_load_explicit(&g_watched, memory_order_relaxed) == seq)
-    atomic_store_explicit(&g_watched_end, tagged, memory_order_relaxed);
+    record(&g_watched_ended, tagged, now);
   atomic_store_explicit(&g_idle_since, now, memory_order_release);
   /* A plain store, no read-modify-write: while the loop is busy the
      watchdog never sets PARKED (it parks only from idle), so `cur` is the
@@ -115,20 +141,19 @@ void snap__loop_watch(uint32_t seq) {
   atomic_store_explicit(&g_watched, seq, memory_order_relaxed);
 }
 
-bool snap__loop_stretch_length(uint32_t seq, uint64_t *len) {
-  /* Acquire on the word first: an idle call's slot stores precede its
-     release store of the word, so the stretch's slots are in place once
-     the word shows the stretch ended (a later sequence, or idle). */
+bool snap__loop_ended(uint32_t seq, uint64_t *since, uint64_t *len) {
+  /* Acquire on the word first: an idle call's records precede its release
+     store of the word, so the stretch's records are in place once the
+     word shows the stretch ended (a later sequence, or idle). */
   uint32_t w = atomic_load_explicit(&g_word, memory_order_acquire);
   if ((w >> 2) == seq && (w & SNAP__LOOP_BUSY))
     return false; /* still going */
-  uint64_t tag = seq & 0xffffu;
-  uint64_t e = atomic_load_explicit(&g_watched_end, memory_order_relaxed);
-  if (e >> 48 != tag) /* not watched in time: the recent ones, then */
-    e = atomic_load_explicit(&g_ended[seq % ENDED_SLOTS], memory_order_relaxed);
-  if (e >> 48 != tag)
-    return false; /* overwritten (or never written) */
-  *len = e & ((UINT64_C(1) << 48) - 1);
+  uint64_t tag = seq & 0xffffu, end;
+  if (!read_record(&g_watched_ended, tag, len, &end) &&
+      !read_record(&g_ended[seq % ENDED_SLOTS], tag, len, &end))
+    return false; /* not watched in time, and overwritten (or never
+                     written: a stretch ended by a second busy call) */
+  *since = end - *len;
   return true;
 }
 

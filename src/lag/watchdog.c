@@ -68,6 +68,7 @@ typedef struct wd {
   uint64_t planned_ns;   /* when it is due */
   bool from_park;        /* it ended a park by a post */
   uint32_t last_seq;     /* the loop's sequence at the last wake */
+  uint32_t seen_seq;     /* the latest stretch looked at (watched or missed) */
 } wd_t;
 
 static _Atomic int g_state; /* 0 stopped, 1 running, 2 starting/stopping */
@@ -76,6 +77,23 @@ static wd_t *g_wd;
 /* ---- The thread ---------------------------------------------------------- */
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* Performs the actions of a step (all but those in `skip`) on the lag's
+   reports, and answers a new report's write. main: the stack just sampled
+   (owned from here), or NULL. */
+static void perform(wd_t *w, snap__lag_step_t step, unsigned skip,
+                    const snap_stack_t *main, uint64_t now, uint64_t busy) {
+  unsigned actions = step.actions & ~skip;
+  snap__lag_kind_t kind =
+      snap__lag_state_is_hang(w->lag.state) ? SNAP__KIND_HANG : SNAP__KIND_LAG;
+  int rc = snap__lag_reports_apply(&w->reports, &w->src, actions, kind, main,
+                                   busy, now);
+  if (actions & SNAP__LAG_DO_WRITE_NEW)
+    snap__lag_transition(&w->lag, SNAP__LAG_EV_WRITTEN,
+                         (snap__lag_facts_t){.ok = rc == SNAP_OK});
+  if (actions & SNAP__LAG_DO_SCHEDULE)
+    w->next_check_ns = now + w->threshold_ns * step.check_in;
+}
 
 /* Gives the lag's state machine event ev, with the facts it needs (a
    sample of the main thread where it compares stacks), and performs the
@@ -98,16 +116,21 @@ static void lag_event(wd_t *w, snap__lag_event_t ev, uint64_t now,
     main = snap__main_sample(&w->main);
     f.moved = main && !snap__same_path(main, reps->cur.main_stack);
   }
-  snap__lag_step_t step = snap__lag_transition(&w->lag, ev, f);
-  snap__lag_kind_t kind =
-      snap__lag_state_is_hang(w->lag.state) ? SNAP__KIND_HANG : SNAP__KIND_LAG;
-  int rc = snap__lag_reports_apply(reps, &w->src, step.actions, kind, main,
-                                   busy, now);
-  if (step.actions & SNAP__LAG_DO_WRITE_NEW)
-    snap__lag_transition(&w->lag, SNAP__LAG_EV_WRITTEN,
-                         (snap__lag_facts_t){.ok = rc == SNAP_OK});
-  if (step.actions & SNAP__LAG_DO_SCHEDULE)
-    w->next_check_ns = now + w->threshold_ns * step.check_in;
+  perform(w, snap__lag_transition(&w->lag, ev, f), 0, main, now, busy);
+}
+
+/* The stretch went past the threshold unseen: the watchdog waited for a
+   CPU (or to be posted) until it was over, so its stack is gone (the main
+   thread has moved on) and the other threads' have too. It is a lag all
+   the same: reported with its start and length, no new sample and no
+   thread dump, the main stack's absence explained (SNAP_EENDED); point
+   samples taken while it was watched still make its costliest stack. */
+static void missed_threshold(wd_t *w, uint64_t now, uint64_t busy) {
+  snap__lag_facts_t f = {.hang = busy >= w->hang_ns,
+                         .traced = snap__reports_muted(&w->src)};
+  w->main.n = w->main.error = SNAP_EENDED;
+  perform(w, snap__lag_transition(&w->lag, SNAP__LAG_EV_THRESHOLD, f),
+          SNAP__LAG_DO_DUMP, NULL, now, busy);
 }
 
 /* When the watched stretch ended, as v shows it at `now`: still busy, now
@@ -117,10 +140,10 @@ static void lag_event(wd_t *w, snap__lag_event_t ev, uint64_t now,
    the loop and the stop. */
 static uint64_t stretch_end_ns(const snap__loop_view_t *v,
                                const snap__stretch_t *st, uint64_t now) {
-  uint64_t len;
+  uint64_t since, len;
   if (v->seq == st->seq)
     return v->busy ? now : v->idle_since_ns;
-  if (snap__loop_stretch_length(st->seq, &len))
+  if (snap__loop_ended(st->seq, &since, &len))
     return st->since_ns + len; /* exact, however many stretches followed */
   return v->busy ? v->busy_since_ns : v->idle_since_ns;
 }
@@ -169,6 +192,43 @@ static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
   return late;
 }
 
+/* Of a stop of `late` since the last wake, the part inside [since, end). */
+static uint64_t stop_within(const wd_t *w, uint64_t late, uint64_t since,
+                            uint64_t end) {
+  uint64_t from = since > w->prev_wake_ns ? since : w->prev_wake_ns;
+  return min_u64(late, end > from ? end - from : 0);
+}
+
+/* Stretches that began and ended since the last wake, never watched (the
+   watchdog waited for a CPU meanwhile, or slept through them): the
+   observer keeps the last 16, and any that lasted the threshold is a lag,
+   reported as one seen too late (missed_threshold). */
+static void missed_stretches(wd_t *w, const snap__loop_view_t *v, uint64_t now,
+                             uint64_t late) {
+  const uint32_t mask = (1u << 30) - 1; /* the word's sequence is 30 bits */
+  uint32_t last = (v->busy ? v->seq - 1 : v->seq) & mask;
+  uint32_t n = (last - w->seen_seq) & mask;
+  if (n == 0 || n > mask / 2)
+    return; /* none, or the sequence went back (a new observer) */
+  if (n > 16)
+    n = 16;
+  snap__stretch_t watched = w->stretch;
+  for (uint32_t s = (last - n + 1) & mask; n > 0; n--, s = (s + 1) & mask) {
+    uint64_t since, len;
+    if (!snap__loop_ended(s, &since, &len))
+      continue;
+    uint64_t busy = len - stop_within(w, late, since, since + len);
+    if (busy < w->threshold_ns)
+      continue;
+    w->stretch = (snap__stretch_t){
+        .seq = s, .since_ns = since, .seen_ns = now, .seen_cpu = -1};
+    lag_event(w, SNAP__LAG_EV_BEGIN, now, 0);
+    missed_threshold(w, now, busy);
+    lag_event(w, SNAP__LAG_EV_END, now, busy);
+  }
+  w->stretch = watched;
+}
+
 /* Follows the loop from one stretch to the next: the watched one ended
    (the loop went idle or moved on), a new one began, stolen time. */
 static void follow_stretch(wd_t *w, const snap__loop_view_t *v, uint64_t now,
@@ -179,11 +239,15 @@ static void follow_stretch(wd_t *w, const snap__loop_view_t *v, uint64_t now,
     uint64_t end = stretch_end_ns(v, st, now);
     /* The stop came after the last wake, which saw the stretch busy: only
        as much of it as fits before the stretch's end was in the stretch. */
-    if (late && snap__lag_state_ongoing(w->lag.state))
-      st->stolen_ns +=
-          min_u64(late, end > w->prev_wake_ns ? end - w->prev_wake_ns : 0);
-    lag_event(w, SNAP__LAG_EV_END, now, snap__stretch_busy_ns(st, end));
+    if (late)
+      st->stolen_ns += stop_within(w, late, st->since_ns, end);
+    uint64_t busy = snap__stretch_busy_ns(st, end);
+    if (w->lag.state == SNAP__LAG_BUSY && busy >= w->threshold_ns)
+      missed_threshold(w, now, busy);
+    lag_event(w, SNAP__LAG_EV_END, now, busy);
   }
+  missed_stretches(w, v, now, late);
+  w->seen_seq = v->seq;
   if (current) {
     if (late)
       st->stolen_ns += min_u64(late, now - st->since_ns);

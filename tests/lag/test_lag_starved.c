@@ -13,6 +13,11 @@
  * wait says it was starved), so the report's duration is the stretch's
  * (measured here around it), and the lag is seen while it lasts.
  *
+ * Then the same with a lag that begins and ends while the watchdog is
+ * starved (the worker gives the CPU back only after the loop went idle):
+ * it used to be lost, no report at all. It is reported, with its true
+ * duration and, its stack being gone, the reason (SNAP_EENDED).
+ *
  * Oracles: the worker's starvation of the watchdog is measured from
  * outside, in /proc/self/task/<tid>/schedstat (the run-queue wait grew by
  * at least the slack, or the test proves nothing and says so); the
@@ -40,7 +45,8 @@ static pid_t g_dog; /* the watchdog thread */
 static int g_cpu;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
-static int g_phase; /* 1 go, 2 done */
+static int g_phase;   /* 1 go, 2 done, 3 the loop went idle */
+static bool g_missed; /* the lag ends while the watchdog is starved */
 static int64_t g_starved_ns = -1;
 static bool g_realtime;
 
@@ -111,9 +117,23 @@ static void *worker(void *arg) {
   volatile uint64_t x = 1;
   while (now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 < 400000000u)
     x = x * 6364136223846793005u + 1;
+  if (g_missed) { /* the lag ends before the watchdog gets a CPU */
+    pthread_mutex_lock(&g_mu);
+    g_phase = 2;
+    pthread_cond_broadcast(&g_cv);
+    while (g_phase < 3)
+      pthread_cond_wait(&g_cv, &g_mu);
+    pthread_mutex_unlock(&g_mu);
+  }
   set_policy(g_dog, SCHED_OTHER);
   if (g_realtime)
     set_policy(0, SCHED_OTHER);
+  if (g_missed) { /* the kernel counts the wait once the watchdog runs */
+    usleep(50000);
+    int64_t after = run_queue_wait(g_dog);
+    g_starved_ns = before >= 0 && after >= before ? after - before : -1;
+    return NULL;
+  }
   /* Phase 2: the watchdog runs again; the lag goes on. The report's thread
      dump signals this thread: sleep out the rest after an EINTR. */
   struct timespec left = {0, 400000000};
@@ -128,8 +148,9 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* The final report's duration_ms, or -1. */
-static long report_duration(int *count) {
+/* The final report's duration_ms, or -1; *reason: its main stack's error
+   text is the one SNAP_EENDED has. */
+static long report_duration(int *count, bool *reason) {
   DIR *d = opendir(g_dir);
   long ms = -1;
   *count = 0;
@@ -149,13 +170,19 @@ static long report_duration(int *count) {
     const char *at = strstr(text, "\"duration_ms\":");
     if (at)
       ms = strtol(at + strlen("\"duration_ms\":"), NULL, 10);
+    *reason = strstr(text, snap_strerror(SNAP_EENDED)) != NULL;
   }
   if (d)
     closedir(d);
   return ms;
 }
 
-int main(void) {
+/* One lag with the watchdog starved: for its first 400 ms (missed:
+   false), or for all of it (true). */
+static void run_case(bool missed) {
+  g_missed = missed;
+  g_phase = 0;
+  g_starved_ns = -1;
   snprintf(g_dir, sizeof g_dir, "/tmp/snap_lag_starved.XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL, "mkdtemp");
   snap_lag_config_t c;
@@ -166,11 +193,12 @@ int main(void) {
   c.cpu_percent = 0;
   CHECK_EQ(snap_lag_start(&c), SNAP_OK);
   /* The thread names itself once it runs. */
+  g_dog = 0;
   for (int i = 0; i < 500 && !(g_dog = find_thread("stacksnap-lag")); i++)
     usleep(2000);
   CHECK(g_dog > 0, "the watchdog thread (stacksnap-lag) not found");
   if (g_dog <= 0)
-    return check_result("test_lag_starved");
+    return;
   cpu_set_t allowed;
   CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0, "affinity");
   for (g_cpu = 0; g_cpu < CPU_SETSIZE && !CPU_ISSET(g_cpu, &allowed); g_cpu++)
@@ -191,30 +219,48 @@ int main(void) {
   pthread_mutex_unlock(&g_mu);
   uint64_t t1 = now_ns(CLOCK_MONOTONIC);
   snap_lag_loop_idle();
+  pthread_mutex_lock(&g_mu);
+  g_phase = 3;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
   pthread_join(t, NULL);
   usleep(300000); /* the lag's end is seen and its report written */
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
 
   long stretch_ms = (long)((t1 - t0) / 1000000u);
   int reports;
-  long ms = report_duration(&reports);
-  printf("stretch %ld ms; watchdog starved %lld ms (%s); %d lag report(s), "
-         "duration %ld ms\n",
-         stretch_ms, (long long)(g_starved_ns / 1000000),
+  bool reason = false;
+  long ms = report_duration(&reports, &reason);
+  const char *what = missed ? "all of the lag" : "the lag's first 400 ms";
+  printf("%s: stretch %ld ms; watchdog starved %lld ms (%s); %d lag "
+         "report(s), duration %ld ms\n",
+         what, stretch_ms, (long long)(g_starved_ns / 1000000),
          g_realtime ? "behind a real-time worker" : "SCHED_IDLE only", reports,
          ms);
   CHECK(g_starved_ns >= 200000000,
-        "the watchdog was starved only %lld ms (not past the 200 ms slack): "
-        "this run proves nothing",
-        (long long)(g_starved_ns / 1000000));
-  CHECK_EQ(reports, 1);
+        "%s: the watchdog was starved only %lld ms (not past the 200 ms "
+        "slack): this run proves nothing",
+        what, (long long)(g_starved_ns / 1000000));
+  CHECK(reports == 1, "%s: %d lag reports", what, reports);
   /* The whole stretch, within the loop's own granularity (a report's
      duration is busy time as the watchdog computes it). */
   CHECK(ms >= stretch_ms - 30 && ms <= stretch_ms + 30,
-        "reported %ld ms for a %ld ms lag", ms, stretch_ms);
+        "%s: reported %ld ms for a %ld ms lag", what, ms, stretch_ms);
+  if (missed)
+    CHECK(reason, "the report of a lag over before the watchdog ran does "
+                  "not say why it has no stack");
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
   if (system(cmd) != 0)
     fprintf(stderr, "could not remove %s\n", g_dir);
+}
+
+int main(void) {
+  run_case(false);
+  /* A real-time worker is what starves the watchdog for a whole lag. */
+  if (g_realtime)
+    run_case(true);
+  else
+    printf("no real-time worker allowed: the missed-lag case needs one\n");
   return check_result("test_lag_starved");
 }
