@@ -369,10 +369,14 @@ static void run(void *arg) {
     next = min_u64(next, check_cpu(w, now));
     sleep_until(w, &v, next);
   }
-  /* Stopping: an ongoing lag's report gets its duration so far. */
+  /* Stopping: one last look (a lag that ended since the last wake, or
+     that ended unseen, is reported), then an ongoing lag's report gets its
+     duration so far. */
+  uint64_t now = snap__plat_now_ns();
+  snap__loop_view_t v = snap__loop_read();
+  follow_stretch(w, &v, now, woken_late(w, &v, now));
   if (snap__lag_state_ongoing(w->lag.state)) {
-    snap__loop_view_t v = snap__loop_read();
-    uint64_t end = stretch_end_ns(&v, &w->stretch, snap__plat_now_ns());
+    uint64_t end = stretch_end_ns(&v, &w->stretch, now);
     lag_event(w, SNAP__LAG_EV_STOP, end,
               snap__stretch_busy_ns(&w->stretch, end));
   }

@@ -366,7 +366,8 @@ static void test_park_wakeups(void) {
     snap_lag_loop_idle();
     /* Rounds 2 and 3 repeat round 1's stack: annealed, so on_report comes
        from the rewrite of round 1's report (its repeats count). */
-    for (int i = 0; i < 100 && atomic_load(&g_reports) == before; i++)
+    /* Up to 10 s: a qemu run under load names and writes slowly. */
+    for (int i = 0; i < 1000 && atomic_load(&g_reports) == before; i++)
       sleep_ms(10);
     CHECK(atomic_load(&g_reports) > before, "round %d: lag not seen", round);
   }
