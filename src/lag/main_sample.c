@@ -3,7 +3,9 @@
  * needs its stack, and the point samples of the ring while it is busy.
  *
  * Owns: how the watchdog captures and names a stack of another thread
- * (flags, the exact pc of frame 0), and when a point sample is named.
+ * (flags, the exact pc of frame 0), when a point sample is named, and the
+ * main thread's scheduler state recorded with each point (read just
+ * before the sample; the stretch's first point keeps its counters).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag, or write anything.
@@ -37,11 +39,13 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
 }
 
 void snap__main_point(snap_thread_t main, snap__ring_t *ring,
-                      const snap__stretch_t *st, uint64_t now,
-                      uint64_t interval_ns) {
+                      snap__stretch_t *st, uint64_t now, uint64_t interval_ns) {
   snap__point_t *p = snap__ring_next(ring);
   if (!p)
     return;
+  /* Where the thread is, read before the sample: a sampled thread is on
+     its way out of the signal handler (running) for a while after. */
+  snap__plat_thread_sched(main, &p->sched);
   int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
                               snap__lag_capture_flags());
   if (n <= 0)
@@ -49,7 +53,12 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
   p->n = n;
   p->seq = st->seq;
   p->t_ns = now;
-  p->cpu_ns = snap__plat_thread_cpu_ns(main);
+  p->cpu_ns =
+      p->sched.cpu_ns >= 0 ? p->sched.cpu_ns : snap__plat_thread_cpu_ns(main);
+  if (!st->have_first) {
+    st->first = p->sched;
+    st->have_first = true;
+  }
   snap__ring_commit(ring);
   /* A stretch a whole interval old may become a lag: its point is named
      now, once the main thread runs again, so that the first naming of an

@@ -154,7 +154,8 @@ static void follow_stretch(wd_t *w, const snap__loop_view_t *v, uint64_t now,
         .since_ns = v->busy_since_ns,
         .stolen_ns = late ? min_u64(late, now - v->busy_since_ns) : 0,
         .seen_ns = now,
-        .seen_cpu = snap__plat_thread_cpu_ns(w->main.tid)};
+        .seen_cpu = snap__plat_thread_cpu_ns(w->main.tid),
+        .seen_runq = snap__plat_thread_runq_ns(w->main.tid)};
     lag_event(w, SNAP__LAG_EV_BEGIN, now, 0);
   }
 }
