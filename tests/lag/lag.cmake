@@ -18,6 +18,12 @@ snap_test(test_lag_state lag/test_lag_state.c)
 # Python 3 reads every report: an independent parser.
 find_program(SNAP_PYTHON3 NAMES python3 REQUIRED)
 
+# Issue 13: lag-report.py says computing, starved or blocked (in what)
+# from a report's time split, on handmade reports.
+add_test(NAME test_lag_report_script
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/test_lag_report_script.py
+          ${PROJECT_SOURCE_DIR}/scripts/lag-report.py)
+
 # 200 kills at random instants while reports are written (kill_storm.py).
 add_executable(lag_churn lag/lag_churn.c)
 target_compile_options(lag_churn PRIVATE -fno-omit-frame-pointer -O1)
