@@ -37,6 +37,27 @@ add_test(NAME test_lag_kills
 set_tests_properties(test_lag_kills PROPERTIES TIMEOUT 600
                      RESOURCE_LOCK lag_processes)
 
+# Issue 13: where the time went. Four lags of known kinds (compute, lock,
+# sleep, a compute lag starved of CPU), each report's time split against
+# the main thread's own getrusage and schedstat (lag_split.py). Linux:
+# CPU affinity, /proc.
+if(SNAP_PLATFORM STREQUAL "linux")
+  add_executable(lag_split lag/lag_split.c)
+  target_compile_options(lag_split PRIVATE -fno-omit-frame-pointer -O1)
+  target_compile_definitions(lag_split PRIVATE _GNU_SOURCE)
+  target_link_libraries(lag_split PRIVATE stacksnap_static ${CMAKE_DL_LIBS})
+  set(snap_split_tsan "")
+  if(SNAP_SANITIZE STREQUAL "thread")
+    set(snap_split_tsan --tsan)
+  endif()
+  add_test(NAME test_lag_split
+    COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/lag_split.py
+            $<TARGET_FILE:lag_split> ${PROJECT_SOURCE_DIR}/scripts/lag-report.py
+            --run-with "${SNAP_RUN_WITH}" ${snap_split_tsan})
+  set_tests_properties(test_lag_split PROPERTIES TIMEOUT 300
+                       RESOURCE_LOCK lag_processes)
+endif()
+
 # The demo's scenarios (demo/lag), each checked for exactly its reports.
 # nm of the target's binutils is the oracle for function sizes.
 # Linux: the demo (GLib, or its poll loop) and nm -S, which Apple's nm lacks.
