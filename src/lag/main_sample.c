@@ -75,6 +75,10 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
      its way out of the signal handler (running) for a while after. */
   snap__plat_thread_sched(main, &p->sched);
   running_or_runnable(ring, st, &p->sched);
+  if (!st->have_first) { /* the reading holds even if the capture fails */
+    st->first = p->sched;
+    st->have_first = true;
+  }
   int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
                               snap__lag_capture_flags());
   if (n <= 0)
@@ -84,10 +88,6 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
   p->t_ns = now;
   p->cpu_ns =
       p->sched.cpu_ns >= 0 ? p->sched.cpu_ns : snap__plat_thread_cpu_ns(main);
-  if (!st->have_first) {
-    st->first = p->sched;
-    st->have_first = true;
-  }
   snap__ring_commit(ring);
   /* A stretch a whole interval old may become a lag: its point is named
      now, once the main thread runs again, so that the first naming of an

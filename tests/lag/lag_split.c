@@ -19,7 +19,7 @@
  * CPU time, so the lags keep their kind on a loaded machine.
  *
  * Output, one line per lag:
- *   {"lag":"compute","wall_ms":W,"cpu_ms":C,"runq_ms":R,"nvcsw":V,
+ *   {"lag":"compute","start_unix_ms":S,"wall_ms":W,"cpu_ms":C,"runq_ms":R,"nvcsw":V,
  *    "nivcsw":I,"majflt":F}
  * from getrusage(RUSAGE_THREAD) and /proc/thread-self/schedstat read by
  * this program itself (not stacksnap's code). Exit status 0, or 1 when the
@@ -126,13 +126,16 @@ static int64_t runq_ns(void) {
 }
 
 typedef struct figures {
-  int64_t wall, runq;
+  int64_t wall, runq, unix_ms;
   struct rusage ru;
 } figures_t;
 
 static void take(figures_t *f) {
   getrusage(RUSAGE_THREAD, &f->ru);
   f->runq = runq_ns();
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  f->unix_ms = (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
   f->wall = mono_ns();
 }
 
@@ -143,9 +146,10 @@ static int64_t tv_ns(struct timeval a) {
 static void print(const char *lag, const figures_t *a, const figures_t *b) {
   int64_t cpu = tv_ns(b->ru.ru_utime) + tv_ns(b->ru.ru_stime) -
                 tv_ns(a->ru.ru_utime) - tv_ns(a->ru.ru_stime);
-  printf("{\"lag\":\"%s\",\"wall_ms\":%lld,\"cpu_ms\":%lld,\"runq_ms\":%lld,"
+  printf("{\"lag\":\"%s\",\"start_unix_ms\":%lld,\"wall_ms\":%lld,\"cpu_ms\":%"
+         "lld,\"runq_ms\":%lld,"
          "\"nvcsw\":%ld,\"nivcsw\":%ld,\"majflt\":%ld}\n",
-         lag, (long long)((b->wall - a->wall) / 1000000),
+         lag, (long long)a->unix_ms, (long long)((b->wall - a->wall) / 1000000),
          (long long)(cpu / 1000000),
          (long long)(a->runq >= 0 && b->runq >= 0
                          ? (b->runq - a->runq) / 1000000
