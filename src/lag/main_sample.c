@@ -52,7 +52,7 @@ static void running_or_runnable(const snap__ring_t *ring,
   if (now->state != SNAP__SCHED_RUNNING && now->state != SNAP__SCHED_RUNNABLE)
     return;
   int64_t cpu0 = st->seen_cpu, runq0 = st->seen_runq;
-  if (ring->written > 0) {
+  if (ring->written > 0 && ring->size > 1) {
     const snap__point_t *prev = &ring->slots[(ring->written - 1) % ring->size];
     if (prev->seq == st->seq && prev->t_ns >= st->seen_ns) {
       cpu0 = prev->sched.cpu_ns;
@@ -73,10 +73,11 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
     return;
   /* Where the thread is, read before the sample: a sampled thread is on
      its way out of the signal handler (running) for a while after. */
-  snap__plat_thread_sched(main, &p->sched);
-  running_or_runnable(ring, st, &p->sched);
+  snap__plat_sched_t sched; /* p is the oldest point until committed */
+  snap__plat_thread_sched(main, &sched);
+  running_or_runnable(ring, st, &sched);
   if (!st->have_first) { /* the reading holds even if the capture fails */
-    st->first = p->sched;
+    st->first = sched;
     st->have_first = true;
   }
   int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
@@ -84,6 +85,7 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
   if (n <= 0)
     return;
   p->n = n;
+  p->sched = sched;
   p->seq = st->seq;
   p->t_ns = now;
   p->cpu_ns =
