@@ -47,6 +47,7 @@ static int g_pipe[2];
 static struct rusage g_ru; /* the blocked thread's own, before it blocks */
 static _Atomic bool g_ru_ready;
 static const char *g_file;
+static bool g_emulated;          /* "in what" is "other" there */
 static volatile unsigned g_sink; /* keeps the page reads */
 
 static const char *state_name(int s) {
@@ -149,7 +150,8 @@ static bool wait_blocked(int tid, snap__plat_sched_t *s) {
   uint64_t end = now_ns() + 20000000000u;
   while (now_ns() < end) {
     if (snap__plat_thread_sched((snap_thread_t)tid, s) == SNAP_OK &&
-        s->state == SNAP__SCHED_BLOCKED && s->wait != SNAP__WAIT_OTHER)
+        s->state == SNAP__SCHED_BLOCKED &&
+        (s->wait != SNAP__WAIT_OTHER || g_emulated))
       return true;
     usleep(1000);
   }
@@ -159,7 +161,6 @@ static bool wait_blocked(int tid, snap__plat_sched_t *s) {
 
 /* Whether this process runs under an emulator: the syscall file of a
    thread blocked in read() names a pc in none of our images. */
-static bool g_emulated;
 static void detect_emulator(int tid) {
   snap__linux_syscall_t sc;
   for (int i = 0; i < 20000; i++) {
