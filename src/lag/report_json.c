@@ -126,8 +126,8 @@ static void json_frames(buf_t *b, const snap_stack_t *s) {
 static int64_t ms_or_unknown(int64_t ns) { return ns < 0 ? -1 : ns / 1000000; }
 
 /* The split's keys after cpu_ms and wall_ms (docs/lag.md): runnable_ms ...
-   major_faults (-1 unknown), then the samples by state ("states") and the blocked
-   ones by what they waited in. */
+   major_faults (-1 unknown), then the samples by state ("states") and the
+   blocked ones by what they waited in ("blocked_in"). */
 static void json_split(buf_t *b, const snap__split_t *s) {
   printf_(b,
           ",\"runnable_ms\":%" PRId64 ",\"blocked_ms\":%" PRId64
