@@ -1,9 +1,10 @@
 /*
  * lag.h — what the lag watchdog's files share: the loop observer's state,
- * where the main thread's time went (sched_split.c), the point-stack ring, annealing, the lag's state machine, classification,
- * the report's content and the report directory, and the pieces of the
- * watchdog thread (configuration, the watched stretch, sampling the main
- * thread, the thread dump, report assembly, the CPU trigger).
+ * where the main thread's time went (sched_split.c), the point-stack
+ * ring, annealing, the lag's state machine, classification, the report's
+ * content and the report directory, and the pieces of the watchdog thread
+ * (configuration, the watched stretch, sampling the main thread, the
+ * thread dump, report assembly, the CPU trigger).
  *
  * Owns: the internal interfaces of src/lag/ only. Must not: name an OS API
  * (everything OS-specific goes through src/platform/platform.h).
