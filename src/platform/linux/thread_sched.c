@@ -21,16 +21,20 @@
  *    waits in, whose number says in what (futex: a lock; nanosleep: a
  *    sleep; poll/epoll/select: a wait for events; read/write/recv...: I/O).
  *
- * CPU time comes from the thread's CPU clock (thread_info.c), not from
- * schedstat: the kernel brings a running thread's sum up to date for the
- * clock (task_sched_runtime), while schedstat prints the sum as of the last
- * tick or switch, milliseconds stale.
+ * CPU time comes from the thread's CPU clock (thread_info.c, the same
+ * figure as every other CPU time of the watchdog's), which the kernel
+ * brings up to date for a thread on a CPU at the read
+ * (task_sched_runtime), so two reads microseconds apart differ exactly
+ * when it ran in between.
  *
  * Running or runnable: "R" means either. The CPU clock is read before and
  * after the other files (tens of microseconds apart): it advanced only if
  * the thread was on a CPU in between, so R with growth is RUNNING and R
  * without is RUNNABLE (on a run queue, starved of a CPU for that whole
  * moment). Without the clock, R is READY: the kernel does not say which.
+ * The lag watchdog judges R over the interval between its samples instead
+ * (lag/main_sample.c): at the instant of the read the reader itself may
+ * hold the thread's CPU.
  *
  * Under an emulator (qemu-user runs our arm64 tests) the syscall file
  * describes the emulator's host thread: host system call numbers, and a pc
