@@ -60,15 +60,90 @@ def ms(v):
     return f"{v} ms" if isinstance(v, (int, float)) else "?"
 
 
-def cpu_share(cpu_ms, wall_ms):
-    """'cpu_ms of wall_ms (NN%: computing|waiting)'."""
+def num(v):
+    """v when it is a known figure (a number >= 0), else None."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) \
+        and v >= 0 else None
+
+
+def verdict(d):
+    """What the main thread did over a split (main_thread or the costliest
+    stack's): "computing", "starved (runnable, no CPU)" or "blocked (in
+    lock|io|sleep|wait|other)". The rule, on the wall time W:
+      cpu >= 50 % of W                          -> computing;
+      cpu + runnable >= 50 % of W, runnable > cpu -> starved (it wanted a
+                                                   CPU and did not get it);
+      cpu + runnable >= 50 % of W               -> computing;
+      otherwise                                 -> blocked, in what most
+                                                   blocked samples waited.
+    Where the OS does not give the run-queue wait (Apple), a thread seen
+    running-or-runnable in at least as many samples as blocked is
+    "computing or starved"; a report without the split (before these
+    fields) says only whether the CPU time reached half the wall time."""
+    cpu, wall = num(d.get("cpu_ms")), num(d.get("wall_ms"))
+    if cpu is None or not wall:
+        return None
+    if cpu >= 0.5 * wall:
+        return "computing"
+    runnable = num(d.get("runnable_ms"))
+    states = d.get("states") if isinstance(d.get("states"), dict) else {}
+    blocked_in = d.get("blocked_in") \
+        if isinstance(d.get("blocked_in"), dict) else {}
+    if runnable is not None:
+        if cpu + runnable >= 0.5 * wall:
+            return "starved (runnable, no CPU)" if runnable > cpu \
+                else "computing"
+    elif "runnable_ms" not in d:
+        return "not computing (this report has no time split)"
+    else:
+        on_cpu = sum(num(states.get(k)) or 0 for k in
+                     ("running", "runnable", "running_or_runnable"))
+        if on_cpu and on_cpu >= (num(states.get("blocked")) or 0):
+            return "computing or starved (the OS does not say which)"
+    counts = [(num(v) or 0, k) for k, v in blocked_in.items()]
+    counts = [c for c in counts if c[0] > 0]
+    if not counts:
+        return "blocked"
+    top = max(counts)[1]
+    return f"blocked (in {top})"
+
+
+def cpu_share(d):
+    """'cpu_ms of wall_ms (NN%: verdict)'."""
+    cpu_ms, wall_ms = d.get("cpu_ms"), d.get("wall_ms")
     if not isinstance(cpu_ms, (int, float)) or cpu_ms < 0:
         return f"unknown of {ms(wall_ms)}"
     if not isinstance(wall_ms, (int, float)) or wall_ms <= 0:
         return f"{ms(cpu_ms)} of {ms(wall_ms)}"
     pct = round(100 * cpu_ms / wall_ms)
-    what = "computing" if pct >= 50 else "waiting"
-    return f"{ms(cpu_ms)} of {ms(wall_ms)} ({pct}%: {what})"
+    return f"{ms(cpu_ms)} of {ms(wall_ms)} ({pct}%: {verdict(d)})"
+
+
+def split_text(d):
+    """'runnable X ms, blocked Y ms; switches V voluntary, I involuntary;
+    F major faults; samples: ...' or None when the report has no split."""
+    if "runnable_ms" not in d:
+        return None
+
+    def fig(key, unit=""):
+        v = num(d.get(key))
+        return "?" if v is None else f"{v}{unit}"
+    text = (f"runnable {fig('runnable_ms', ' ms')}, blocked "
+            f"{fig('blocked_ms', ' ms')}; switches "
+            f"{fig('voluntary_switches')} voluntary, "
+            f"{fig('involuntary_switches')} involuntary; "
+            f"{fig('major_faults')} major faults")
+    states = d.get("states") if isinstance(d.get("states"), dict) else {}
+    seen = [f"{k.replace('_', ' ')} {v}" for k, v in states.items()
+            if num(v)]
+    blocked_in = d.get("blocked_in") \
+        if isinstance(d.get("blocked_in"), dict) else {}
+    why = [f"{k} {v}" for k, v in blocked_in.items() if num(v)]
+    if seen:
+        text += "; samples: " + ", ".join(seen)
+        if why:
+            text += " (blocked in " + ", ".join(why) + ")"
+    return text
 
 
 def frame_line(i, fr):
@@ -112,8 +187,10 @@ def render(path, r):
     main = next((t for t in threads if t.get("main")), {})
     state = " [running]" if main.get("running") else ""
     row("Main thread",
-        f"tid {mt.get('tid', '?')}{state}, CPU "
-        f"{cpu_share(mt.get('cpu_ms'), mt.get('wall_ms'))}")
+        f"tid {mt.get('tid', '?')}{state}, CPU {cpu_share(mt)}")
+    split = split_text(mt)
+    if split:
+        row("Time split", split)
     cls = r.get("class") or {}
     row("Class l1", cls.get("l1") or "-")
     row("Class l2", cls.get("l2") or "-")
@@ -130,7 +207,10 @@ def render(path, r):
     if isinstance(cs, dict):
         out.append(f"Costliest stack ({cs.get('hits', '?')}/"
                    f"{cs.get('samples', '?')} samples; main thread CPU "
-                   f"{cpu_share(cs.get('cpu_ms'), cs.get('wall_ms'))}):")
+                   f"{cpu_share(cs)}):")
+        split = split_text(cs)
+        if split:
+            out.append(f"  ({split})")
         frames(out, cs.get("frames"))
     else:
         out.append("Costliest stack: none (no samples)")

@@ -1,9 +1,10 @@
 /*
  * lag.h — what the lag watchdog's files share: the loop observer's state,
- * the point-stack ring, annealing, the lag's state machine, classification,
- * the report's content and the report directory, and the pieces of the
- * watchdog thread (configuration, the watched stretch, sampling the main
- * thread, the thread dump, report assembly, the CPU trigger).
+ * where the main thread's time went (sched_split.c), the point-stack
+ * ring, annealing, the lag's state machine, classification, the report's
+ * content and the report directory, and the pieces of the watchdog thread
+ * (configuration, the watched stretch, sampling the main thread, the
+ * thread dump, report assembly, the CPU trigger).
  *
  * Owns: the internal interfaces of src/lag/ only. Must not: name an OS API
  * (everything OS-specific goes through src/platform/platform.h).
@@ -56,15 +57,45 @@ bool snap__loop_ended(uint32_t seq, uint64_t *since, uint64_t *len);
 bool snap__loop_park(uint32_t seq);
 void snap__loop_unpark(void);
 
+/* ---- Where the time went (sched_split.c) --------------------------------- */
+
+/* The main thread's time over some intervals, split by what it did, and
+   its point samples counted by scheduler state. Every figure is -1 when
+   unknown (the OS does not say, or some interval lacks it). */
+typedef struct snap__split {
+  int64_t wall_ns;                /* the intervals' total */
+  int64_t cpu_ns;                 /* on a CPU */
+  int64_t runnable_ns;            /* runnable, waiting for a CPU (starved) */
+  int64_t blocked_ns;             /* the rest: waiting for an event */
+  int64_t voluntary, involuntary; /* context switches */
+  int64_t major_faults;
+  unsigned states[SNAP__SCHED_STATE_COUNT]; /* samples per state */
+  unsigned waits[SNAP__WAIT_COUNT];         /* blocked samples per wait */
+} snap__split_t;
+
+/* Nothing yet: wall 0, the rest 0 (a sum of no intervals). */
+void snap__split_init(snap__split_t *s);
+/* Adds the interval between two readings of the main thread, wall_ns
+   apart. */
+void snap__split_add(snap__split_t *s, const snap__plat_sched_t *from,
+                     const snap__plat_sched_t *to, uint64_t wall_ns);
+/* Counts one sample's state. */
+void snap__split_count(snap__split_t *s, const snap__plat_sched_t *at);
+/* "running" ... for the report; NULL out of range. */
+const char *snap__sched_state_name(unsigned state);
+const char *snap__sched_wait_name(unsigned wait);
+
 /* ---- Point-stack ring (ring.c) ------------------------------------------- */
 
 #define SNAP__RING_DEPTH 128
 
 typedef struct snap__point {
-  uint32_t seq;   /* busy stretch it was taken in */
-  uint64_t t_ns;  /* when */
-  int64_t cpu_ns; /* main thread's CPU time then (-1 unknown) */
-  int n;          /* pcs */
+  uint32_t seq;             /* busy stretch it was taken in */
+  uint64_t t_ns;            /* when */
+  int64_t cpu_ns;           /* main thread's CPU time then (-1 unknown) */
+  snap__plat_sched_t sched; /* its state and counters just before the
+                               sample (a sampled thread reads running) */
+  int n;                    /* pcs */
   uintptr_t pcs[SNAP__RING_DEPTH];
 } snap__point_t;
 
@@ -86,6 +117,10 @@ void snap__ring_commit(snap__ring_t *r);
 typedef struct snap__costliest {
   unsigned hits, samples;
   int64_t cpu_ns, wall_ns;   /* main-thread CPU over the winning points */
+  snap__split_t split;       /* the same intervals split, and the winning
+                                points counted by state */
+  snap__split_t all;         /* every point considered, counted by state
+                                (its times are unused) */
   const snap_stack_t *stack; /* the newest winning point, named; NULL if none */
 } snap__costliest_t;
 void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,
@@ -231,6 +266,7 @@ typedef struct snap__lag_report {
   unsigned repeats;
   snap_thread_t main_tid;
   int64_t main_cpu_ms, main_wall_ms;
+  snap__split_t main_split;       /* over the stretch; samples: its points */
   const snap_stack_t *main_stack; /* owned; NULL when never sampled */
   int main_error;                 /* why main_stack is NULL */
   snap__costliest_t costliest;    /* its stack owned */
@@ -295,6 +331,12 @@ typedef struct snap__stretch {
   uint64_t stolen_ns; /* time the whole process did not run, since then */
   uint64_t seen_ns;   /* when the watchdog first saw it ... */
   int64_t seen_cpu;   /* ... and the main thread's CPU time then */
+  int64_t seen_runq;  /* ... and its run-queue wait (< 0: unknown) */
+  /* The main thread's counters at the stretch's first point sample (when
+     have_first): the base of its context switches and faults, which cost
+     more reads than every stretch the watchdog sees should pay. */
+  bool have_first;
+  snap__plat_sched_t first;
 } snap__stretch_t;
 
 /* Busy time at `now` (stolen time does not count). */
@@ -368,10 +410,10 @@ const snap_stack_t *snap__lag_name(const uintptr_t *pcs, int n);
 /* Samples the main thread into m and names the stack (once it runs
    again); NULL when it could not be sampled or named (m->error says why). */
 const snap_stack_t *snap__main_sample(snap__main_sample_t *m);
-/* A point sample of the main thread into the ring, for stretch st. */
+/* A point sample of the main thread into the ring, for stretch st (whose
+   first point's counters it records). */
 void snap__main_point(snap_thread_t main, snap__ring_t *ring,
-                      const snap__stretch_t *st, uint64_t now,
-                      uint64_t interval_ns);
+                      snap__stretch_t *st, uint64_t now, uint64_t interval_ns);
 
 /* ---- The thread dump (thread_dump.c) ------------------------------------- */
 

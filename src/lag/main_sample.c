@@ -3,7 +3,9 @@
  * needs its stack, and the point samples of the ring while it is busy.
  *
  * Owns: how the watchdog captures and names a stack of another thread
- * (flags, the exact pc of frame 0), and when a point sample is named.
+ * (flags, the exact pc of frame 0), when a point sample is named, and the
+ * main thread's scheduler state recorded with each point (read just
+ * before the sample; the stretch's first point keeps its counters).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag, or write anything.
@@ -36,20 +38,58 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   return s;
 }
 
+/* Running or runnable, judged over the interval since the stretch's
+   previous point (or since the watchdog saw the stretch begin): running
+   when the thread got at least as much CPU as it waited for one. The
+   platform's own answer is for one instant, and at that instant the
+   watchdog itself, just woken to read it, may hold the thread's CPU (on a
+   machine whose every CPU is busy it usually does): the interval says
+   what the thread did while nobody looked. Left as is when either
+   figure is unknown. */
+static void running_or_runnable(const snap__ring_t *ring,
+                                const snap__stretch_t *st,
+                                snap__plat_sched_t *now) {
+  if (now->state != SNAP__SCHED_RUNNING && now->state != SNAP__SCHED_RUNNABLE)
+    return;
+  int64_t cpu0 = st->seen_cpu, runq0 = st->seen_runq;
+  if (ring->written > 0 && ring->size > 1) {
+    const snap__point_t *prev = &ring->slots[(ring->written - 1) % ring->size];
+    if (prev->seq == st->seq && prev->t_ns >= st->seen_ns) {
+      cpu0 = prev->sched.cpu_ns;
+      runq0 = prev->sched.runq_ns;
+    }
+  }
+  if (cpu0 < 0 || runq0 < 0 || now->cpu_ns < cpu0 || now->runq_ns < runq0)
+    return;
+  now->state = now->cpu_ns - cpu0 >= now->runq_ns - runq0
+                   ? SNAP__SCHED_RUNNING
+                   : SNAP__SCHED_RUNNABLE;
+}
+
 void snap__main_point(snap_thread_t main, snap__ring_t *ring,
-                      const snap__stretch_t *st, uint64_t now,
-                      uint64_t interval_ns) {
+                      snap__stretch_t *st, uint64_t now, uint64_t interval_ns) {
   snap__point_t *p = snap__ring_next(ring);
   if (!p)
     return;
+  /* Where the thread is, read before the sample: a sampled thread is on
+     its way out of the signal handler (running) for a while after. */
+  snap__plat_sched_t sched; /* p is the oldest point until committed */
+  snap__plat_thread_sched(main, &sched);
+  running_or_runnable(ring, st, &sched);
+  if (!st->have_first) { /* the reading holds even if the capture fails */
+    st->first = sched;
+    st->have_first = true;
+  }
   int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
                               snap__lag_capture_flags());
   if (n <= 0)
     return;
   p->n = n;
+  p->sched = sched;
   p->seq = st->seq;
   p->t_ns = now;
-  p->cpu_ns = snap__plat_thread_cpu_ns(main);
+  p->cpu_ns =
+      p->sched.cpu_ns >= 0 ? p->sched.cpu_ns : snap__plat_thread_cpu_ns(main);
   snap__ring_commit(ring);
   /* A stretch a whole interval old may become a lag: its point is named
      now, once the main thread runs again, so that the first naming of an

@@ -30,6 +30,31 @@ static void classify(snap__lag_report_t *r) {
   snap__classify(s, 4, r->l2, sizeof r->l2);
 }
 
+/* The main thread's split over the stretch: times from when the watchdog
+   saw it (its CPU time and run-queue wait then) to `end` (cpu, at t);
+   context switches and faults from the stretch's first point sample;
+   samples by state from the ring's points of the stretch. */
+static void main_split(snap__lag_report_t *r, const snap__stretch_t *st,
+                       const snap__plat_sched_t *end, int64_t cpu, uint64_t t) {
+  snap__plat_sched_t from = {.cpu_ns = st->seen_cpu,
+                             .runq_ns = st->seen_runq,
+                             .voluntary = -1,
+                             .involuntary = -1,
+                             .major_faults = -1};
+  if (st->have_first) {
+    from.voluntary = st->first.voluntary;
+    from.involuntary = st->first.involuntary;
+    from.major_faults = st->first.major_faults;
+  }
+  snap__plat_sched_t to = *end;
+  to.cpu_ns = cpu;
+  snap__split_t *sp = &r->main_split;
+  snap__split_init(sp);
+  snap__split_add(sp, &from, &to, t > st->seen_ns ? t - st->seen_ns : 0);
+  memcpy(sp->states, r->costliest.all.states, sizeof sp->states);
+  memcpy(sp->waits, r->costliest.all.waits, sizeof sp->waits);
+}
+
 /* Fills what every update refreshes: duration, main-thread CPU, class,
    costliest stack. Takes ownership of main (NULL: keep the last one). */
 static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
@@ -42,7 +67,10 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
   }
   r->updated_unix_ms = snap__plat_unix_ms();
   r->duration_ms = busy / SNAP__MS;
-  /* CPU and wall time read together, now (sampling took a while). */
+  /* Where the main thread is and its counters, then CPU and wall time
+     read together, now (sampling took a while). */
+  snap__plat_sched_t end;
+  snap__plat_thread_sched(src->main->tid, &end);
   int64_t cpu = snap__plat_thread_cpu_ns(src->main->tid);
   uint64_t t = snap__plat_now_ns();
   if (cpu >= 0 && st->seen_cpu >= 0) {
@@ -51,6 +79,7 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
   }
   snap_stack_release(r->costliest.stack);
   snap__ring_costliest(src->ring, st->seq, st->since_ns, &r->costliest);
+  main_split(r, st, &end, cpu, t);
   classify(r);
 }
 
@@ -159,6 +188,14 @@ void snap__report_cpu(const snap__report_src_t *src,
   r.main_stack = snap__main_sample(src->main);
   r.main_error = r.main_stack ? SNAP_OK : src->main->error;
   snap__ring_costliest(src->ring, 0, e->ring_since_ns, &r.costliest);
+  /* The window has no baseline of the other counters: its CPU time only,
+     and its points by state. */
+  r.main_split = r.costliest.all;
+  r.main_split.wall_ns = (int64_t)e->wall_ns;
+  r.main_split.cpu_ns = e->cpu_ns;
+  r.main_split.runnable_ns = r.main_split.blocked_ns = -1;
+  r.main_split.voluntary = r.main_split.involuntary = -1;
+  r.main_split.major_faults = -1;
   classify(&r);
   snap__thread_dump(&r, src->main, src->self, src->max_threads,
                     src->dump_budget_ns);

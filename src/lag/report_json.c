@@ -123,6 +123,29 @@ static void json_frames(buf_t *b, const snap_stack_t *s) {
   puts_(b, "]");
 }
 
+static int64_t ms_or_unknown(int64_t ns) { return ns < 0 ? -1 : ns / 1000000; }
+
+/* The split's keys after cpu_ms and wall_ms (docs/lag.md): runnable_ms ...
+   major_faults (-1 unknown), then the samples by state ("states") and the
+   blocked ones by what they waited in ("blocked_in"). */
+static void json_split(buf_t *b, const snap__split_t *s) {
+  printf_(b,
+          ",\"runnable_ms\":%" PRId64 ",\"blocked_ms\":%" PRId64
+          ",\"voluntary_switches\":%" PRId64
+          ",\"involuntary_switches\":%" PRId64 ",\"major_faults\":%" PRId64,
+          ms_or_unknown(s->runnable_ns), ms_or_unknown(s->blocked_ns),
+          s->voluntary, s->involuntary, s->major_faults);
+  puts_(b, ",\"states\":{");
+  for (unsigned i = 0; i < SNAP__SCHED_STATE_COUNT; i++)
+    printf_(b, "%s\"%s\":%u", i ? "," : "", snap__sched_state_name(i),
+            s->states[i]);
+  puts_(b, "},\"blocked_in\":{");
+  for (unsigned i = SNAP__WAIT_NONE + 1; i < SNAP__WAIT_COUNT; i++)
+    printf_(b, "%s\"%s\":%u", i > SNAP__WAIT_NONE + 1 ? "," : "",
+            snap__sched_wait_name(i), s->waits[i]);
+  puts_(b, "}");
+}
+
 const char *snap__lag_kind_name(snap__lag_kind_t kind) {
   static const char *const names[SNAP__KIND_COUNT] = {
       [SNAP__KIND_LAG] = "lag",
@@ -154,8 +177,10 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   printf_(&b, ",\n\"repeats\":%u", r->repeats);
   printf_(&b,
           ",\n\"main_thread\":{\"tid\":%" PRIu64 ",\"cpu_ms\":%" PRId64
-          ",\"wall_ms\":%" PRId64 "}",
+          ",\"wall_ms\":%" PRId64,
           (uint64_t)r->main_tid, r->main_cpu_ms, r->main_wall_ms);
+  json_split(&b, &r->main_split);
+  puts_(&b, "}");
   if (r->cpu_window_ms)
     printf_(&b, ",\n\"cpu\":{\"percent\":%u,\"window_ms\":%u}", r->cpu_percent,
             r->cpu_window_ms);
@@ -171,6 +196,7 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
           r->costliest.hits, r->costliest.samples,
           r->costliest.cpu_ns / 1000000, r->costliest.wall_ns / 1000000);
   json_frames(&b, r->costliest.stack);
+  json_split(&b, &r->costliest.split);
   puts_(&b, "}");
   puts_(&b, ",\n\"class\":{\"l1\":");
   json_string(&b, r->l1);

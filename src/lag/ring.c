@@ -84,13 +84,20 @@ void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,
     goto out;
   out->hits = best_hits;
   /* CPU over the intervals that end at a winning point: the main thread
-     was in that function (as far as sampling can tell) during them. */
-  for (unsigned i = 1; i < n; i++) {
-    if (fn[i] != fn[best] || pts[i]->seq != pts[i - 1]->seq)
+     was in that function (as far as sampling can tell) during them; the
+     split of the same intervals, and the winning points by state. */
+  for (unsigned i = 0; i < n; i++) {
+    snap__split_count(&out->all, &pts[i]->sched);
+    if (fn[i] != fn[best])
+      continue;
+    snap__split_count(&out->split, &pts[i]->sched);
+    if (i == 0 || pts[i]->seq != pts[i - 1]->seq)
       continue;
     if (pts[i]->cpu_ns >= 0 && pts[i - 1]->cpu_ns >= 0)
       out->cpu_ns += pts[i]->cpu_ns - pts[i - 1]->cpu_ns;
     out->wall_ns += (int64_t)(pts[i]->t_ns - pts[i - 1]->t_ns);
+    snap__split_add(&out->split, &pts[i - 1]->sched, &pts[i]->sched,
+                    pts[i]->t_ns - pts[i - 1]->t_ns);
   }
   out->stack = named[best];
   named[best] = NULL;

@@ -220,8 +220,11 @@ static void missed_stretches(wd_t *w, const snap__loop_view_t *v, uint64_t now,
     uint64_t busy = len - stop_within(w, late, since, since + len);
     if (busy < w->threshold_ns)
       continue;
-    w->stretch = (snap__stretch_t){
-        .seq = s, .since_ns = since, .seen_ns = now, .seen_cpu = -1};
+    w->stretch = (snap__stretch_t){.seq = s,
+                                   .since_ns = since,
+                                   .seen_ns = now,
+                                   .seen_cpu = -1,
+                                   .seen_runq = -1};
     lag_event(w, SNAP__LAG_EV_BEGIN, now, 0);
     missed_threshold(w, now, busy);
     lag_event(w, SNAP__LAG_EV_END, now, busy);
@@ -258,7 +261,8 @@ static void follow_stretch(wd_t *w, const snap__loop_view_t *v, uint64_t now,
         .since_ns = v->busy_since_ns,
         .stolen_ns = late ? min_u64(late, now - v->busy_since_ns) : 0,
         .seen_ns = now,
-        .seen_cpu = snap__plat_thread_cpu_ns(w->main.tid)};
+        .seen_cpu = snap__plat_thread_cpu_ns(w->main.tid),
+        .seen_runq = snap__plat_thread_runq_ns(w->main.tid)};
     lag_event(w, SNAP__LAG_EV_BEGIN, now, 0);
   }
 }

@@ -326,6 +326,51 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
    one whose whole process was stopped (a stopped thread is not runnable).
    Linux: /proc/thread-self/schedstat. [setup] */
 int snap__plat_self_sched_times(int64_t *on_cpu, int64_t *runq);
+/* Where a thread's time goes: its scheduler state at one instant and its
+   cumulative counters. Counters are -1 where the OS does not say. */
+typedef enum snap__sched_state {
+  SNAP__SCHED_UNKNOWN,  /* the OS did not say (or the read failed) */
+  SNAP__SCHED_RUNNING,  /* on a CPU */
+  SNAP__SCHED_RUNNABLE, /* ready, waiting on a run queue for a CPU */
+  SNAP__SCHED_READY,    /* running or runnable: the OS does not say
+                           which (Apple's TH_STATE_RUNNING) */
+  SNAP__SCHED_BLOCKED,  /* waiting for an event (see snap__sched_wait_t) */
+  SNAP__SCHED_STATE_COUNT
+} snap__sched_state_t;
+
+/* What a blocked thread waits in, as far as the kernel says. */
+typedef enum snap__sched_wait {
+  SNAP__WAIT_NONE,  /* not blocked */
+  SNAP__WAIT_LOCK,  /* a lock (Linux: futex) */
+  SNAP__WAIT_IO,    /* a read, write, send, receive ... on a file
+                       descriptor, or an uninterruptible wait (disk) */
+  SNAP__WAIT_SLEEP, /* a timed sleep (nanosleep, clock_nanosleep) */
+  SNAP__WAIT_POLL,  /* waiting for any of several events (poll, epoll,
+                       select): a loop's idle wait, usually */
+  SNAP__WAIT_OTHER, /* something else, or the kernel does not say */
+  SNAP__WAIT_COUNT
+} snap__sched_wait_t;
+
+typedef struct snap__plat_sched {
+  uint8_t state;        /* snap__sched_state_t */
+  uint8_t wait;         /* snap__sched_wait_t; NONE unless BLOCKED */
+  int64_t cpu_ns;       /* CPU time used (user + system) */
+  int64_t runq_ns;      /* time runnable but not running */
+  int64_t voluntary;    /* context switches: it blocked ... */
+  int64_t involuntary;  /* ... it was preempted */
+  int64_t major_faults; /* page faults that waited for I/O */
+} snap__plat_sched_t;
+
+/* The thread's scheduler state now and its counters (-1 each where the OS
+   does not say). Reads only: a few small /proc files on Linux (stat,
+   schedstat, status, syscall when blocked; ~30-60 us), one thread_info on
+   Apple. SNAP_OK (possibly with every field unknown), or SNAP_ENOTHREAD
+   when the thread is gone. [setup] Never from the stopped window. */
+int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out);
+/* Just the run-queue wait of the thread (see snap__plat_thread_sched), in
+   nanoseconds, or a negative SNAP_E* code (SNAP_EUNSUPPORTED on Apple):
+   one small read, for a baseline taken at every busy stretch. [setup] */
+int64_t snap__plat_thread_runq_ns(snap_thread_t thread);
 /* The thread's name ("" when it has none); false when it cannot be read. */
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size);
 /* True when a debugger (or any tracer) is attached to the process now. */

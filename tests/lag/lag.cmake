@@ -28,6 +28,12 @@ snap_test(test_lag_state lag/test_lag_state.c)
 # Python 3 reads every report: an independent parser.
 find_program(SNAP_PYTHON3 NAMES python3 REQUIRED)
 
+# Issue 13: lag-report.py says computing, starved or blocked (in what)
+# from a report's time split, on handmade reports.
+add_test(NAME test_lag_report_script
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/test_lag_report_script.py
+          ${PROJECT_SOURCE_DIR}/scripts/lag-report.py)
+
 # 200 kills at random instants while reports are written (kill_storm.py).
 add_executable(lag_churn lag/lag_churn.c)
 target_compile_options(lag_churn PRIVATE -fno-omit-frame-pointer -O1)
@@ -40,6 +46,27 @@ add_test(NAME test_lag_kills
           $<TARGET_FILE:lag_churn> 200 --run-with "${SNAP_RUN_WITH}")
 set_tests_properties(test_lag_kills PROPERTIES TIMEOUT 600
                      RESOURCE_LOCK lag_processes)
+
+# Issue 13: where the time went. Four lags of known kinds (compute, lock,
+# sleep, a compute lag starved of CPU), each report's time split against
+# the main thread's own getrusage and schedstat (lag_split.py). Linux:
+# CPU affinity, /proc.
+if(SNAP_PLATFORM STREQUAL "linux")
+  add_executable(lag_split lag/lag_split.c)
+  target_compile_options(lag_split PRIVATE -fno-omit-frame-pointer -O1)
+  target_compile_definitions(lag_split PRIVATE _GNU_SOURCE)
+  target_link_libraries(lag_split PRIVATE stacksnap_static ${CMAKE_DL_LIBS})
+  set(snap_split_tsan "")
+  if(SNAP_SANITIZE STREQUAL "thread")
+    set(snap_split_tsan --tsan)
+  endif()
+  add_test(NAME test_lag_split
+    COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/lag_split.py
+            $<TARGET_FILE:lag_split> ${PROJECT_SOURCE_DIR}/scripts/lag-report.py
+            --run-with "${SNAP_RUN_WITH}" ${snap_split_tsan})
+  set_tests_properties(test_lag_split PROPERTIES TIMEOUT 300
+                       RESOURCE_LOCK lag_processes)
+endif()
 
 # The demo's scenarios (demo/lag), each checked for exactly its reports.
 # nm of the target's binutils is the oracle for function sizes.
@@ -70,8 +97,7 @@ endif()
 # runs them while busy loops hold every core: lags happen on loaded
 # devices, and every lag test must hold there too (issue 13).
 foreach(t test_lag_config test_annealing test_lag_starved test_lag_stopped
-          test_lag_end
-          test_lag_state
+          test_lag_end test_lag_state test_lag_report_script test_lag_split
           test_lag_kills test_lag_scenarios)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY LABELS lag)

@@ -12,6 +12,18 @@
  * name; a thread with no pthread (a bare mach thread) has none: "". Both
  * calls take libpthread's thread-list lock and validate the pthread under
  * it, so a thread exiting meanwhile gives an error, not a stale read.
+ * Scheduler state (snap__plat_thread_sched): THREAD_BASIC_INFO's
+ * run_state, from xnu's thread state bits (osfmk/kern/thread.c,
+ * retrieve_thread_basic_info: TH_TERMINATE -> HALTED, else TH_RUN ->
+ * RUNNING, else TH_UNINT -> UNINTERRUPTIBLE, else TH_SUSP -> STOPPED, else
+ * TH_WAIT -> WAITING; TH_RUN is "running or on runq", osfmk/kern/thread.h).
+ * So RUNNING is READY here: on a CPU or waiting for one, xnu does not say
+ * which. WAITING and UNINTERRUPTIBLE are blocked, in what the record does
+ * not say ("other"); STOPPED (suspended, e.g. by a debugger) is blocked
+ * too. CPU time is the same record's. Run-queue wait, context switches
+ * and faults per thread are in no public interface (proc_pidinfo's
+ * PROC_PIDTHREADINFO has none of them, and libproc is not in the iOS
+ * SDK): -1. docs/apple.md, "Contract: a thread's run state".
  * Traced: sysctl(KERN_PROC_PID) for our own pid and its P_TRACED flag —
  * the check Apple's technical Q&A QA1361 gives for "am I being debugged".
  *
@@ -44,6 +56,51 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
           1000000 +
       info.user_time.microseconds + info.system_time.microseconds;
   return us * 1000;
+}
+
+static void sched_unknown(snap__plat_sched_t *out) {
+  *out = (snap__plat_sched_t){.state = SNAP__SCHED_UNKNOWN,
+                              .wait = SNAP__WAIT_NONE,
+                              .cpu_ns = -1,
+                              .runq_ns = -1,
+                              .voluntary = -1,
+                              .involuntary = -1,
+                              .major_faults = -1};
+}
+
+int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
+  sched_unknown(out);
+  if (!port_ok(thread))
+    return SNAP_ENOTHREAD;
+  thread_basic_info_data_t info;
+  mach_msg_type_number_t count = THREAD_BASIC_INFO_COUNT;
+  if (thread_info((thread_act_t)thread, THREAD_BASIC_INFO, (thread_info_t)&info,
+                  &count) != KERN_SUCCESS)
+    return SNAP_ENOTHREAD;
+  int64_t us =
+      ((int64_t)info.user_time.seconds + (int64_t)info.system_time.seconds) *
+          1000000 +
+      info.user_time.microseconds + info.system_time.microseconds;
+  out->cpu_ns = us * 1000;
+  switch (info.run_state) {
+  case TH_STATE_RUNNING: /* TH_RUN: on a CPU or on a run queue */
+    out->state = SNAP__SCHED_READY;
+    break;
+  case TH_STATE_WAITING:
+  case TH_STATE_UNINTERRUPTIBLE:
+  case TH_STATE_STOPPED:
+    out->state = SNAP__SCHED_BLOCKED;
+    out->wait = SNAP__WAIT_OTHER;
+    break;
+  default: /* TH_STATE_HALTED (exiting), or a state this file does not know */
+    break;
+  }
+  return SNAP_OK;
+}
+
+int64_t snap__plat_thread_runq_ns(snap_thread_t thread) {
+  (void)thread;
+  return SNAP_EUNSUPPORTED;
 }
 
 /* thread_info's basic and extended records give CPU time and the run

@@ -1,0 +1,78 @@
+/*
+ * sched_split.c — where the main thread's time went: the split of wall
+ * time into CPU, run-queue wait and the rest, and the samples counted by
+ * scheduler state, for a report's main_thread and costliest stack.
+ *
+ * Owns: the arithmetic between two readings of snap__plat_thread_sched and
+ * the names of the states. Must not: read anything itself (the watchdog
+ * and the ring hand readings in), or decide what a lag is.
+ *
+ * The split of an interval of wall time W between two readings:
+ *   cpu      = the CPU clock's growth;
+ *   runnable = the run-queue wait's growth (Linux schedstat; the kernel
+ *              adds a wait when it ends, so a wait still in progress at
+ *              the second reading is not in it yet);
+ *   blocked  = W - cpu - runnable, at least 0: waiting for an event (a
+ *              lock, I/O, a sleep), plus any run-queue wait in progress.
+ * A figure some interval lacks (the OS does not say, a counter went
+ * backwards: another thread behind the id) is -1 for the whole sum, never
+ * a partial total that would read as a small one.
+ */
+#include "lag/lag.h"
+
+void snap__split_init(snap__split_t *s) { *s = (snap__split_t){0}; }
+
+/* b - a, or -1 when either is unknown or it went backwards. */
+static int64_t delta(int64_t a, int64_t b) {
+  return a < 0 || b < 0 || b < a ? -1 : b - a;
+}
+
+/* *sum += d; unknown stays unknown. */
+static void add(int64_t *sum, int64_t d) {
+  *sum = *sum < 0 || d < 0 ? -1 : *sum + d;
+}
+
+void snap__split_add(snap__split_t *s, const snap__plat_sched_t *from,
+                     const snap__plat_sched_t *to, uint64_t wall_ns) {
+  int64_t wall = (int64_t)wall_ns;
+  int64_t cpu = delta(from->cpu_ns, to->cpu_ns);
+  int64_t runq = delta(from->runq_ns, to->runq_ns);
+  int64_t blocked = -1;
+  if (cpu >= 0 && runq >= 0)
+    blocked = wall > cpu + runq ? wall - cpu - runq : 0;
+  s->wall_ns += wall;
+  add(&s->cpu_ns, cpu);
+  add(&s->runnable_ns, runq);
+  add(&s->blocked_ns, blocked);
+  add(&s->voluntary, delta(from->voluntary, to->voluntary));
+  add(&s->involuntary, delta(from->involuntary, to->involuntary));
+  add(&s->major_faults, delta(from->major_faults, to->major_faults));
+}
+
+void snap__split_count(snap__split_t *s, const snap__plat_sched_t *at) {
+  unsigned st =
+      at->state < SNAP__SCHED_STATE_COUNT ? at->state : SNAP__SCHED_UNKNOWN;
+  s->states[st]++;
+  if (st == SNAP__SCHED_BLOCKED)
+    s->waits[at->wait < SNAP__WAIT_COUNT ? at->wait : SNAP__WAIT_OTHER]++;
+}
+
+const char *snap__sched_state_name(unsigned state) {
+  static const char *const names[SNAP__SCHED_STATE_COUNT] = {
+      [SNAP__SCHED_UNKNOWN] = "unknown",
+      [SNAP__SCHED_RUNNING] = "running",
+      [SNAP__SCHED_RUNNABLE] = "runnable",
+      [SNAP__SCHED_READY] = "running_or_runnable",
+      [SNAP__SCHED_BLOCKED] = "blocked",
+  };
+  return state < SNAP__SCHED_STATE_COUNT ? names[state] : NULL;
+}
+
+const char *snap__sched_wait_name(unsigned wait) {
+  static const char *const names[SNAP__WAIT_COUNT] = {
+      [SNAP__WAIT_NONE] = "none", [SNAP__WAIT_LOCK] = "lock",
+      [SNAP__WAIT_IO] = "io",     [SNAP__WAIT_SLEEP] = "sleep",
+      [SNAP__WAIT_POLL] = "wait", [SNAP__WAIT_OTHER] = "other",
+  };
+  return wait < SNAP__WAIT_COUNT ? names[wait] : NULL;
+}

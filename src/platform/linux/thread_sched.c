@@ -1,0 +1,350 @@
+/*
+ * thread_sched.c — where a thread's time goes, on Linux: its scheduler
+ * state at one instant (running, runnable, blocked and in what) and its
+ * cumulative counters (CPU time, run-queue wait, context switches, major
+ * faults), for the lag watchdog's point samples.
+ *
+ * The kernel's files (Documentation/filesystems/proc.rst,
+ * Documentation/scheduler/sched-stats.rst), all under
+ * /proc/self/task/<tid>/:
+ *  - schedstat: "<ns on a CPU> <ns runnable, waiting on a run queue>
+ *    <timeslices>"; the wait grows when a wait ends (the thread gets a
+ *    CPU), so a wait in progress shows only once it is over. A kernel
+ *    without CONFIG_SCHED_INFO prints "0 0 0": unknown.
+ *  - stat: field 3 the state letter (R running or runnable; S sleeping,
+ *    interruptible; D uninterruptible, disk I/O mostly; T/t stopped or
+ *    traced; ...), field 12 majflt. The command name (field 2) is in
+ *    parentheses and may hold anything: fields are counted from the last
+ *    ')'.
+ *  - status: voluntary_ctxt_switches, nonvoluntary_ctxt_switches.
+ *  - syscall (syscall_file.c): for a blocked thread, the system call it
+ *    waits in, whose number says in what (futex: a lock; nanosleep: a
+ *    sleep; poll/epoll/select: a wait for events; read/write/recv...: I/O).
+ *
+ * CPU time comes from the thread's CPU clock (thread_info.c, the same
+ * figure as every other CPU time of the watchdog's), which the kernel
+ * brings up to date for a thread on a CPU at the read
+ * (task_sched_runtime), so two reads microseconds apart differ exactly
+ * when it ran in between.
+ *
+ * Running or runnable: "R" means either. The CPU clock is read before and
+ * after the other files (tens of microseconds apart): it advanced only if
+ * the thread was on a CPU in between, so R with growth is RUNNING and R
+ * without is RUNNABLE (on a run queue, starved of a CPU for that whole
+ * moment). Without the clock, R is READY: the kernel does not say which.
+ * The lag watchdog judges R over the interval between its samples instead
+ * (lag/main_sample.c): at the instant of the read the reader itself may
+ * hold the thread's CPU.
+ *
+ * Under an emulator (qemu-user runs our arm64 tests) the syscall file
+ * describes the emulator's host thread: host system call numbers, and a pc
+ * in the emulator's code, in none of the guest's images. A pc outside
+ * every loaded image therefore gives "other", never a guess from numbers
+ * of another architecture; the state letters and counters are the host
+ * thread's and hold.
+ *
+ * Must not: be called from the stopped window (open and read block on
+ * /proc; dladdr, on a glibc without _dl_find_object, takes the loader's
+ * lock), allocate, or print.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "platform/linux/linux.h"
+
+/* Unsigned decimal at *p (blanks skipped), advancing *p; -1 if none. */
+static int64_t decimal(const char **p) {
+  const char *s = *p;
+  while (*s == ' ' || *s == '\t')
+    s++;
+  if (*s < '0' || *s > '9')
+    return -1;
+  uint64_t v = 0;
+  for (int n = 0; *s >= '0' && *s <= '9' && n < 19; n++)
+    v = v * 10 + (uint64_t)(*s++ - '0');
+  *p = s;
+  return (int64_t)v;
+}
+
+/* schedstat's run-queue wait (its second field), -1 if unknown. */
+static int64_t read_runq(int tid) {
+  char path[64], buf[128];
+  snap__linux_task_path(path, tid, "schedstat");
+  if (snap__linux_read_small(path, buf, sizeof buf) <= 0)
+    return -1;
+  const char *p = buf;
+  int64_t cpu = decimal(&p), runq = decimal(&p);
+  return cpu > 0 ? runq : -1; /* "0 0 0": not kept by this kernel */
+}
+
+/* stat: the state letter and majflt. SNAP_OK, SNAP_ENOTHREAD, SNAP_EIO. */
+static int read_stat(int tid, char *letter, int64_t *majflt) {
+  char path[64], buf[1024];
+  snap__linux_task_path(path, tid, "stat");
+  ssize_t n = snap__linux_read_small(path, buf, sizeof buf);
+  if (n < 0)
+    return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
+  if (n == 0)
+    return SNAP_ENOTHREAD; /* it exited between open and read */
+  const char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ' || !p[2])
+    return SNAP_EIO;
+  *letter = p[2];
+  p += 3;
+  /* Fields 4 (ppid) to 11 (cmajflt's neighbour cminflt), then 12. */
+  for (int field = 4; field <= 11; field++) {
+    while (*p == ' ')
+      p++;
+    if (*p == '-') /* tty_nr and tpgid may be negative */
+      p++;
+    if (decimal(&p) < 0)
+      return SNAP_EIO;
+  }
+  *majflt = decimal(&p);
+  return SNAP_OK;
+}
+
+/* status: the two context-switch counts. */
+static void read_switches(int tid, int64_t *vol, int64_t *invol) {
+  char path[64], buf[4096]; /* the whole file; the counts come last */
+  snap__linux_task_path(path, tid, "status");
+  if (snap__linux_read_small(path, buf, sizeof buf) <= 0)
+    return;
+  const char *v = snap__linux_status_field(buf, "voluntary_ctxt_switches:");
+  const char *i = snap__linux_status_field(buf, "nonvoluntary_ctxt_switches:");
+  if (v)
+    *vol = decimal(&v);
+  if (i)
+    *invol = decimal(&i);
+}
+
+/* What system call nr waits in; this architecture's numbers. */
+static snap__sched_wait_t wait_of_syscall(long nr) {
+  switch (nr) {
+#ifdef SYS_futex
+  case SYS_futex:
+#endif
+#ifdef SYS_futex_waitv
+  case SYS_futex_waitv:
+#endif
+#ifdef SYS_flock
+  case SYS_flock:
+#endif
+    return SNAP__WAIT_LOCK;
+#ifdef SYS_nanosleep
+  case SYS_nanosleep:
+#endif
+#ifdef SYS_clock_nanosleep
+  case SYS_clock_nanosleep:
+#endif
+#ifdef SYS_pause
+  case SYS_pause:
+#endif
+    return SNAP__WAIT_SLEEP;
+#ifdef SYS_poll
+  case SYS_poll:
+#endif
+#ifdef SYS_ppoll
+  case SYS_ppoll:
+#endif
+#ifdef SYS_select
+  case SYS_select:
+#endif
+#ifdef SYS_pselect6
+  case SYS_pselect6:
+#endif
+#ifdef SYS_epoll_wait
+  case SYS_epoll_wait:
+#endif
+#ifdef SYS_epoll_pwait
+  case SYS_epoll_pwait:
+#endif
+#ifdef SYS_epoll_pwait2
+  case SYS_epoll_pwait2:
+#endif
+#ifdef SYS_rt_sigsuspend
+  case SYS_rt_sigsuspend:
+#endif
+#ifdef SYS_rt_sigtimedwait
+  case SYS_rt_sigtimedwait:
+#endif
+#ifdef SYS_wait4
+  case SYS_wait4:
+#endif
+#ifdef SYS_waitid
+  case SYS_waitid:
+#endif
+    return SNAP__WAIT_POLL;
+#ifdef SYS_read
+  case SYS_read:
+#endif
+#ifdef SYS_write
+  case SYS_write:
+#endif
+#ifdef SYS_readv
+  case SYS_readv:
+#endif
+#ifdef SYS_writev
+  case SYS_writev:
+#endif
+#ifdef SYS_pread64
+  case SYS_pread64:
+#endif
+#ifdef SYS_pwrite64
+  case SYS_pwrite64:
+#endif
+#ifdef SYS_preadv
+  case SYS_preadv:
+#endif
+#ifdef SYS_pwritev
+  case SYS_pwritev:
+#endif
+#ifdef SYS_recvfrom
+  case SYS_recvfrom:
+#endif
+#ifdef SYS_recvmsg
+  case SYS_recvmsg:
+#endif
+#ifdef SYS_sendto
+  case SYS_sendto:
+#endif
+#ifdef SYS_sendmsg
+  case SYS_sendmsg:
+#endif
+#ifdef SYS_accept
+  case SYS_accept:
+#endif
+#ifdef SYS_accept4
+  case SYS_accept4:
+#endif
+#ifdef SYS_connect
+  case SYS_connect:
+#endif
+#ifdef SYS_openat
+  case SYS_openat:
+#endif
+#ifdef SYS_open
+  case SYS_open:
+#endif
+#ifdef SYS_fsync
+  case SYS_fsync:
+#endif
+#ifdef SYS_fdatasync
+  case SYS_fdatasync:
+#endif
+#ifdef SYS_sendfile
+  case SYS_sendfile:
+#endif
+#ifdef SYS_splice
+  case SYS_splice:
+#endif
+#ifdef SYS_io_getevents
+  case SYS_io_getevents:
+#endif
+#ifdef SYS_io_uring_enter
+  case SYS_io_uring_enter:
+#endif
+    return SNAP__WAIT_IO;
+  default: return SNAP__WAIT_OTHER;
+  }
+}
+
+/* Whether pc lies in a loaded image: _dl_find_object (lock-free) where
+   glibc has it, dladdr (the loader's lock, a symbol search) otherwise. */
+static bool in_an_image(uintptr_t pc) {
+  snap__plat_ident_t id;
+  snap__plat_image_ident(pc, &id);
+  if (id.id != SNAP__IDENT_UNKNOWN)
+    return id.id != SNAP__IDENT_NONE;
+  Dl_info info;
+  return dladdr((void *)pc, &info) != 0;
+}
+
+/* In what a thread whose state letter is S or D waits. */
+static snap__sched_wait_t blocked_in(int tid, char letter) {
+  snap__sched_wait_t fallback =
+      letter == 'D' ? SNAP__WAIT_IO : SNAP__WAIT_OTHER;
+  snap__linux_syscall_t sc;
+  if (snap__linux_syscall_read(tid, &sc) != SNAP_OK ||
+      sc.state != SNAP__LINUX_SC_IN_SYSCALL)
+    return fallback; /* woke meanwhile, or blocked outside a call (a
+                        page fault: D, I/O) */
+  /* The pc right after the system call instruction is in libc (or the
+     app) for a thread of ours; elsewhere the file speaks of another
+     thread than the one we run as (an emulator's host thread). */
+  if (!in_an_image(sc.pc))
+    return fallback;
+  snap__sched_wait_t w = wait_of_syscall(sc.nr);
+  return w == SNAP__WAIT_OTHER ? fallback : w;
+}
+
+static bool tid_ok(snap_thread_t thread) {
+  return thread > 0 && thread <= 0x7fffffff;
+}
+
+static void unknown(snap__plat_sched_t *out) {
+  *out = (snap__plat_sched_t){.state = SNAP__SCHED_UNKNOWN,
+                              .wait = SNAP__WAIT_NONE,
+                              .cpu_ns = -1,
+                              .runq_ns = -1,
+                              .voluntary = -1,
+                              .involuntary = -1,
+                              .major_faults = -1};
+}
+
+/* The counters, and the state letter in *letter ('\0' unknown). */
+static int counters(int tid, snap__plat_sched_t *out, char *letter) {
+  unknown(out);
+  *letter = '\0';
+  int rc = read_stat(tid, letter, &out->major_faults);
+  if (rc == SNAP_ENOTHREAD)
+    return rc;
+  out->runq_ns = read_runq(tid);
+  read_switches(tid, &out->voluntary, &out->involuntary);
+  return SNAP_OK;
+}
+
+int64_t snap__plat_thread_runq_ns(snap_thread_t thread) {
+  if (!tid_ok(thread))
+    return SNAP_ENOTHREAD;
+  int64_t runq = read_runq((int)thread);
+  return runq >= 0 ? runq : SNAP_EIO;
+}
+
+int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
+  char letter;
+  if (!tid_ok(thread)) {
+    unknown(out);
+    return SNAP_ENOTHREAD;
+  }
+  int tid = (int)thread;
+  int64_t cpu0 = snap__plat_thread_cpu_ns(thread);
+  int rc = counters(tid, out, &letter);
+  if (rc != SNAP_OK)
+    return rc;
+  int64_t cpu1 = snap__plat_thread_cpu_ns(thread);
+  out->cpu_ns = cpu1 >= 0 ? cpu1 : -1;
+  switch (letter) {
+  case 'R':
+    /* The CPU clock advanced across the reads: on a CPU meanwhile. */
+    out->state = cpu0 < 0 || cpu1 < 0 ? SNAP__SCHED_READY
+                 : cpu1 > cpu0        ? SNAP__SCHED_RUNNING
+                                      : SNAP__SCHED_RUNNABLE;
+    break;
+  case 'S':
+  case 'D':
+    out->state = SNAP__SCHED_BLOCKED;
+    out->wait = (uint8_t)blocked_in(tid, letter);
+    break;
+  case '\0':
+  case 'Z':
+  case 'X': break; /* unknown, or exited */
+  default:         /* T, t (stopped, traced), W, P, I ...: not running */
+    out->state = SNAP__SCHED_BLOCKED;
+    out->wait = SNAP__WAIT_OTHER;
+    break;
+  }
+  return SNAP_OK;
+}
