@@ -459,12 +459,12 @@ bool snap__reports_muted(const snap__report_src_t *src);
 /* Performs the state machine's actions on the lag's reports, in the order
    lag.h lists them. kind: of the lag's state after the transition; main:
    the stack just sampled, or NULL (owned from here); busy_ns: the
-   stretch's busy time for the figures; now: for the start time. Returns
-   the outcome of a SNAP__LAG_DO_WRITE_NEW (SNAP_OK when none). */
+   stretch's busy time for the figures. Returns the outcome of a
+   SNAP__LAG_DO_WRITE_NEW (SNAP_OK when none). */
 int snap__lag_reports_apply(snap__lag_reports_t *reps,
                             const snap__report_src_t *src, unsigned actions,
                             snap__lag_kind_t kind, const snap_stack_t *main,
-                            uint64_t busy_ns, uint64_t now);
+                            uint64_t busy_ns);
 void snap__lag_reports_clear(snap__lag_reports_t *reps);
 
 /* ---- The CPU trigger (cpu_trigger.c) ------------------------------------- */

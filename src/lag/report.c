@@ -103,8 +103,7 @@ static int write_report(const snap__report_src_t *src, snap__lag_report_t *r,
    that cannot be sampled still lags: the report says why its stack is
    missing. */
 static void open_report(snap__lag_reports_t *reps,
-                        const snap__report_src_t *src, snap__lag_kind_t kind,
-                        uint64_t now) {
+                        const snap__report_src_t *src, snap__lag_kind_t kind) {
   snap__lag_report_clear(&reps->cur);
   memset(reps->cur_name, 0, sizeof reps->cur_name);
   reps->written_ns = 0;
@@ -113,19 +112,23 @@ static void open_report(snap__lag_reports_t *reps,
   r->ongoing = true;
   r->threshold_ms = src->threshold_ms;
   r->main_tid = src->main->tid;
+  /* The two clocks read together: `now` is older by the main thread's
+     sample (a TSan run's took 200 ms), and the wall clock read after it
+     would move the start by that much. */
+  uint64_t mono = snap__plat_now_ns();
   r->start_unix_ms = snap__plat_unix_ms() -
-                     (int64_t)((now - src->stretch->since_ns) / SNAP__MS);
+                     (int64_t)((mono - src->stretch->since_ns) / SNAP__MS);
   r->main_error = src->main->error;
 }
 
 int snap__lag_reports_apply(snap__lag_reports_t *reps,
                             const snap__report_src_t *src, unsigned a,
                             snap__lag_kind_t kind, const snap_stack_t *main,
-                            uint64_t busy, uint64_t now) {
+                            uint64_t busy) {
   snap__lag_report_t *r = &reps->cur;
   int rc = SNAP_OK;
   if (a & SNAP__LAG_DO_OPEN)
-    open_report(reps, src, kind, now);
+    open_report(reps, src, kind);
   if (a & SNAP__LAG_DO_HANG)
     r->kind = SNAP__KIND_HANG;
   if (a & SNAP__LAG_DO_REFRESH) {

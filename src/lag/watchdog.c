@@ -86,8 +86,8 @@ static void perform(wd_t *w, snap__lag_step_t step, unsigned skip,
   unsigned actions = step.actions & ~skip;
   snap__lag_kind_t kind =
       snap__lag_state_is_hang(w->lag.state) ? SNAP__KIND_HANG : SNAP__KIND_LAG;
-  int rc = snap__lag_reports_apply(&w->reports, &w->src, actions, kind, main,
-                                   busy, now);
+  int rc =
+      snap__lag_reports_apply(&w->reports, &w->src, actions, kind, main, busy);
   if (actions & SNAP__LAG_DO_WRITE_NEW)
     snap__lag_transition(&w->lag, SNAP__LAG_EV_WRITTEN,
                          (snap__lag_facts_t){.ok = rc == SNAP_OK});
