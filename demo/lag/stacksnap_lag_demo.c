@@ -578,10 +578,11 @@ static void none_start(void *arg) {
 }
 
 static const scenario_t k_scenarios[] = {
-    {"heavy", heavy_start}, {"lock", lock_start},     {"io", io_start},
-    {"hang", hang_start},   {"repeat", repeat_start}, {"steady", steady_start},
-    {"cpu", cpu_start},     {"killme", killme_start}, {"none", none_start},
-    {"usleep-lock", usleep_lock_start},
+    {"heavy", heavy_start},   {"lock", lock_start},
+    {"io", io_start},         {"hang", hang_start},
+    {"repeat", repeat_start}, {"steady", steady_start},
+    {"cpu", cpu_start},       {"killme", killme_start},
+    {"none", none_start},     {"usleep-lock", usleep_lock_start},
 };
 static const char *const k_all[] = {"heavy", "lock", "io", "repeat", "hang"};
 

@@ -15,15 +15,18 @@
  * the stack is another thread's); each aligned word P is a candidate fp
  * when [P] [P + 8] reads as a record whose return address
  *   - lies in an executable range of a loaded image,
- *   - follows a call instruction (snap__call_before), and, when the call
- *     is direct, one whose target is the first byte of this function (its
- *     FDE's pc_begin),
+ *   - follows a DIRECT call (snap__call_before) whose target is the first
+ *     byte of this very function (its FDE's pc_begin),
  *   - is the one the function's own rule finds from P (snap__rule_next).
- * The first candidate from sp up wins: the function's locals lie between
- * sp and its record, and a stale pair there would have to pass all three.
- * A call through a PLT stub (a direct call whose target is not the
- * function) is refused, so such frames still end the walk: shorter,
- * never wrong.
+ * The first candidate from sp up wins. Why only direct calls: between sp
+ * and the record lie the function's uninitialised locals, where the
+ * frames of earlier calls left whole stale chains ([fp, return address]
+ * pairs that unwind consistently to real outer frames). Seen: a stale
+ * record of clock_gettime's (which calls the vDSO through a register)
+ * accepted as the caller of a function that later called poll. Only the
+ * slot a call to this function pushed holds a return address right after
+ * a call to it, so a function reached through a pointer, a PLT stub or a
+ * tail call is not recovered and ends the walk: shorter, never wrong.
  *
  * Must not: read the stack except through snap__plat_read, allocate, or
  * lock. Runs on the sampler's thread, never in the stopped window.
@@ -66,8 +69,7 @@ bool snap__fp_recover(const snap__regs_t *at, bool exact, unsigned flags,
       if (p % SNAP__FP_ALIGN || ra == 0 || !snap__cursor_image(&c, ra - 1))
         continue;
       int call = snap__call_before(ra, &target);
-      if (call == SNAP__CALL_NONE ||
-          (call == SNAP__CALL_DIRECT && target != start))
+      if (call != SNAP__CALL_DIRECT || target != start)
         continue;
       snap__regs_t regs = *at, next;
       regs.fp = p;
