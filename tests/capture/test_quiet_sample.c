@@ -313,7 +313,7 @@ typedef struct flipper {
   int nbt;
 } flipper_t;
 
-static volatile uintptr_t g_sink;
+static _Thread_local volatile uintptr_t t_sink;
 
 /* Blocks briefly at depth d of its own recursion: the stack a quiet walk
    sees depends on where the target blocked. */
@@ -337,7 +337,7 @@ __attribute__((noinline)) void quiet_flip_scribble(unsigned r) {
     junk[i] = i & 1 ? (uintptr_t)quiet_flip_deep + 16 + (r + (unsigned)i) % 64
                     : (uintptr_t)&junk[(r + (unsigned)i * 7) % 192];
   for (unsigned i = 0; i < (r % 512) * 8; i++)
-    g_sink += junk[i % 192];
+    t_sink += junk[i % 192];
 }
 
 __attribute__((noinline)) void quiet_flipper_loop(flipper_t *f) {
@@ -377,14 +377,26 @@ static void part2(void) {
   uint64_t kept0, sig0;
   snap__capture_quiet_counts(&kept0, &sig0);
   int ok = 0, errors = 0, wrong = 0;
+  Dl_info self;
+  if (!dladdr((void *)quiet_flipper_loop, &self))
+    self.dli_fbase = NULL;
   static uintptr_t pcs[SNAP_MAX_FRAMES];
   long long deadline = now_ns() + 8000000000LL; /* slow configurations */
   for (int i = 0; i < SAMPLES && now_ns() < deadline; i++) {
     flipper_t *f = &fl[i % FLIPPERS];
+    uint64_t kept_before, kept_after, sig;
+    snap__capture_quiet_counts(&kept_before, &sig);
     int n = snap_capture_thread((snap_thread_t)atomic_load(&f->tid), pcs,
                                 SNAP_MAX_FRAMES, SNAP_CAPTURE_QUIET);
+    snap__capture_quiet_counts(&kept_after, &sig);
     if (n < 0) {
       errors++;
+      continue;
+    }
+    /* Under TSan a signalled sample is walked late, from the registers of
+       the signal's arrival (check.h): only quiet walks are checked there. */
+    if (SNAP_TEST_TSAN && kept_after == kept_before) {
+      ok++;
       continue;
     }
     /* Right: the target's function; under it only libc's frames
@@ -397,7 +409,9 @@ static void part2(void) {
       right = dladdr((void *)(pcs[j] - (j > 0)), &info) && info.dli_fname &&
               (strstr(info.dli_fname, "libc.so") ||
                info.dli_saddr == (void *)quiet_flip_deep ||
-               info.dli_saddr == (void *)quiet_flip_scribble);
+               info.dli_saddr == (void *)quiet_flip_scribble ||
+               /* TSan's interceptors and runtime, linked into the test */
+               (SNAP_TEST_TSAN && info.dli_fbase == self.dli_fbase));
     }
     for (int j = 1; right && j < f->nbt && at + j < n; j++)
       right = pcs[at + j] == (uintptr_t)f->bt[j];
