@@ -36,15 +36,35 @@
 #include "capture/arch.h"
 #include "capture/readers.h"
 
-#define SCAN_BYTES 2048
+/* How far above sp the record is looked for: the function's frame (its
+   locals and saved registers; ASan's read interceptor alone keeps 2 KiB
+   there), read a chunk at a time so the usual few-word frames cost one
+   read. */
+#define SCAN_BYTES (16 * 1024)
+#define CHUNK_WORDS 128
 
-/* As many words above sp as read, up to SCAN_BYTES: a stack may end
-   sooner. */
-static size_t read_above(uintptr_t sp, uintptr_t *buf) {
-  for (size_t n = SCAN_BYTES; n >= 64; n /= 2)
-    if (snap__plat_read(sp, buf, n))
-      return n / sizeof *buf;
+/* Up to CHUNK_WORDS words at addr, fewer where the stack ends. */
+static size_t read_chunk(uintptr_t addr, uintptr_t *buf) {
+  for (size_t n = CHUNK_WORDS; n >= 2; n /= 2)
+    if (snap__plat_read(addr, buf, n * sizeof *buf))
+      return n;
   return 0;
+}
+
+/* Whether the record at p ([saved fp, ra]) is this function's, called by
+   a direct call to start; then *next is its caller. */
+static bool is_record(snap__cursor_t *c, const snap__rule_t *rule,
+                      const snap__regs_t *at, uintptr_t start, uintptr_t p,
+                      uintptr_t ra_word, snap__regs_t *next) {
+  uintptr_t ra = snap__strip_pac(ra_word), target = 0;
+  if (p % SNAP__FP_ALIGN || ra == 0 || !snap__cursor_image(c, ra - 1))
+    return false;
+  if (snap__call_before(ra, &target) != SNAP__CALL_DIRECT || target != start)
+    return false;
+  snap__regs_t regs = *at;
+  regs.fp = p;
+  return snap__rule_next(rule, &regs, 0, next) == SNAP__STEP_OK &&
+         next->pc == ra;
 }
 
 bool snap__fp_recover(const snap__regs_t *at, bool exact, unsigned flags,
@@ -61,23 +81,23 @@ bool snap__fp_recover(const snap__regs_t *at, bool exact, unsigned flags,
   const snap__image_t *img = snap__cursor_unwind_image(&c, pc, &scratch);
   if (rule.cfa == SNAP__CFA_FP && img &&
       snap__cfi_function_bounds(img, pc, &start, &end)) {
-    uintptr_t words[SCAN_BYTES / sizeof(uintptr_t)];
-    size_t n = read_above(at->sp, words);
-    for (size_t i = 0; i + 1 < n && !found; i++) {
-      uintptr_t p = at->sp + i * sizeof(uintptr_t);
-      uintptr_t ra = snap__strip_pac(words[i + 1]), target = 0;
-      if (p % SNAP__FP_ALIGN || ra == 0 || !snap__cursor_image(&c, ra - 1))
-        continue;
-      int call = snap__call_before(ra, &target);
-      if (call != SNAP__CALL_DIRECT || target != start)
-        continue;
-      snap__regs_t regs = *at, next;
-      regs.fp = p;
-      if (snap__rule_next(&rule, &regs, 0, &next) == SNAP__STEP_OK &&
-          next.pc == ra) {
-        *caller = next;
-        found = true;
-      }
+    uintptr_t words[CHUNK_WORDS + 1];
+    uintptr_t at_addr = at->sp;
+    size_t have = 0; /* words[0] carries the previous chunk's last word */
+    while (!found && at_addr - at->sp < SCAN_BYTES) {
+      size_t n = read_chunk(at_addr, words + have);
+      if (n == 0)
+        break;
+      uintptr_t base = at_addr - have * sizeof(uintptr_t);
+      size_t total = have + n;
+      for (size_t i = 0; i + 1 < total && !found; i++)
+        found = is_record(&c, &rule, at, start, base + i * sizeof(uintptr_t),
+                          words[i + 1], caller);
+      words[0] = words[total - 1];
+      have = 1;
+      at_addr += n * sizeof(uintptr_t);
+      if (n < CHUNK_WORDS)
+        break; /* the stack ended */
     }
   }
   snap__cursor_done(&c);
