@@ -97,6 +97,11 @@ static bool in_image(uintptr_t pc) {
    or SNAP_EBUSY / SNAP_EUNSUPPORTED when the thread must be signalled. */
 static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
                       unsigned flags) {
+  /* No Swift async chains: whether a record really leads to one is asked
+     of the running thread (snap__plat_async_task_active, thread-local
+     state), and here that is the sampler, not the target. The target's
+     OS stack is walked instead. */
+  flags &= ~SNAP_CAPTURE_ASYNC;
   for (int attempt = 0; attempt < 2; attempt++) {
     snap__plat_blocked_t b;
     int rc = snap__plat_blocked_regs(thread, &b);
