@@ -232,16 +232,23 @@ def main():
     # this says so instead of passing silently.
     qemu = "qemu" in args.run_with
     r = expect_one(demo, "usleep-lock", run_in(demo, "usleep-lock"), "lag",
-                   "demo_wait_for_usleep_lock", 300 if qemu else 800, 2000)
+                   "demo_wait_for_usleep_lock", 200 if qemu else 800, 2000)
     if r and qemu:
-        print(f"usleep-lock under qemu-user: quiet sampling cannot work "
-              f"(syscall file describes the host); the holder was signalled, "
-              f"lag {r['duration_ms']} ms of the 900 ms wait", flush=True)
+        # The signal ends the holder's sleep at the dump (its first sample
+        # takes two signals, the stack learned in between), so the holder
+        # lets go and exits: listed with its stack or as gone.
         holders = [t for t in r["threads"] if not t["main"] and
-                   frames_with(t["frames"], "demo_usleep_holder")]
+                   (frames_with(t["frames"], "demo_usleep_holder") or
+                    t.get("error") == "no such thread, or it exited")]
         if not holders:
-            fail("usleep-lock (qemu, signalled): no thread shows "
-                 "demo_usleep_holder")
+            fail("usleep-lock (qemu, signalled): the holder is not listed: " +
+                 str([(t.get("error"), [f.get("symbol") for f in
+                                        t["frames"]][:6])
+                      for t in r["threads"]]))
+        print(f"usleep-lock under qemu-user: quiet sampling cannot work "
+              f"(the syscall file describes the host), the library fell back "
+              f"to the signal: lag {r['duration_ms']} ms of the 900 ms wait",
+              flush=True)
     elif r and not TSAN:
         holders = [t for t in r["threads"] if not t["main"] and
                    frames_with(t["frames"], "demo_usleep_holder")]
