@@ -24,6 +24,11 @@
  *   snap_fp    the same with SNAP_CAPTURE_FP_ONLY (extra row: the same
  *              transport with the cheapest walk, which separates walk cost
  *              from signal cost, and shows the frames FP-only loses);
+ *   snap_quiet the same with SNAP_CAPTURE_QUIET: no signal for the blocked
+ *              target (its registers from /proc/self/task/<tid>/syscall,
+ *              its stack through checked reads, both files read again
+ *              after the walk); the spinning target is signalled after
+ *              that one /proc read says it runs (the flag's overhead);
  *   bare       our own SA_SIGINFO handler on another real-time signal
  *              (SIGRTMIN+9; stacksnap uses SIGRTMIN+5) that only copies pc,
  *              sp and fp out of the ucontext into a global and posts a
@@ -92,9 +97,9 @@
 enum { T_SPINNING, T_BLOCKED, T_COUNT };
 static const char *const k_target_names[T_COUNT] = {"spinning", "blocked"};
 
-enum { M_SNAP, M_SNAP_FP, M_BARE, M_UNW, M_COUNT };
-static const char *const k_method_names[M_COUNT] = {"snap", "snap_fp", "bare",
-                                                    "libunwind"};
+enum { M_SNAP, M_SNAP_FP, M_SNAP_QUIET, M_BARE, M_UNW, M_COUNT };
+static const char *const k_method_names[M_COUNT] = {
+    "snap", "snap_fp", "snap_quiet", "bare", "libunwind"};
 
 /* ---- Counting allocations inside a handler ------------------------------ */
 
@@ -375,7 +380,9 @@ static void measure_target(int mode, stats_t out[M_COUNT]) {
 #endif
       else
         n = snap_capture_thread((snap_thread_t)tid, pcs, MAX_PCS,
-                                m == M_SNAP_FP ? SNAP_CAPTURE_FP_ONLY : 0);
+                                m == M_SNAP_FP      ? SNAP_CAPTURE_FP_ONLY
+                                : m == M_SNAP_QUIET ? SNAP_CAPTURE_QUIET
+                                                    : 0);
       uint64_t t1 = now_ns();
       settle(mode, tid);
       if (i < WARMUP)
@@ -427,13 +434,13 @@ int main(void) {
   printf("(%d samples per method per target after %d warm-up, interleaved; "
          "max %d pcs)\n\n",
          SAMPLES, WARMUP, MAX_PCS);
-  printf("%-9s %-9s %9s %9s %8s %7s %17s\n", "target", "method", "p50 us",
+  printf("%-9s %-10s %9s %9s %8s %7s %17s\n", "target", "method", "p50 us",
          "p99 us", "frames", "errors", "allocs in handler");
   for (int t = 0; t < T_COUNT; t++) {
     for (int m = 0; m < M_COUNT; m++) {
       const stats_t *s = &res[t][m];
       if (m == M_UNW && !HAVE_UNW) {
-        printf("%-9s %-9s %9s %9s %8s %7s %17s\n", k_target_names[t],
+        printf("%-9s %-10s %9s %9s %8s %7s %17s\n", k_target_names[t],
                k_method_names[m], "n/a", "n/a", "n/a", "n/a", "n/a");
         continue;
       }
@@ -451,7 +458,7 @@ int main(void) {
         snprintf(allocs, sizeof allocs, "n/a");
       else
         snprintf(allocs, sizeof allocs, "%ld", s->allocs);
-      printf("%-9s %-9s %9.2f %9.2f %8s %7d %17s\n", k_target_names[t],
+      printf("%-9s %-10s %9.2f %9.2f %8s %7d %17s\n", k_target_names[t],
              k_method_names[m], s->p50_us, s->p99_us, frames, s->errors,
              allocs);
     }

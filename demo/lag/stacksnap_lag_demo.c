@@ -65,6 +65,8 @@ void demo_heavy_compute(unsigned ms);
 void *demo_lock_holder(void *arg);
 void demo_hold_lock_while_working(unsigned ms);
 void demo_wait_for_lock(void);
+void *demo_usleep_holder(void *arg);
+void demo_wait_for_usleep_lock(void);
 void demo_slow_io(int fd);
 void demo_hang(unsigned seconds);
 void demo_repeat_compute(unsigned ms);
@@ -365,6 +367,47 @@ static void lock_start(void *arg) {
   scenario_done();
 }
 
+/* usleep-lock: the handler waits for a mutex a worker holds across ONE
+   usleep(900 ms), with no EINTR retry, as most code sleeps. A sampling
+   signal at the dump would end that sleep early and the lag with it (it
+   was once reported as 250 ms): the watchdog samples quietly. */
+
+static pthread_mutex_t g_ulock = PTHREAD_MUTEX_INITIALIZER;
+static sem_t g_ulock_held;
+
+NOINLINE void *demo_usleep_holder(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_ulock);
+  sem_post(&g_ulock_held);
+  usleep(900 * 1000); /* once: an EINTR here lets go of the lock early */
+  pthread_mutex_unlock(&g_ulock);
+  KEEP_FRAME();
+  return NULL;
+}
+
+NOINLINE void demo_wait_for_usleep_lock(void) {
+  pthread_mutex_lock(&g_ulock); /* until the holder's usleep ends */
+  pthread_mutex_unlock(&g_ulock);
+  KEEP_FRAME();
+}
+
+static void usleep_lock_start(void *arg) {
+  (void)arg;
+  say("scenario usleep-lock: %s waits for a mutex that thread usleep-holder "
+      "holds across one usleep(900 ms) (demo_wait_for_usleep_lock; "
+      "demo_usleep_holder)",
+      LOOP_HANDLER);
+  pthread_t t;
+  start_thread(&t, "usleep-holder", demo_usleep_holder, NULL);
+  while (sem_wait(&g_ulock_held) != 0 && errno == EINTR)
+    ;
+  demo_wait_for_usleep_lock();
+  int err = pthread_join(t, NULL);
+  if (err)
+    die("pthread_join", err);
+  scenario_done();
+}
+
 /* io: a blocking read on a pipe that a worker writes to after 600 ms. */
 
 static void *io_writer_main(void *arg) {
@@ -551,9 +594,11 @@ static void none_start(void *arg) {
 }
 
 static const scenario_t k_scenarios[] = {
-    {"heavy", heavy_start}, {"lock", lock_start},     {"io", io_start},
-    {"hang", hang_start},   {"repeat", repeat_start}, {"steady", steady_start},
-    {"cpu", cpu_start},     {"killme", killme_start}, {"none", none_start},
+    {"heavy", heavy_start},   {"lock", lock_start},
+    {"io", io_start},         {"hang", hang_start},
+    {"repeat", repeat_start}, {"steady", steady_start},
+    {"cpu", cpu_start},       {"killme", killme_start},
+    {"none", none_start},     {"usleep-lock", usleep_lock_start},
 };
 static const char *const k_all[] = {"heavy", "lock", "io", "repeat", "hang"};
 
@@ -574,7 +619,7 @@ static void usage(void) {
           "[--seconds S] [--quiet]\n"
           "scenarios: all (default: heavy lock io repeat hang), heavy, lock, "
           "io, hang, repeat,\n"
-          "           steady, cpu, killme, none\n");
+          "           steady, cpu, killme, none, usleep-lock\n");
   exit(2);
 }
 
@@ -636,7 +681,7 @@ static void parse_args(int argc, char **argv) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   parse_args(argc, argv);
-  if (sem_init(&g_lock_held, 0, 0) != 0)
+  if (sem_init(&g_lock_held, 0, 0) != 0 || sem_init(&g_ulock_held, 0, 0) != 0)
     die("sem_init", errno);
 
   snap_lag_config_t cfg;

@@ -99,4 +99,48 @@ static inline uintptr_t snap__untag_fp(uintptr_t saved_fp) {
   return saved_fp;
 }
 
+/* What ends right before a return address ra: a call, and where it goes.
+   SNAP__CALL_NONE: no call instruction ends at ra; SNAP__CALL_INDIRECT: a
+   call through a register or memory (target unknown); SNAP__CALL_DIRECT:
+   a call to *target. Code bytes are read through snap__plat_read. */
+enum { SNAP__CALL_NONE, SNAP__CALL_INDIRECT, SNAP__CALL_DIRECT };
+static inline int snap__call_before(uintptr_t ra, uintptr_t *target) {
+#if defined(__x86_64__)
+  unsigned char b[8]; /* b[7] is the byte at ra - 1 */
+  if (ra < sizeof b || !snap__plat_read(ra - sizeof b, b, sizeof b))
+    return SNAP__CALL_NONE;
+  if (b[3] == 0xe8) { /* call rel32 */
+    int32_t rel = (int32_t)((uint32_t)b[4] | (uint32_t)b[5] << 8 |
+                            (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24);
+    *target = ra + (uintptr_t)(intptr_t)rel;
+    return SNAP__CALL_DIRECT;
+  }
+  /* ff /2: call r/m64. ModRM reg field 2; lengths by mod and r/m. */
+  if ((b[6] == 0xff && (b[7] & 0xf8) == 0xd0) || /* call reg */
+      (b[6] == 0xff && (b[7] & 0xf8) == 0x10 &&  /* call [reg] */
+       (b[7] & 7) != 4 && (b[7] & 7) != 5) ||
+      (b[5] == 0xff && (b[6] & 0xf8) == 0x50 && (b[6] & 7) != 4) ||
+      (b[4] == 0xff && b[5] == 0x54) || /* [sib+d8] */
+      (b[2] == 0xff &&
+       (b[3] == 0x15 || ((b[3] & 0xf8) == 0x90 && (b[3] & 7) != 4))) ||
+      (b[1] == 0xff && b[2] == 0x94)) /* [sib+d32] */
+    return SNAP__CALL_INDIRECT;
+  return SNAP__CALL_NONE;
+#elif defined(__aarch64__)
+  uint32_t w;
+  if (ra < 4 || !snap__plat_read(ra - 4, &w, sizeof w))
+    return SNAP__CALL_NONE;
+  if ((w & 0xfc000000u) == 0x94000000u) { /* bl imm26 */
+    int32_t imm = (int32_t)(w << 6) >> 6;
+    *target = ra - 4 + (uintptr_t)((intptr_t)imm * 4);
+    return SNAP__CALL_DIRECT;
+  }
+  if ((w & 0xfffffc1fu) == 0xd63f0000u || /* blr */
+      (w & 0xfffff81fu) == 0xd63f081fu || /* blraaz, blrabz */
+      (w & 0xfffff800u) == 0xd73f0800u)   /* blraa, blrab */
+    return SNAP__CALL_INDIRECT;
+  return SNAP__CALL_NONE;
+#endif
+}
+
 #endif /* SNAP_CAPTURE_ARCH_H */

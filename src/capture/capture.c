@@ -10,12 +10,29 @@
  * the loader lock), then has the platform stop the target and run the walk
  * in the stopped window into a fixed-size block it copies back.
  *
+ * With SNAP_CAPTURE_QUIET it first asks the platform for the registers of
+ * a thread blocked in a system call (snap__plat_blocked_regs): no signal,
+ * so its sleep or wait is not cut short. The walk then runs here, on the
+ * caller's thread, over a stack that is not ours: bounds unknown (hi 0),
+ * so every stack read is a checked snap__plat_read; fp unknown (0), so
+ * at a frame whose rule needs it (and no callee saved it) the walk goes on
+ * from the frame record snap__fp_recover finds above sp; frame
+ * 0 exact (the instruction after the system call). Before the pc is
+ * trusted it must lie in an executable range of a loaded image; after the
+ * walk the platform must confirm the thread did not run meanwhile
+ * (snap__plat_blocked_still), else the walk is taken again once, then the
+ * thread is signalled as without the flag. Not a stopped window: nothing
+ * is stopped, but nothing here allocates either.
+ *
  * Must not: allocate or lock in snap_capture_self or in sample_walk.
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "capture/arch.h"
+#include "capture/capture.h"
+#include "capture/fp_recover.h"
 #include "capture/walk.h"
 #include "images/images.h"
 #include "platform/platform.h"
@@ -58,6 +75,61 @@ static int sample_walk(const snap__regs_t *regs, void *arg) {
                        0);
 }
 
+/* Quiet samples: how many walks were kept, and how many fell back to a
+   signal (tests read them through snap__capture_quiet_counts). */
+static _Atomic uint64_t g_quiet_kept, g_quiet_signalled;
+
+void snap__capture_quiet_counts(uint64_t *kept, uint64_t *signalled) {
+  *kept = g_quiet_kept;
+  *signalled = g_quiet_signalled;
+}
+
+/* Whether pc lies in an executable range of a loaded image: under
+   qemu-user the kernel speaks of the emulator's host code instead. */
+static bool in_image(uintptr_t pc) {
+  const snap__images_t *t = snap__images_acquire();
+  bool in = t && snap__images_find(t, pc) != NULL;
+  snap__images_release(t);
+  return in;
+}
+
+/* SNAP_CAPTURE_QUIET's walk of a thread blocked in a system call: a count,
+   or SNAP_EBUSY / SNAP_EUNSUPPORTED when the thread must be signalled. */
+static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
+                      unsigned flags) {
+  /* No Swift async chains: whether a record really leads to one is asked
+     of the running thread (snap__plat_async_task_active, thread-local
+     state), and here that is the sampler, not the target. The target's
+     OS stack is walked instead. */
+  flags &= ~SNAP_CAPTURE_ASYNC;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    snap__plat_blocked_t b;
+    int rc = snap__plat_blocked_regs(thread, &b);
+    if (rc != SNAP_OK)
+      return rc;
+    if (!in_image(b.regs.pc))
+      return SNAP_EBUSY;
+    snap__walk_state_t st;
+    int n = snap__walk_bounded_in(&st, &b.regs, true, flags, 0, pcs, max, 0);
+    /* Where the walk ended at a frame-pointer function (fp unknown), its
+       record is found on the stack and the walk goes on from its caller:
+       a few times at most (each costs a scan). */
+    for (int seg = 0; seg < 4 && n < max; seg++) {
+      snap__regs_t caller;
+      if (!snap__fp_recover(&st.cursor.regs, st.cursor.exact, flags, &caller))
+        break;
+      n += snap__walk_bounded_in(&st, &caller, false, flags, 0, pcs + n,
+                                 max - n, 0);
+    }
+    rc = snap__plat_blocked_still(thread, &b);
+    if (rc == SNAP_OK)
+      return n;
+    if (rc != SNAP_EBUSY)
+      return rc; /* gone */
+  }
+  return SNAP_EBUSY; /* it keeps waking: signal it */
+}
+
 int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
                         unsigned flags) {
   if (!valid_args(pcs, max, flags))
@@ -70,6 +142,16 @@ int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
     return n;
   }
   (void)snap__images_refresh(false);
+  if (flags & SNAP_CAPTURE_QUIET) {
+    int max_quiet = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
+    int n = quiet_walk(thread, pcs, max_quiet, flags);
+    if (n >= 0 || n == SNAP_ENOTHREAD) {
+      if (n >= 0)
+        g_quiet_kept++;
+      return n;
+    }
+    g_quiet_signalled++;
+  }
   sample_job_t job;
   job.flags = flags;
   job.max = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;

@@ -200,6 +200,12 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
   return walk(&st, regs, exact, flags, hi, pcs, max, skip, true);
 }
 
+int snap__walk_bounded_in(snap__walk_state_t *st, const snap__regs_t *regs,
+                          bool exact, unsigned flags, uintptr_t hi,
+                          uintptr_t *pcs, int max, int skip) {
+  return walk(st, regs, exact, flags, hi, pcs, max, skip, true);
+}
+
 int snap__walk_bounded_readers(const snap__regs_t *regs, bool exact,
                                unsigned flags, uintptr_t hi, uintptr_t *pcs,
                                int max, int skip) {

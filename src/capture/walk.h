@@ -38,6 +38,12 @@ int snap__walk_in(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
    [regs->sp, hi). Tests feed it hostile stacks built in a buffer. */
 int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
                        uintptr_t hi, uintptr_t *pcs, int max, int skip);
+/* The same with its state in *st: afterwards st->cursor.regs and
+   st->cursor.exact describe the last frame emitted, where the walk
+   ended (the quiet sample resumes from there, capture.c). */
+int snap__walk_bounded_in(snap__walk_state_t *st, const snap__regs_t *regs,
+                          bool exact, unsigned flags, uintptr_t hi,
+                          uintptr_t *pcs, int max, int skip);
 /* The same without the fast path: every frame through the reader table.
    For the differential test, which requires the same pcs from both. */
 int snap__walk_bounded_readers(const snap__regs_t *regs, bool exact,

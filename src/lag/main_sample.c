@@ -17,9 +17,13 @@ const snap_stack_t *snap__lag_name(const uintptr_t *pcs, int n) {
 }
 
 /* Where Swift concurrency runs, a thread's stack below an async function is
-   only the executor's machinery: ask for the task's async chain instead. */
+   only the executor's machinery: ask for the task's async chain instead.
+   Always quiet: a signal would end a sleeping thread's usleep or poll
+   early (EINTR), and a worker that holds a lock across one would let go
+   of it at the dump, shortening the very lag being reported. */
 unsigned snap__lag_capture_flags(void) {
-  return snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
+  return SNAP_CAPTURE_QUIET |
+         (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0);
 }
 
 /* NULL when the main thread could not be sampled (m->error says why: it

@@ -90,6 +90,33 @@ uint64_t snap__plat_sample_waited_ns(void);
 int snap__plat_sample_reachable(snap_thread_t thread);
 int snap__plat_set_sample_signal(int signo);
 
+/* ---- Reading a blocked thread without stopping it ----------------------- */
+
+/* What the platform could tell of a thread blocked in a system call, and
+   what it saw of the thread then, to tell afterwards whether it ran. */
+typedef struct snap__plat_blocked {
+  snap__regs_t regs; /* pc: right after the system call instruction (an
+                        exact pc, not a return address); sp; fp 0 and
+                        lr_valid false: the OS does not publish them */
+  uint64_t seen[12]; /* the platform's witness of the thread's state */
+} snap__plat_blocked_t;
+
+/* The registers of `thread` while it is blocked in a system call, read
+   without sending it anything (a signal would end sleeps early with
+   EINTR). Its stack belongs to a live thread: read it only through
+   snap__plat_read. SNAP_OK; SNAP_EBUSY when it is not blocked in a system
+   call now (running, runnable, or the pc is not right after this
+   architecture's system-call instruction: under qemu-user the kernel
+   describes the emulator's host thread); SNAP_ENOTHREAD; SNAP_EUNSUPPORTED
+   where the OS does not publish them (Apple). Costs a few /proc reads
+   (Linux: tens of microseconds). [setup] */
+int snap__plat_blocked_regs(snap_thread_t thread, snap__plat_blocked_t *out);
+/* SNAP_OK when the thread has not run since snap__plat_blocked_regs filled
+   b (so its stack still holds what it held then), SNAP_EBUSY when it ran
+   or moved, SNAP_ENOTHREAD. [setup] */
+int snap__plat_blocked_still(snap_thread_t thread,
+                             const snap__plat_blocked_t *b);
+
 /* True while the calling thread is inside the stopped window as the sampled
    thread. Tests use it to prove the window allocates nothing. [signal-safe] */
 bool snap__plat_in_stopped_window(void);

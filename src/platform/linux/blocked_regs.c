@@ -1,0 +1,135 @@
+/*
+ * blocked_regs.c — the registers of a thread blocked in a system call,
+ * without a signal (snap__plat_blocked_regs, platform.h).
+ *
+ * Why: a sampling signal ends usleep, nanosleep, poll, epoll_wait... early
+ * with EINTR (SA_RESTART does not restart sleeps or waits with timeouts),
+ * and most code does not retry them. A thread blocked in the kernel does
+ * not need stopping: it cannot run, and the kernel publishes its user sp
+ * and pc in /proc/self/task/<tid>/syscall (syscall_file.c).
+ *
+ * Algorithm:
+ *   1. schedstat of the thread: time run, run-queue wait, times scheduled
+ *      in (the third counts every arrival on a CPU);
+ *   2. the syscall file: it must say "in system call nr", and the 2 bytes
+ *      (x86_64: syscall = 0f 05) or 4 (aarch64: svc #0 = d4000001) before
+ *      its pc, read through snap__plat_read, must be that instruction.
+ *      Under qemu-user the file describes the emulator's host thread (host
+ *      syscall numbers, a pc in qemu's code): there is no such instruction
+ *      at that address in the guest, or the address does not read, and
+ *      the answer is SNAP_EBUSY, so the caller signals as before;
+ *   3. the caller walks the stack (capture.c), then snap__plat_blocked_still
+ *      reads both files again: any change (the thread was scheduled in,
+ *      ran, or returned and blocked elsewhere) means the stack read may mix
+ *      two states, and the walk is dropped.
+ * Both files are read whole, so every field compared is from one instant
+ * of the kernel's view.
+ *
+ * What is not published: fp (rbp / x29) and lr. The walk starts with fp 0
+ * and recovers fp where a frame saved it (call-frame information); lr is
+ * never live at a system call for the walk's purposes (the wrapper's own
+ * frame rule says where its return address is).
+ *
+ * Must not: be called from the stopped window (it reads /proc), allocate,
+ * or print. Nothing here stops or signals the thread.
+ */
+#include <string.h>
+
+#include "platform/linux/linux.h"
+
+/* The system-call instruction just before the pc the kernel reports. */
+#if defined(__x86_64__)
+static const unsigned char k_syscall_insn[] = {0x0f, 0x05};
+#elif defined(__aarch64__)
+static const unsigned char k_syscall_insn[] = {0x01, 0x00, 0x00, 0xd4};
+#else
+static const unsigned char k_syscall_insn[] = {0};
+#define SNAP__NO_SYSCALL_INSN 1
+#endif
+
+/* The three numbers of /proc/self/task/<tid>/schedstat into v[0..3). */
+static int schedstat(int tid, uint64_t v[3]) {
+  char path[64], buf[128];
+  snap__linux_task_path(path, tid, "schedstat");
+  if (snap__linux_read_small(path, buf, sizeof buf) < 0)
+    return SNAP_ENOTHREAD;
+  const char *p = buf;
+  for (int i = 0; i < 3; i++) {
+    while (*p == ' ')
+      p++;
+    if (*p < '0' || *p > '9')
+      return SNAP_EUNSUPPORTED;
+    uint64_t x = 0;
+    for (int d = 0; *p >= '0' && *p <= '9' && d < 20; p++, d++)
+      x = x * 10 + (uint64_t)(*p - '0');
+    v[i] = x;
+  }
+  /* A kernel without scheduler statistics prints zeros: no witness. */
+  return v[2] == 0 ? SNAP_EUNSUPPORTED : SNAP_OK;
+}
+
+/* The syscall file as the fields compared later, into seen[3..12). */
+static void pack(const snap__linux_syscall_t *sc, uint64_t *seen) {
+  seen[0] = (uint64_t)sc->nr;
+  for (int i = 0; i < 6; i++)
+    seen[1 + i] = sc->args[i];
+  seen[7] = sc->sp;
+  seen[8] = sc->pc;
+}
+
+static int tid_of(snap_thread_t thread) {
+  return thread == 0 || thread > 0x7fffffff ? 0 : (int)thread;
+}
+
+int snap__plat_blocked_regs(snap_thread_t thread, snap__plat_blocked_t *out) {
+#ifdef SNAP__NO_SYSCALL_INSN
+  (void)thread, (void)out, (void)k_syscall_insn;
+  return SNAP_EUNSUPPORTED;
+#else
+  int tid = tid_of(thread);
+  if (!tid)
+    return SNAP_ENOTHREAD;
+  memset(out, 0, sizeof *out);
+  int rc = schedstat(tid, out->seen);
+  if (rc != SNAP_OK)
+    return rc;
+  snap__linux_syscall_t sc;
+  if ((rc = snap__linux_syscall_read(tid, &sc)) != SNAP_OK)
+    return rc == SNAP_EIO ? SNAP_EBUSY : rc;
+  if (sc.state != SNAP__LINUX_SC_IN_SYSCALL)
+    return SNAP_EBUSY; /* running, or blocked at a fault: signal it */
+  unsigned char insn[sizeof k_syscall_insn];
+  if (sc.pc < sizeof insn ||
+      !snap__plat_read(sc.pc - sizeof insn, insn, sizeof insn) ||
+      memcmp(insn, k_syscall_insn, sizeof insn) != 0)
+    return SNAP_EBUSY; /* not our code (qemu-user's host thread) */
+  pack(&sc, out->seen + 3);
+  out->regs.pc = sc.pc;
+  out->regs.sp = sc.sp;
+  out->regs.fp = 0;
+  out->regs.lr = 0;
+  out->regs.lr_valid = false;
+  return SNAP_OK;
+#endif
+}
+
+int snap__plat_blocked_still(snap_thread_t thread,
+                             const snap__plat_blocked_t *b) {
+  int tid = tid_of(thread);
+  if (!tid)
+    return SNAP_ENOTHREAD;
+  snap__linux_syscall_t sc;
+  int rc = snap__linux_syscall_read(tid, &sc);
+  if (rc != SNAP_OK)
+    return rc == SNAP_EIO ? SNAP_EBUSY : rc;
+  uint64_t now[12];
+  pack(&sc, now + 3);
+  if (sc.state != SNAP__LINUX_SC_IN_SYSCALL ||
+      memcmp(now + 3, b->seen + 3, 9 * sizeof *now) != 0)
+    return SNAP_EBUSY;
+  /* Read last: the thread stayed off every CPU from the first read of
+     schedstat to this one, so nothing it did falls between them. */
+  if ((rc = schedstat(tid, now)) != SNAP_OK)
+    return rc == SNAP_EUNSUPPORTED ? SNAP_EBUSY : rc;
+  return memcmp(now, b->seen, 3 * sizeof *now) == 0 ? SNAP_OK : SNAP_EBUSY;
+}
