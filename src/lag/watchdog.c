@@ -95,6 +95,21 @@ static void perform(wd_t *w, snap__lag_step_t step, unsigned skip,
     w->next_check_ns = now + w->threshold_ns * step.check_in;
 }
 
+/* A sample of the main thread for the watched stretch, or NULL when the
+   stretch ended before the sample was known to be inside it: the loop may
+   go idle between the watchdog's look and the sample, and a stack taken
+   in the idle loop is not the lag's (m->error says why there is none). */
+static const snap_stack_t *sample_in_stretch(wd_t *w) {
+  const snap_stack_t *s = snap__main_sample(&w->main);
+  snap__loop_view_t v = snap__loop_read();
+  if (s && !(v.busy && v.seq == w->stretch.seq)) {
+    snap_stack_release(s);
+    s = NULL;
+    w->main.n = w->main.error = SNAP_EENDED;
+  }
+  return s;
+}
+
 /* Gives the lag's state machine event ev, with the facts it needs (a
    sample of the main thread where it compares stacks), and performs the
    actions it answers. busy: the stretch's busy time at the event. */
@@ -108,12 +123,12 @@ static void lag_event(wd_t *w, snap__lag_event_t ev, uint64_t now,
        debugger would stop on the sampling signal). */
     f.traced = snap__reports_muted(&w->src);
     if (!f.traced) {
-      main = snap__main_sample(&w->main);
+      main = sample_in_stretch(w);
       f.same_as_prev =
           reps->have_prev && snap__same_path(main, reps->prev.main_stack);
     }
   } else if (ev == SNAP__LAG_EV_RECHECK) {
-    main = snap__main_sample(&w->main);
+    main = sample_in_stretch(w);
     f.moved = main && !snap__same_path(main, reps->cur.main_stack);
   }
   perform(w, snap__lag_transition(&w->lag, ev, f), 0, main, now, busy);

@@ -391,10 +391,11 @@ static void test_unsampleable_main(void) {
   snap_lag_loop_busy();
   spin_ms(200);
   snap_lag_loop_idle();
-  /* Computing, not sleeping, until the watchdog stops: a thread asleep in
-     a system call is sampled without the signal (SNAP_CAPTURE_QUIET), so
-     a recheck landing just after the idle call would find its stack. */
-  spin_ms(100);
+  /* Asleep until the watchdog stops: sampled quietly, without the
+     signal (SNAP_CAPTURE_QUIET), so a re-check landing just after the
+     idle call finds the sleep's stack; the watchdog must not take it for
+     the lag's (it did, 3 of 4 runs). */
+  sleep_ms(100);
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   CHECK_EQ(snap_set_sample_timeout_ms(100), SNAP_OK);
