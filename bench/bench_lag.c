@@ -579,9 +579,15 @@ typedef struct lag_rec {
   unsigned threshold_ms;
   _Atomic int64_t start_unix_ms; /* just before busy (wall clock) */
   uint64_t t_busy, t_idle;       /* CLOCK_MONOTONIC, on the main thread */
-  thread_cpu_t wd_busy;          /* the watchdog's schedstat at t_busy */
+  thread_cpu_t wd_probe;         /* the watchdog's schedstat ... */
+  thread_cpu_t main_probe;       /* and the main thread's ... */
+  long long others_probe;        /* and the holder's + probe's wait_ns */
+  uint64_t t_probe;              /* ... read then, just before the deadline */
+  atomic_bool probe_done;
   _Atomic uint64_t first_ns;     /* first write of its report, 0: none */
   thread_cpu_t wd_first;         /* the watchdog's schedstat then */
+  thread_cpu_t main_first;       /* the main thread's */
+  long long others_first;        /* the holder's + probe's wait_ns */
   _Atomic uint64_t final_ns;     /* its final write, 0: none */
   char final_path[PATH_MAX];     /* written before final_ns is set */
   int64_t duration_ms;           /* parsed from the final file, -1: none */
@@ -602,6 +608,21 @@ static bool parse_report_name(const char *path, long long *start_ms,
     return false;
   *is_lag = strcmp(end, "-lag.json") == 0 || strcmp(end, "-hang.json") == 0;
   return true;
+}
+
+/* The bench's other threads that a whole-process dump samples: the
+   mutex holder and the probe (part 2). Their run-queue wait, summed. */
+static _Atomic int g_holder_tid, g_probe_tid;
+
+static long long others_wait_ns(void) {
+  long long sum = 0;
+  int tids[2] = {atomic_load(&g_holder_tid), atomic_load(&g_probe_tid)};
+  for (int i = 0; i < 2; i++) {
+    thread_cpu_t c;
+    if (tids[i] && read_thread_cpu(tids[i], &c))
+      sum += c.wait_ns;
+  }
+  return sum;
 }
 
 /* on_report_write: the first write of a lag's report is its detection;
@@ -637,6 +658,8 @@ static void on_write(const char *path, bool final, void *ctx) {
   if (atomic_load(&r->first_ns) == 0) {
     int tid = (int)gettid(); /* this is the watchdog thread */
     read_thread_cpu(tid, &r->wd_first);
+    read_thread_cpu((int)getpid(), &r->main_first);
+    r->others_first = others_wait_ns();
     atomic_store(&r->first_ns, t);
   }
   if (final && atomic_load(&r->final_ns) == 0) {
@@ -729,6 +752,7 @@ static _Atomic uint64_t g_hold_until; /* 0: quit */
 
 static void *holder_main(void *arg) {
   (void)arg;
+  atomic_store(&g_holder_tid, (int)gettid());
   for (;;) {
     while (sem_wait(&g_hold_go) != 0 && errno == EINTR)
       ;
@@ -742,6 +766,41 @@ static void *holder_main(void *arg) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
       ;
     pthread_mutex_unlock(&g_lock);
+  }
+}
+
+/* The probe: reads the watchdog thread's schedstat PROBE_EARLY before a
+   lag's detection deadline, so that what the watchdog did from then to
+   its first write (run on a CPU, wait on a run queue, or neither:
+   blocked or asleep) can be told apart. Its own thread, asleep until
+   then: the main thread is busy (or blocked) at that moment. It reads a
+   little early so as not to wake at the watchdog's own instant. */
+#define PROBE_EARLY (2 * MS)
+static sem_t g_probe_go;
+static _Atomic uint64_t g_probe_at; /* 0: quit */
+static _Atomic int g_probe_wd;      /* the watchdog's tid */
+static lag_rec_t *_Atomic g_probe_rec;
+
+static void *probe_main(void *arg) {
+  (void)arg;
+  atomic_store(&g_probe_tid, (int)gettid());
+  for (;;) {
+    while (sem_wait(&g_probe_go) != 0 && errno == EINTR)
+      ;
+    uint64_t at = atomic_load(&g_probe_at);
+    if (at == 0)
+      return NULL;
+    struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+      ;
+    lag_rec_t *r = atomic_load(&g_probe_rec);
+    int wd = atomic_load(&g_probe_wd);
+    if (wd && read_thread_cpu(wd, &r->wd_probe) &&
+        read_thread_cpu((int)getpid(), &r->main_probe)) {
+      r->others_probe = others_wait_ns();
+      r->t_probe = now_ns();
+      atomic_store(&r->probe_done, true);
+    }
   }
 }
 
@@ -809,6 +868,7 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
   atomic_store(&g_nrec, 0);
   start_watchdog(&cfg);
   int wd = watchdog_tid();
+  atomic_store(&g_probe_wd, wd);
   sleep_ns(200 * MS);
 
   uint64_t busy_ns = (uint64_t)threshold_ms * MS * 3 / 2;
@@ -824,8 +884,10 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
       while (sem_wait(&g_hold_held) != 0 && errno == EINTR)
         ;
     }
-    if (!wd || !read_thread_cpu(wd, &r->wd_busy))
-      r->wd_busy.ns = -1;
+    atomic_store(&g_probe_rec, r);
+    atomic_store(&g_probe_at,
+                 now_ns() + (uint64_t)threshold_ms * MS - PROBE_EARLY);
+    sem_post(&g_probe_go);
     atomic_store(&r->start_unix_ms, unix_ms());
     atomic_store(&g_nrec, i + 1);
     r->t_busy = now_ns();
@@ -893,10 +955,12 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
                   row->err_p99 <= GOAL_DURATION_ERR;
   }
 
-  /* The latest detections, for reading: how late past the threshold, and
-     how much of that the watchdog thread spent waiting for a CPU (its
-     run-queue wait, schedstat) and running (its CPU time) between the
-     busy start and its first write. */
+  /* For reading: how late past the threshold, and what the watchdog
+     thread did from the probe (PROBE_EARLY before the deadline) to its
+     first write: ran (CPU), waited for a CPU (run-queue wait), or neither
+     (blocked: I/O, fsync, a page fault, a sample it waited for; or
+     asleep). The three latest, and the sum over every lag later than the
+     goal. */
   int late[MAX_REC], nlate = 0;
   for (int i = 0; i < n; i++)
     if (atomic_load(&g_rec[i].first_ns))
@@ -909,25 +973,71 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
         late[a] = late[b];
         late[b] = t;
       }
-  printf("   threshold %u ms, %d lags: latest detections (late = latency - "
-         "threshold; watchdog between\n   busy start and first write: "
-         "run-queue wait, CPU)\n",
-         threshold_ms, n);
-  for (int a = 0; a < nlate && a < 3; a++) {
+  printf("   threshold %u ms, %d lags. Latest detections; late = latency - "
+         "threshold; from the probe\n   (%.0f ms before the deadline) to "
+         "the first write, the watchdog thread: waited for a CPU,\n   ran, "
+         "neither (blocked or asleep). Then the run-queue wait meanwhile "
+         "of the main\n   thread and of the bench's two other threads "
+         "(holder, probe): sampling a thread, alone or\n   in the dump, "
+         "waits until it runs its signal handler. In ms; probe at = when "
+         "the\n   probe read, from the deadline\n",
+         threshold_ms, n, (double)PROBE_EARLY / 1e6);
+  double sum_late = 0, sum_wait = 0, sum_cpu = 0, sum_other = 0,
+         sum_mwait = 0, sum_owait = 0;
+  int over = 0, over_probed = 0;
+  for (int a = 0; a < nlate; a++) {
     lag_rec_t *r = &g_rec[late[a]];
-    double lat_ms = (double)(r->first_ns - r->t_busy) / 1e6;
-    char wait_s[32] = "?", cpu_s[32] = "?";
-    if (r->wd_busy.ns >= 0 && r->wd_first.ns >= 0) {
-      snprintf(wait_s, sizeof wait_s, "%.1f",
-               (double)(r->wd_first.wait_ns - r->wd_busy.wait_ns) / 1e6);
-      snprintf(cpu_s, sizeof cpu_s, "%.1f",
-               (double)(r->wd_first.ns - r->wd_busy.ns) / 1e6);
+    double late_ms =
+        (double)(r->first_ns - r->t_busy) / 1e6 - (double)threshold_ms;
+    bool probed = atomic_load(&r->probe_done) && r->wd_first.ns >= 0 &&
+                  r->t_probe < r->first_ns;
+    double span = 0, wait = 0, cpu = 0, other = 0, probe_at = 0, mwait = 0,
+           owait = 0;
+    if (probed) {
+      span = (double)(r->first_ns - r->t_probe) / 1e6;
+      wait = (double)(r->wd_first.wait_ns - r->wd_probe.wait_ns) / 1e6;
+      cpu = (double)(r->wd_first.ns - r->wd_probe.ns) / 1e6;
+      other = span - wait - cpu;
+      mwait = (double)(r->main_first.wait_ns - r->main_probe.wait_ns) / 1e6;
+      owait = (double)(r->others_first - r->others_probe) / 1e6;
+      probe_at = (double)(r->t_probe - r->t_busy) / 1e6 - (double)threshold_ms;
     }
-    printf("     #%-3d %-7s late %+7.1f ms   run-queue wait %6s ms   CPU %6s "
-           "ms\n",
-           late[a], k_kind_names[r->kind], lat_ms - (double)threshold_ms,
-           wait_s, cpu_s);
+    if (late_ms > GOAL_LATE_MS) {
+      over++;
+      if (probed) {
+        over_probed++;
+        sum_late += span;
+        sum_wait += wait;
+        sum_cpu += cpu;
+        sum_other += other;
+        sum_mwait += mwait;
+        sum_owait += owait;
+      }
+    }
+    if (a >= 3)
+      continue;
+    if (probed)
+      printf("     #%-3d %-7s late %+6.1f | probe at %+5.1f, then %6.1f ms: "
+             "wait %5.1f, ran %4.1f, neither %5.1f | main %5.1f, others "
+             "%5.1f\n",
+             late[a], k_kind_names[r->kind], late_ms, probe_at, span, wait,
+             cpu, other, mwait, owait);
+    else
+      printf("     #%-3d %-7s late %+7.1f ms | (no probe reading before the "
+             "write)\n",
+             late[a], k_kind_names[r->kind], late_ms);
   }
+  if (over)
+    printf("     %d lag(s) later than threshold + %.0f ms; over the %d probed, "
+           "from probe to write\n     %.1f ms in all: waited for a CPU %.0f "
+           "%%, ran %.0f %%, neither %.0f %%;\n     the main thread "
+           "meanwhile waited for a CPU %.1f ms, the bench's other two "
+           "threads %.1f ms\n",
+           over, GOAL_LATE_MS, over_probed, sum_late,
+           sum_late > 0 ? 100 * sum_wait / sum_late : 0,
+           sum_late > 0 ? 100 * sum_cpu / sum_late : 0,
+           sum_late > 0 ? 100 * sum_other / sum_late : 0, sum_mwait,
+           sum_owait);
   for (int i = 0; i < n; i++)
     if (!atomic_load(&g_rec[i].first_ns))
       printf("     #%-3d %-7s NO report (busy %.1f ms)\n", i,
@@ -935,11 +1045,45 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
              (double)(g_rec[i].t_idle - g_rec[i].t_busy) / 1e6);
 }
 
+/* What writing a small report costs the disk under report_dir, the way
+   docs/lag.md says reports are written: a 4 KiB temporary file, fsync,
+   rename, fsync of the directory. Median and max of 20, in ms: a part of
+   a detection's latency that is neither CPU nor run-queue wait. */
+static void fsync_floor(double *med, double *mx) {
+  uint64_t v[20];
+  char tmp[PATH_MAX + 32], dst[PATH_MAX + 32], buf[4096];
+  memset(buf, 'x', sizeof buf);
+  snprintf(tmp, sizeof tmp, "%s/.floor.tmp", g_dir);
+  snprintf(dst, sizeof dst, "%s/floor.bin", g_dir);
+  int dfd = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int i = 0; i < 20; i++) {
+    uint64_t t0 = now_ns();
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      g_sink += (uint64_t)write(fd, buf, sizeof buf);
+      fsync(fd);
+      close(fd);
+      rename(tmp, dst);
+      if (dfd >= 0)
+        fsync(dfd);
+    }
+    v[i] = now_ns() - t0;
+  }
+  if (dfd >= 0)
+    close(dfd);
+  unlink(dst);
+  *med = (double)quantile(v, 20, 0.5) / 1e6;
+  *mx = (double)quantile(v, 20, 1.0) / 1e6;
+}
+
 static void part_detect(const params_t *p, variant_t *v) {
-  pthread_t holder;
+  pthread_t holder, probe;
   atomic_store(&g_hold_until, 1);
+  atomic_store(&g_probe_at, 1);
   if (sem_init(&g_hold_go, 0, 0) != 0 || sem_init(&g_hold_held, 0, 0) != 0 ||
-      pthread_create(&holder, NULL, holder_main, NULL) != 0) {
+      sem_init(&g_probe_go, 0, 0) != 0 ||
+      pthread_create(&holder, NULL, holder_main, NULL) != 0 ||
+      pthread_create(&probe, NULL, probe_main, NULL) != 0) {
     perror("bench_lag: holder");
     exit(1);
   }
@@ -949,12 +1093,21 @@ static void part_detect(const params_t *p, variant_t *v) {
          "another thread holds. latency = first\n   on_report_write - busy "
          "start; duration error = final report's duration_ms vs the\n   "
          "busy time measured on the main thread (busy -> idle)\n");
+  double fs_med, fs_max;
+  fsync_floor(&fs_med, &fs_max);
+  printf("   a 4 KiB write + fsync + rename + directory fsync in report_dir: "
+         "median %.2f ms, max %.2f ms (of 20)\n",
+         fs_med, fs_max);
   v->nrows = 0;
   for (int t = 0; t < N_THRESHOLDS; t++)
     detect_threshold(k_thresholds[t], p->lags[v->hogs > 0][t], v);
   atomic_store(&g_hold_until, 0);
   sem_post(&g_hold_go);
   pthread_join(holder, NULL);
+  atomic_store(&g_probe_at, 0);
+  sem_post(&g_probe_go);
+  pthread_join(probe, NULL);
+  sem_destroy(&g_probe_go);
   sem_destroy(&g_hold_go);
   sem_destroy(&g_hold_held);
 
