@@ -90,21 +90,21 @@
 #include "stacksnap.h"
 
 #define MS ((uint64_t)1000000)
-#define GOAL_LATE_MS 20.0      /* detection <= threshold + this, p99 */
-#define GOAL_DURATION_ERR 2.0  /* |reported - true| / true, %, p99 */
-#define GOAL_CPU_BUSY 0.3      /* % of one core, 50 ms sampling, busy loop */
-#define GOAL_CPU_IDLE 0.1      /* % of one core, 60 fps idle loop */
-#define GOAL_CPU_PERCENT 0.3   /* part 4: the GLib loop (defaults) */
+#define GOAL_LATE_MS 20.0     /* detection <= threshold + this, p99 */
+#define GOAL_DURATION_ERR 2.0 /* |reported - true| / true, %, p99 */
+#define GOAL_CPU_BUSY 0.3     /* % of one core, 50 ms sampling, busy loop */
+#define GOAL_CPU_IDLE 0.1     /* % of one core, 60 fps idle loop */
+#define GOAL_CPU_PERCENT 0.3  /* part 4: the GLib loop (defaults) */
 #define GLIB_CHILD_FLAG "--glib-child"
 #define N_THRESHOLDS 3
 enum { K_COMPUTE, K_BLOCKED, K_KINDS };
 
 typedef struct params {
   bool quick;
-  int repeats;       /* part 1: interleaved repeats of the tight loop */
-  long pairs;        /* part 1: pairs per repeat */
-  int short_iters;   /* part 1: iterations with a 1 ms sleep */
-  int park_iters;    /* part 1: iterations with a 100 ms sleep */
+  int repeats;     /* part 1: interleaved repeats of the tight loop */
+  long pairs;      /* part 1: pairs per repeat */
+  int short_iters; /* part 1: iterations with a 1 ms sleep */
+  int park_iters;  /* part 1: iterations with a 100 ms sleep */
   /* part 2: lags per [saturated][threshold 300 ms, 1 s, 5 s][kind] */
   int lags[2][N_THRESHOLDS][K_KINDS];
   unsigned cpu_ms;     /* part 3: measured milliseconds per loop */
@@ -113,13 +113,13 @@ typedef struct params {
 } params_t;
 
 static const params_t k_full = {
-    false, 11, 1000000, 2000, 30,
-    {{{48, 16}, {8, 4}, {3, 0}}, {{48, 16}, {8, 4}, {3, 0}}},
-    6000, 5, 4};
+    false, 11, 1000000,
+    2000,  30, {{{48, 16}, {8, 4}, {3, 0}}, {{48, 16}, {8, 4}, {3, 0}}},
+    6000,  5,  4};
 static const params_t k_quick = {
-    true, 5, 200000, 400, 10,
-    {{{6, 3}, {1, 1}, {1, 0}}, {{6, 3}, {1, 1}, {0, 0}}},
-    1500, 1, 4};
+    true, 5,  200000,
+    400,  10, {{{6, 3}, {1, 1}, {1, 0}}, {{6, 3}, {1, 1}, {0, 0}}},
+    1500, 1,  4};
 
 static char g_dir[PATH_MAX]; /* the report directory (mkdtemp) */
 static volatile uint64_t g_sink;
@@ -584,13 +584,13 @@ typedef struct lag_rec {
   long long others_probe;        /* and the holder's + probe's wait_ns */
   uint64_t t_probe;              /* ... read then, just before the deadline */
   atomic_bool probe_done;
-  _Atomic uint64_t first_ns;     /* first write of its report, 0: none */
-  thread_cpu_t wd_first;         /* the watchdog's schedstat then */
-  thread_cpu_t main_first;       /* the main thread's */
-  long long others_first;        /* the holder's + probe's wait_ns */
-  _Atomic uint64_t final_ns;     /* its final write, 0: none */
-  char final_path[PATH_MAX];     /* written before final_ns is set */
-  int64_t duration_ms;           /* parsed from the final file, -1: none */
+  _Atomic uint64_t first_ns; /* first write of its report, 0: none */
+  thread_cpu_t wd_first;     /* the watchdog's schedstat then */
+  thread_cpu_t main_first;   /* the main thread's */
+  long long others_first;    /* the holder's + probe's wait_ns */
+  _Atomic uint64_t final_ns; /* its final write, 0: none */
+  char final_path[PATH_MAX]; /* written before final_ns is set */
+  int64_t duration_ms;       /* parsed from the final file, -1: none */
 } lag_rec_t;
 
 static lag_rec_t g_rec[MAX_REC];
@@ -822,7 +822,7 @@ typedef struct variant {
   double cpu_sampling, cpu_fps, floor_sampling, floor_fps; /* % of a core */
   double wakes_sampling, wakes_fps;
   double fwakes_sampling, fwakes_fps; /* the floor's */
-  double schedstat_us;  /* one open + read + close of a schedstat file */
+  double schedstat_us;       /* one open + read + close of a schedstat file */
   double schedstat_pread_us; /* one pread of it, kept open */
   int reports_sampling, reports_fps;
   bool cpu_ok;
@@ -973,17 +973,9 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
         late[a] = late[b];
         late[b] = t;
       }
-  printf("   threshold %u ms, %d lags. Latest detections; late = latency - "
-         "threshold; from the probe\n   (%.0f ms before the deadline) to "
-         "the first write, the watchdog thread: waited for a CPU,\n   ran, "
-         "neither (blocked or asleep). Then the run-queue wait meanwhile "
-         "of the main\n   thread and of the bench's two other threads "
-         "(holder, probe): sampling a thread, alone or\n   in the dump, "
-         "waits until it runs its signal handler. In ms; probe at = when "
-         "the\n   probe read, from the deadline\n",
-         threshold_ms, n, (double)PROBE_EARLY / 1e6);
-  double sum_late = 0, sum_wait = 0, sum_cpu = 0, sum_other = 0,
-         sum_mwait = 0, sum_owait = 0;
+  printf("   threshold %u ms, %d lags: latest detections\n", threshold_ms, n);
+  double sum_late = 0, sum_wait = 0, sum_cpu = 0, sum_other = 0, sum_mwait = 0,
+         sum_owait = 0;
   int over = 0, over_probed = 0;
   for (int a = 0; a < nlate; a++) {
     lag_rec_t *r = &g_rec[late[a]];
@@ -1020,8 +1012,8 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
       printf("     #%-3d %-7s late %+6.1f | probe at %+5.1f, then %6.1f ms: "
              "wait %5.1f, ran %4.1f, neither %5.1f | main %5.1f, others "
              "%5.1f\n",
-             late[a], k_kind_names[r->kind], late_ms, probe_at, span, wait,
-             cpu, other, mwait, owait);
+             late[a], k_kind_names[r->kind], late_ms, probe_at, span, wait, cpu,
+             other, mwait, owait);
     else
       printf("     #%-3d %-7s late %+7.1f ms | (no probe reading before the "
              "write)\n",
@@ -1036,8 +1028,7 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
            over, GOAL_LATE_MS, over_probed, sum_late,
            sum_late > 0 ? 100 * sum_wait / sum_late : 0,
            sum_late > 0 ? 100 * sum_cpu / sum_late : 0,
-           sum_late > 0 ? 100 * sum_other / sum_late : 0, sum_mwait,
-           sum_owait);
+           sum_late > 0 ? 100 * sum_other / sum_late : 0, sum_mwait, sum_owait);
   for (int i = 0; i < n; i++)
     if (!atomic_load(&g_rec[i].first_ns))
       printf("     #%-3d %-7s NO report (busy %.1f ms)\n", i,
@@ -1092,7 +1083,16 @@ static void part_detect(const params_t *p, variant_t *v) {
          "spins; mutex = it waits\n   in pthread_mutex_lock on a mutex "
          "another thread holds. latency = first\n   on_report_write - busy "
          "start; duration error = final report's duration_ms vs the\n   "
-         "busy time measured on the main thread (busy -> idle)\n");
+         "busy time measured on the main thread (busy -> idle).\n"
+         "   Per threshold, its latest detections: late = latency - "
+         "threshold; from the probe\n   (%.0f ms before the deadline) to "
+         "the first write, the watchdog thread: waited for a\n   CPU, ran, "
+         "neither (blocked or asleep); then the run-queue wait meanwhile of "
+         "the main\n   thread and of the bench's two other threads (holder, "
+         "probe): sampling a thread, alone\n   or in the dump, waits until "
+         "it runs its signal handler. In ms; probe at = when the\n   probe "
+         "read, from the deadline\n",
+         (double)PROBE_EARLY / 1e6);
   double fs_med, fs_max;
   fsync_floor(&fs_med, &fs_max);
   printf("   a 4 KiB write + fsync + rename + directory fsync in report_dir: "
@@ -1254,9 +1254,9 @@ static void part_cpu(const params_t *p, variant_t *v) {
   cpu_loop(true, p->cpu_ms, &v->cpu_fps, &v->floor_fps, &v->wakes_fps,
            &v->fwakes_fps, &v->reports_fps);
   schedstat_read_us(&v->schedstat_us, &v->schedstat_pread_us);
-  printf("   %-36s %9s %7s %7s | %9s %7s %7s | %7s %5s\n", "loop",
-         "watchdog", "wakes/s", "us/wake", "floor", "wakes/s", "us/wake",
-         "reports", "goal");
+  printf("   %-36s %9s %7s %7s | %9s %7s %7s | %7s %5s\n", "loop", "watchdog",
+         "wakes/s", "us/wake", "floor", "wakes/s", "us/wake", "reports",
+         "goal");
   bool g1 = v->cpu_sampling >= 0 && v->cpu_sampling <= GOAL_CPU_BUSY;
   bool g2 = v->cpu_fps >= 0 && v->cpu_fps <= GOAL_CPU_IDLE;
   const struct {
@@ -1267,9 +1267,8 @@ static void part_cpu(const params_t *p, variant_t *v) {
   } rows[2] = {{"40 ms busy / 10 ms idle (sampling)", v->cpu_sampling,
                 v->wakes_sampling, v->floor_sampling, v->fwakes_sampling,
                 v->reports_sampling, g1},
-               {"60 fps, 1 ms busy per 16.7 ms frame", v->cpu_fps,
-                v->wakes_fps, v->floor_fps, v->fwakes_fps, v->reports_fps,
-                g2}};
+               {"60 fps, 1 ms busy per 16.7 ms frame", v->cpu_fps, v->wakes_fps,
+                v->floor_fps, v->fwakes_fps, v->reports_fps, g2}};
   for (int i = 0; i < 2; i++)
     printf("   %-36s %8.3f%% %7.1f %7.1f | %8.3f%% %7.1f %7.1f | %7d %5s\n",
            rows[i].name, rows[i].pct, rows[i].wakes,
@@ -1461,7 +1460,8 @@ static void run_phase(const char *self, phase_t *ph, unsigned secs,
 #endif
 
 static void part4(const params_t *p) {
-  printf("4. Overhead [quiet]: a GLib loop, a 5 ms timeout (200 Hz) doing ~2 ms of "
+  printf("4. Overhead [quiet]: a GLib loop, a 5 ms timeout (200 Hz) doing ~2 "
+         "ms of "
          "work, watchdog on vs off\n");
 #if !HAVE_GLIB
   (void)p;
@@ -1612,8 +1612,7 @@ static void summary(const variant_t *v, int nv) {
     printf("   watchdog CPU, 60 fps idle loop: %.3f %% of a core (goal <= "
            "%.1f) %s\n",
            v[i].cpu_fps, GOAL_CPU_IDLE,
-           v[i].cpu_fps >= 0 && v[i].cpu_fps <= GOAL_CPU_IDLE ? "met"
-                                                              : "MISS");
+           v[i].cpu_fps >= 0 && v[i].cpu_fps <= GOAL_CPU_IDLE ? "met" : "MISS");
   }
 }
 
