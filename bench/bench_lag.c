@@ -585,6 +585,7 @@ typedef struct lag_rec {
   uint64_t t_probe;              /* ... read then, just before the deadline */
   atomic_bool probe_done;
   _Atomic uint64_t first_ns; /* first write of its report, 0: none */
+  long long name_off_ms;     /* its file name's start - start_unix_ms */
   thread_cpu_t wd_first;     /* the watchdog's schedstat then */
   thread_cpu_t main_first;   /* the main thread's */
   long long others_first;    /* the holder's + probe's wait_ns */
@@ -639,23 +640,20 @@ static void on_write(const char *path, bool final, void *ctx) {
     return;
   }
   atomic_fetch_add(&g_cb_lag_writes, 1);
+  /* The latest lag that began before the name's start (+ 50 ms of clock
+     slack): the name's start can be late (see name_off_ms), never early,
+     and the next lag begins only after this one's final write. */
   int n = atomic_load(&g_nrec), best = -1;
-  long long best_d = 200; /* ms */
-  for (int i = n - 1; i >= 0 && i >= n - 4; i--) {
-    long long d = start_ms - atomic_load(&g_rec[i].start_unix_ms);
-    if (d < 0)
-      d = -d;
-    if (d < best_d) {
-      best_d = d;
+  for (int i = n - 1; i >= 0 && best < 0; i--)
+    if (atomic_load(&g_rec[i].start_unix_ms) <= start_ms + 50)
       best = i;
-    }
-  }
   if (best < 0) {
     atomic_fetch_add(&g_cb_unmatched, 1);
     return;
   }
   lag_rec_t *r = &g_rec[best];
   if (atomic_load(&r->first_ns) == 0) {
+    r->name_off_ms = start_ms - atomic_load(&r->start_unix_ms);
     int tid = (int)gettid(); /* this is the watchdog thread */
     read_thread_cpu(tid, &r->wd_first);
     read_thread_cpu((int)getpid(), &r->main_first);
@@ -761,6 +759,9 @@ static void *holder_main(void *arg) {
       return NULL;
     pthread_mutex_lock(&g_lock);
     sem_post(&g_hold_held);
+    while (sem_wait(&g_hold_go) != 0 && errno == EINTR)
+      ; /* the main thread sets the deadline once the lock is held */
+    until = atomic_load(&g_hold_until);
     struct timespec ts = {(time_t)(until / 1000000000u),
                           (long)(until % 1000000000u)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -879,10 +880,11 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
     r->threshold_ms = threshold_ms;
     r->duration_ms = -1;
     if (r->kind == K_BLOCKED) {
-      atomic_store(&g_hold_until, now_ns() + busy_ns);
-      sem_post(&g_hold_go);
+      sem_post(&g_hold_go); /* take the lock */
       while (sem_wait(&g_hold_held) != 0 && errno == EINTR)
         ;
+      atomic_store(&g_hold_until, now_ns() + busy_ns);
+      sem_post(&g_hold_go); /* and keep it until then */
     }
     atomic_store(&g_probe_rec, r);
     atomic_store(&g_probe_at,
@@ -1029,6 +1031,27 @@ static void detect_threshold(unsigned threshold_ms, const int counts[K_KINDS],
            sum_late > 0 ? 100 * sum_wait / sum_late : 0,
            sum_late > 0 ? 100 * sum_cpu / sum_late : 0,
            sum_late > 0 ? 100 * sum_other / sum_late : 0, sum_mwait, sum_owait);
+  /* The report's start (its file name, start_unix_ms) against the busy
+     start read on the main thread (both wall clock): the watchdog derives
+     it when it opens the report. */
+  double off[MAX_REC];
+  int noff = 0;
+  for (int i = 0; i < n; i++)
+    if (atomic_load(&g_rec[i].first_ns))
+      off[noff++] = (double)g_rec[i].name_off_ms;
+  if (noff) {
+    double mn = off[0];
+    for (int i = 1; i < noff; i++)
+      mn = off[i] < mn ? off[i] : mn;
+    if (mn < 0)
+      mn = -mn;
+    for (int i = 0; i < noff; i++)
+      off[i] += mn; /* quantile_d takes values >= 0 */
+    printf("     report start_unix_ms - busy start (wall clock, ms): min "
+           "%+.0f, p50 %+.0f, max %+.0f\n",
+           quantile_d(off, noff, 0.0) - mn, quantile_d(off, noff, 0.5) - mn,
+           quantile_d(off, noff, 1.0) - mn);
+  }
   for (int i = 0; i < n; i++)
     if (!atomic_load(&g_rec[i].first_ns))
       printf("     #%-3d %-7s NO report (busy %.1f ms)\n", i,
