@@ -533,6 +533,9 @@ static void hogs_stop(void) {
 static void on_fatal_signal(int sig) {
   for (int i = 0; i < g_nhogs; i++)
     kill(g_hogs[i], SIGKILL);
+  for (int i = 0; i < g_nhogs; i++) /* kill and waitpid: async-signal-safe */
+    while (waitpid(g_hogs[i], NULL, 0) < 0 && errno == EINTR)
+      ;
   signal(sig, SIG_DFL);
   raise(sig);
 }
