@@ -38,9 +38,9 @@ int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
   }
   if (kp.kp_proc.p_stat == SZOMB)
     return SNAP_ENOTHREAD;
-  int n = snprintf(buf, size, "%lld.%06d",
-                   (long long)kp.kp_proc.p_starttime.tv_sec,
-                   (int)kp.kp_proc.p_starttime.tv_usec);
+  int n =
+      snprintf(buf, size, "%lld.%06d", (long long)kp.kp_proc.p_starttime.tv_sec,
+               (int)kp.kp_proc.p_starttime.tv_usec);
   if (n < 0 || (size_t)n >= size) {
     buf[0] = '\0';
     return SNAP_EINVAL;

@@ -80,8 +80,8 @@ int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
       (threads[0] == '1' || threads[0] == '0') && threads[1] == ' ')
     return SNAP_ENOTHREAD; /* exited, not yet reaped */
   char boot[64];
-  ssize_t bn =
-      snap__linux_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+  ssize_t bn = snap__linux_read_small("/proc/sys/kernel/random/boot_id", boot,
+                                      sizeof boot);
   if (bn <= 0)
     return SNAP_EIO;
   while (bn > 0 && (boot[bn - 1] == '\n' || boot[bn - 1] == ' '))
