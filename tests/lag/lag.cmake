@@ -12,6 +12,13 @@ if(SNAP_PLATFORM STREQUAL "linux")
   snap_test(test_lag_starved lag/test_lag_starved.c)
   set_tests_properties(test_lag_starved PROPERTIES RESOURCE_LOCK lag_processes)
 endif()
+# Issue 13 (item 5): a lag's final write that fails (a full tmpfs,
+# RLIMIT_FSIZE) is retried, and a restart finishes it: never left ongoing
+# by a live process. Linux: inotify, mount namespaces, RLIMIT_FSIZE.
+if(SNAP_PLATFORM STREQUAL "linux")
+  snap_test(test_lag_final_write lag/test_lag_final_write.c)
+  set_tests_properties(test_lag_final_write PROPERTIES RESOURCE_LOCK lag_processes)
+endif()
 # Issue 12: the lag's state machine, driven without threads or a clock.
 snap_test(test_lag_state lag/test_lag_state.c)
 
