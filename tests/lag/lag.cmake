@@ -38,6 +38,20 @@ add_test(NAME test_lag_kills
 set_tests_properties(test_lag_kills PROPERTIES TIMEOUT 600
                      RESOURCE_LOCK lag_processes)
 
+# Issue 13 (item 5): a start makes hang_killed only of a gone process's
+# report (a live one's is left alone; a zombie is gone). Linux: the test
+# reads the start token's oracle from /proc.
+if(SNAP_PLATFORM STREQUAL "linux")
+  add_executable(lag_holder lag/lag_holder.c)
+  target_compile_definitions(lag_holder PRIVATE _GNU_SOURCE)
+  target_link_libraries(lag_holder PRIVATE stacksnap_static ${CMAKE_DL_LIBS})
+  add_test(NAME test_lag_liveness
+    COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/liveness.py
+            $<TARGET_FILE:lag_holder> --run-with "${SNAP_RUN_WITH}")
+  set_tests_properties(test_lag_liveness PROPERTIES TIMEOUT 600
+                       RESOURCE_LOCK lag_processes)
+endif()
+
 # The demo's scenarios (demo/lag), each checked for exactly its reports.
 # nm of the target's binutils is the oracle for function sizes.
 # Linux: the demo (GLib, or its poll loop) and nm -S, which Apple's nm lacks.
