@@ -437,7 +437,9 @@ int main(void) {
   const fault_t fsize = {"RLIMIT_FSIZE", fsize_on, fsize_off};
   const fault_t full = {"full tmpfs", fill_on, fill_off};
   const fault_t *faults[2] = {&fsize, tmpfs ? &full : NULL};
-  if (!tmpfs)
+  if (tmpfs)
+    printf("test_lag_final_write: RLIMIT_FSIZE and a full 1 MiB tmpfs\n");
+  else
     printf("test_lag_final_write: no tmpfs of our own (%s): RLIMIT_FSIZE "
            "only\n",
            strerror(errno));
