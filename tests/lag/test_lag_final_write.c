@@ -26,7 +26,9 @@
  *     same process: the report is finished (ongoing false, kind "lag"),
  *     not turned into hang_killed, one final callback;
  *  3. the previous lag's "repeats" rewrite (an annealed lag ended) fails:
- *     retried once space returns, the count not lost.
+ *     retried once space returns, the count not lost;
+ *  4. writes on the app's own thread past RLIMIT_FSIZE with SIGXFSZ at
+ *     its default (a child process): errors, never the app's death.
  * Busy work is CPU work or waiting for an event, never wall time.
  */
 #include <dirent.h>
@@ -42,6 +44,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -416,6 +419,57 @@ static void repeats_kept(const fault_t *f) {
   close(ino);
 }
 
+/* 4: the library's writes on the app's own threads (snap_lag_start's
+   hang_killed conversions, snap_print_callstack) past RLIMIT_FSIZE, with
+   SIGXFSZ at its default action (terminate): errors, the app lives. In a
+   child, so a failure is its death, not this test's. */
+static void app_thread_writes(void) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/xfsz", g_root);
+  CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+  /* A report of an older version left ongoing: converted at start. */
+  char path[600];
+  snprintf(path, sizeof path, "%s/1000-lag.json", dir);
+  FILE *fp = fopen(path, "w");
+  if (fp) {
+    fprintf(fp, "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"lag\","
+                "\"ongoing\":true,\n\"pid\":1,\n\"note\":\"");
+    for (int i = 0; i < 600; i++)
+      fputc('x', fp);
+    fputs("\"}\n", fp);
+    fclose(fp);
+  }
+  snprintf(path, sizeof path, "%s/printed", dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(60); /* a hang fails the test, not the suite */
+    signal(SIGXFSZ, SIG_DFL);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    struct rlimit r = {256, RLIM_INFINITY};
+    if (fd < 0 || getrlimit(RLIMIT_FSIZE, &r) != 0)
+      _exit(10);
+    r.rlim_cur = 256;
+    if (setrlimit(RLIMIT_FSIZE, &r) != 0)
+      _exit(11);
+    for (int i = 0; i < 4; i++) /* the file grows past the limit */
+      if (snap_print_callstack(fd, 64, 0) == SNAP_EIO)
+        break;
+    snap_lag_config_t c;
+    snap_lag_config_default(&c);
+    c.report_dir = dir;
+    int rc = snap_lag_start(&c); /* the conversion fails: EFBIG */
+    if (rc == SNAP_OK)
+      snap_lag_stop();
+    _exit(rc == SNAP_OK || rc == SNAP_EIO ? 0 : 12);
+  }
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "writes past RLIMIT_FSIZE on the app's thread: the child %s %d",
+        WIFSIGNALED(status) ? "was killed by signal" : "exited with",
+        WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
 /* A 1 MiB tmpfs at g_root, in a mount namespace of this process's own
    (it goes with the process). Before any thread exists. */
 static bool own_tmpfs(void) {
@@ -443,6 +497,7 @@ int main(void) {
     printf("test_lag_final_write: no tmpfs of our own (%s): RLIMIT_FSIZE "
            "only\n",
            strerror(errno));
+  app_thread_writes();
   for (int i = 0; i < 2; i++) {
     if (!faults[i])
       continue;
