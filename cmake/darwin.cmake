@@ -31,6 +31,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/lock.c
   src/platform/darwin/thread_info.c
   src/platform/darwin/blocked_regs.c
+  src/platform/darwin/process_start.c
   src/platform/darwin/runloop.c
   src/platform/darwin/runloop_nesting.c
   src/platform/darwin/compact_unwind.c

@@ -295,11 +295,15 @@ typedef struct snap__lag_store {
   void (*on_report)(const char *path, void *ctx);
   void (*on_report_write)(const char *path, bool final, void *ctx);
   void *ctx;
-  unsigned dropped; /* new reports refused by the daily cap */
+  unsigned dropped;   /* new reports refused by the daily cap */
+  int64_t pid;        /* this process, as its reports name it ... */
+  char pid_start[64]; /* ... and its start token ("" unknown); set by open */
 } snap__lag_store_t;
 
 /* Creates the directory, removes temporary files, applies retention, turns
-   ongoing reports into hang_killed ones. SNAP_OK, SNAP_EIO. */
+   ongoing reports whose process is gone into hang_killed ones and
+   finishes (ongoing false) this process's own; a live process's are left
+   alone. SNAP_OK, SNAP_EIO. */
 int snap__lag_store_open(snap__lag_store_t *st);
 /* Writes a new report (file name from start and kind into name[64]).
    final: no rewrite will follow (the callbacks are told). SNAP_OK;
@@ -451,6 +455,12 @@ typedef struct snap__lag_reports {
   bool have_prev;
   snap__lag_report_t prev;
   char prev_name[64];
+  /* prev's file lacks its latest content: its final write or a repeats
+     rewrite failed (a full disk). snap__lag_reports_retry writes it again,
+     backing off, until it lands. */
+  bool prev_unsaved;
+  bool prev_final_told; /* prev's final write landed (callbacks told) */
+  uint64_t retry_ns, retry_gap_ns; /* the next retry; the gap after it */
 } snap__lag_reports_t;
 
 /* Reports are muted while a debugger traces the process (unless
@@ -465,6 +475,14 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
                             const snap__report_src_t *src, unsigned actions,
                             snap__lag_kind_t kind, const snap_stack_t *main,
                             uint64_t busy_ns);
+/* Writes the previous lag's report again if its last write failed and a
+   retry is due at now (or at once: `force`, for the stop). Returns when
+   the next retry is due, UINT64_MAX when none is: the watchdog wakes for
+   it (a parked watchdog too). The final callbacks fire when the final
+   write lands, once. */
+uint64_t snap__lag_reports_retry(snap__lag_reports_t *reps,
+                                 const snap__report_src_t *src, uint64_t now,
+                                 bool force);
 void snap__lag_reports_clear(snap__lag_reports_t *reps);
 
 /* ---- The CPU trigger (cpu_trigger.c) ------------------------------------- */

@@ -10,11 +10,26 @@
  * text (report_json.c) or name and replace files (report_store.c).
  * Stacks come from main_sample.c and thread_dump.c, named only once every
  * sampled thread runs again.
+ *
+ * A write can fail (a full disk). The current lag's rewrites need no
+ * retry: the next update writes its content anyway. Its final write does
+ * (a report left "ongoing" would read as killed), and so does a repeats
+ * rewrite of the previous lag (its count would be lost): both are the
+ * previous report's, which stays "unsaved" and is written again at the
+ * watchdog's wakes (snap__lag_reports_retry), RETRY_FIRST_NS after the
+ * failure, then twice as far apart up to RETRY_MAX_NS (a full disk is not
+ * written to in a loop), and once more at stop. Its final callbacks fire
+ * when that write lands. Only one report can wait so: when another lag
+ * ends and takes its place, it gets one last try; should that fail too,
+ * the next start of this process finishes it (report_store.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "lag/lag.h"
+
+#define RETRY_FIRST_NS (250 * SNAP__MS)
+#define RETRY_MAX_NS (4000 * SNAP__MS)
 
 bool snap__reports_muted(const snap__report_src_t *src) {
   return !src->report_when_traced && snap__plat_is_traced();
@@ -99,6 +114,40 @@ static int write_report(const snap__report_src_t *src, snap__lag_report_t *r,
   return rc;
 }
 
+/* Writes the previous report again: its final write until one lands.
+   True when it is saved. */
+static bool save_prev(snap__lag_reports_t *reps,
+                      const snap__report_src_t *src) {
+  if (write_report(src, &reps->prev, reps->prev_name, false,
+                   !reps->prev_final_told) != SNAP_OK)
+    return false;
+  reps->prev_unsaved = false;
+  reps->prev_final_told = true;
+  return true;
+}
+
+/* The previous report has just become unsaved: the first retry soon. */
+static void retry_soon(snap__lag_reports_t *reps) {
+  reps->retry_gap_ns = RETRY_FIRST_NS;
+  reps->retry_ns = snap__plat_now_ns() + RETRY_FIRST_NS;
+}
+
+uint64_t snap__lag_reports_retry(snap__lag_reports_t *reps,
+                                 const snap__report_src_t *src, uint64_t now,
+                                 bool force) {
+  if (!reps->have_prev || !reps->prev_unsaved)
+    return UINT64_MAX;
+  if (!force && now < reps->retry_ns)
+    return reps->retry_ns;
+  if (save_prev(reps, src))
+    return UINT64_MAX;
+  reps->retry_gap_ns = reps->retry_gap_ns * 2 < RETRY_MAX_NS
+                           ? reps->retry_gap_ns * 2
+                           : RETRY_MAX_NS;
+  reps->retry_ns = now + reps->retry_gap_ns;
+  return reps->retry_ns;
+}
+
 /* A new report for the stretch that outlived the threshold. A main thread
    that cannot be sampled still lags: the report says why its stack is
    missing. */
@@ -145,21 +194,32 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
                       false);
     reps->written_ns = snap__plat_now_ns();
   }
+  bool final_failed = false;
   if (a & SNAP__LAG_DO_WRITE_FINAL) {
     r->ongoing = false;
-    write_report(src, r, reps->cur_name, false, true);
+    final_failed = write_report(src, r, reps->cur_name, false, true) != SNAP_OK;
   }
   if (a & SNAP__LAG_DO_REPEAT && reps->have_prev) {
     reps->prev.repeats++;
     reps->prev.updated_unix_ms = snap__plat_unix_ms();
-    /* Only its repeat count changes: its final write has been told. */
-    write_report(src, &reps->prev, reps->prev_name, false, false);
+    /* Only its repeat count changes (this write is final only if its own
+       final write is still due). Failed: retried, the count not lost. */
+    bool was_unsaved = reps->prev_unsaved;
+    reps->prev_unsaved = true;
+    if (!save_prev(reps, src) && !was_unsaved)
+      retry_soon(reps);
   }
   if (a & SNAP__LAG_DO_KEEP) {
+    if (reps->have_prev && reps->prev_unsaved)
+      save_prev(reps, src); /* a last try: its place is taken */
     snap__lag_report_clear(&reps->prev);
     reps->prev = *r;
     memcpy(reps->prev_name, reps->cur_name, sizeof reps->prev_name);
     reps->have_prev = true;
+    reps->prev_unsaved = final_failed;
+    reps->prev_final_told = !final_failed;
+    if (final_failed)
+      retry_soon(reps);
     memset(r, 0, sizeof *r);
   }
   if (a & SNAP__LAG_DO_DISCARD)
@@ -172,6 +232,7 @@ void snap__lag_reports_clear(snap__lag_reports_t *reps) {
   snap__lag_report_clear(&reps->cur);
   snap__lag_report_clear(&reps->prev);
   reps->have_prev = false;
+  reps->prev_unsaved = false;
 }
 
 /* Main thread above cpu_percent of a core over the window. */

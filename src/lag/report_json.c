@@ -173,7 +173,15 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   printf_(&b, ",\n\"updated_unix_ms\":%" PRId64, r->updated_unix_ms);
   printf_(&b, ",\n\"duration_ms\":%" PRIu64, r->duration_ms);
   printf_(&b, ",\n\"threshold_ms\":%u", r->threshold_ms);
-  printf_(&b, ",\n\"pid\":%" PRId64, (int64_t)snap__plat_process_id());
+  int64_t pid = snap__plat_process_id();
+  printf_(&b, ",\n\"pid\":%" PRId64, pid);
+  /* Which process that pid is (a later start tells a live writer from a
+     dead one by it); left out when the OS does not say. */
+  char start[64];
+  if (snap__plat_process_start(pid, start, sizeof start) == SNAP_OK) {
+    puts_(&b, ",\n\"pid_start\":");
+    json_string(&b, start);
+  }
   printf_(&b, ",\n\"repeats\":%u", r->repeats);
   printf_(&b,
           ",\n\"main_thread\":{\"tid\":%" PRIu64 ",\"cpu_ms\":%" PRId64

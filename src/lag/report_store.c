@@ -12,6 +12,15 @@
  * written "ongoing" and rewritten as the lag goes on; a process killed
  * during a lag therefore leaves an ongoing report, which the next start
  * turns into a "hang_killed" one: the same content, kind and flag changed.
+ * But an ongoing report is not always a dead process's: another live
+ * process may share the directory, and a final write that failed (a full
+ * disk) leaves a finished lag ongoing. So the start asks the report's
+ * writer ("pid" and "pid_start", which tells a live process from a dead
+ * one whose pid was reused): alive, or unknown, the report is left alone;
+ * this very process (a previous watchdog, stopped with its final write
+ * still failing), it is finished (the flag turned false); gone, it becomes
+ * hang_killed. Reports without "pid_start" (older versions) are judged as
+ * before: gone.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -116,8 +125,47 @@ static bool listed(const names_t *ns, int64_t ms, snap__lag_kind_t kind) {
   return false;
 }
 
-/* An ongoing report becomes "<start>-hang_killed.json": its text with the
-   prefix swapped, so the stacks and duration of its last update stay. */
+/* The value of top-level field `key` in a report's text, or NULL. The
+   writer puts every top-level field at the start of a line, and a newline
+   inside a string is always escaped, so "\n\"key\":" is found nowhere
+   else. */
+static const char *top_field(const char *text, const char *key) {
+  char pat[40];
+  int n = snprintf(pat, sizeof pat, "\n\"%s\":", key);
+  const char *p = n > 0 && (size_t)n < sizeof pat ? strstr(text, pat) : NULL;
+  return p ? p + n : NULL;
+}
+
+/* Who wrote an ongoing report, as far as a start can tell. */
+typedef enum writer { WRITER_GONE, WRITER_ALIVE, WRITER_US } writer_t;
+
+static writer_t writer_of(const snap__lag_store_t *st, const char *text) {
+  const char *p = top_field(text, "pid");
+  const char *s = top_field(text, "pid_start");
+  if (!p || !s || *s != '"')
+    return WRITER_GONE; /* no way to tell: judged as before the field */
+  char *end;
+  long long pid = strtoll(p, &end, 10);
+  size_t tn = strcspn(s + 1, "\"\n");
+  if (end == p || pid <= 0 || s[1 + tn] != '"' || tn >= 64)
+    return WRITER_GONE;
+  char token[64], now[64];
+  memcpy(token, s + 1, tn);
+  token[tn] = '\0';
+  if (pid == st->pid && st->pid_start[0] && strcmp(token, st->pid_start) == 0)
+    return WRITER_US;
+  int rc = snap__plat_process_start(pid, now, sizeof now);
+  if (rc == SNAP_OK)
+    return strcmp(now, token) == 0 ? WRITER_ALIVE : WRITER_GONE; /* reused */
+  /* Cannot tell (the OS hides it): never call a live process killed. */
+  return rc == SNAP_ENOTHREAD ? WRITER_GONE : WRITER_ALIVE;
+}
+
+/* An ongoing report whose writer is gone becomes
+   "<start>-hang_killed.json"; one of this process's (a previous watchdog
+   whose final write failed) is finished: ongoing false, kind kept. Its
+   text keeps all but the prefix, so the stacks and duration of its last
+   write stay. A live writer's report is left alone. */
 static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
                     snap__lag_kind_t kind) {
   char *text;
@@ -128,19 +176,24 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
   char was[128], now[128];
   snap__lag_json_prefix(was, sizeof was, kind, true);
   size_t wl = strlen(was);
-  if (n >= wl && memcmp(text, was, wl) == 0) {
-    int nl =
-        snap__lag_json_prefix(now, sizeof now, SNAP__KIND_HANG_KILLED, false);
+  writer_t writer = WRITER_ALIVE;
+  if (n >= wl && memcmp(text, was, wl) == 0)
+    writer = writer_of(st, text);
+  if (writer != WRITER_ALIVE) {
+    snap__lag_kind_t to_kind =
+        writer == WRITER_US ? kind : SNAP__KIND_HANG_KILLED;
+    int nl = snap__lag_json_prefix(now, sizeof now, to_kind, false);
     size_t out_n = (size_t)nl + (n - wl);
     char *out = malloc(out_n);
     if (out) {
       memcpy(out, now, (size_t)nl);
       memcpy(out + nl, text + wl, n - wl);
       char to[64];
-      make_name(to, ms, SNAP__KIND_HANG_KILLED);
+      make_name(to, ms, to_kind);
       if (snap__plat_file_replace(st->dir, to, out, out_n) == SNAP_OK) {
-        snap__plat_file_remove(st->dir, name);
-        announce(st, to, true); /* a killed lag's report: nothing follows */
+        if (strcmp(to, name) != 0)
+          snap__plat_file_remove(st->dir, name);
+        announce(st, to, true); /* nothing follows either */
       }
       free(out);
     }
@@ -168,6 +221,10 @@ int snap__lag_store_open(snap__lag_store_t *st) {
     return rc == SNAP_ENOMEM ? rc : SNAP_EIO;
   }
   int64_t now = snap__plat_unix_ms();
+  st->pid = snap__plat_process_id();
+  if (snap__plat_process_start(st->pid, st->pid_start, sizeof st->pid_start) !=
+      SNAP_OK)
+    st->pid_start[0] = '\0';
   for (size_t i = 0; i < ns.n; i++) {
     const char *name = ns.v[i];
     int64_t ms;

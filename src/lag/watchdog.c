@@ -13,10 +13,12 @@
  *
  * The thread's life is a loop of one decision and one sleep:
  *  - loop idle and no busy call since the last wake: park (no wakeups until
- *    the next busy call posts, or the CPU window ends);
+ *    the next busy call posts, the CPU window ends, or a failed report
+ *    write is due again);
  *  - otherwise sleep until the earliest of: the next point sample, the
  *    moment the busy stretch would become a lag, the next re-check of an
- *    ongoing lag, the next tick (to see the lag end), the CPU window's end.
+ *    ongoing lag, the next tick (to see the lag end), the CPU window's end,
+ *    the retry of a report whose write failed (report.c).
  * Detection is therefore on time (a deadline computed from when the stretch
  * began), not up to a polling period late.
  *
@@ -386,6 +388,10 @@ static void run(void *arg) {
     if (v.busy && v.seq == w->stretch.seq) /* the watched stretch */
       next = watch_stretch(w, &now);
     next = min_u64(next, check_cpu(w, now));
+    /* A report whose last write failed: retried, and the wake (or park)
+       bounded by when. */
+    next = min_u64(next,
+                   snap__lag_reports_retry(&w->reports, &w->src, now, false));
     sleep_until(w, &v, next);
   }
   /* Stopping: one last look (a lag that ended since the last wake, or
@@ -399,6 +405,7 @@ static void run(void *arg) {
     lag_event(w, SNAP__LAG_EV_STOP, end,
               snap__stretch_busy_ns(&w->stretch, end));
   }
+  snap__lag_reports_retry(&w->reports, &w->src, snap__plat_now_ns(), true);
 }
 
 /* ---- Start and stop ------------------------------------------------------ */

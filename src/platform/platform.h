@@ -404,6 +404,17 @@ bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size);
 bool snap__plat_is_traced(void);
 /* The process id (written into reports). */
 int64_t snap__plat_process_id(void);
+/* A token that tells process `pid` from every other process that had or
+   will have that pid (pids are reused), into buf (NUL-terminated; 64 bytes
+   are enough): written beside the pid into reports, so a later start can
+   tell a live writer from a dead one. Compare tokens for equality only.
+   Linux: the boot id and the start time in clock ticks since boot
+   (/proc/<pid>/task/<pid>/stat field 22); Apple: sysctl(KERN_PROC_PID)'s
+   p_starttime. SNAP_OK; SNAP_ENOTHREAD when no such process runs (it never
+   did, it exited, or it is a zombie); another negative code when the OS
+   does not say (an Apple sandbox hiding other processes, /proc unreadable):
+   then nothing is known. [setup] */
+int snap__plat_process_start(int64_t pid, char *buf, size_t size);
 
 /* A joinable helper thread (the watchdog). */
 typedef struct snap__plat_thread {

@@ -22,6 +22,13 @@ endif()
 # looked (the loop may have run dozens of stretches meanwhile).
 snap_test(test_lag_end lag/test_lag_end.c)
 set_tests_properties(test_lag_end PROPERTIES RESOURCE_LOCK lag_processes)
+# Issue 13 (item 5): a lag's final write that fails (a full tmpfs,
+# RLIMIT_FSIZE) is retried, and a restart finishes it: never left ongoing
+# by a live process. Linux: inotify, mount namespaces, RLIMIT_FSIZE.
+if(SNAP_PLATFORM STREQUAL "linux")
+  snap_test(test_lag_final_write lag/test_lag_final_write.c)
+  set_tests_properties(test_lag_final_write PROPERTIES RESOURCE_LOCK lag_processes)
+endif()
 # Issue 12: the lag's state machine, driven without threads or a clock.
 snap_test(test_lag_state lag/test_lag_state.c)
 
@@ -67,6 +74,19 @@ if(SNAP_PLATFORM STREQUAL "linux")
   set_tests_properties(test_lag_split PROPERTIES TIMEOUT 300
                        RESOURCE_LOCK lag_processes)
 endif()
+# Issue 13 (item 5): a start makes hang_killed only of a gone process's
+# report (a live one's is left alone; a zombie is gone). Linux: the test
+# reads the start token's oracle from /proc.
+if(SNAP_PLATFORM STREQUAL "linux")
+  add_executable(lag_holder lag/lag_holder.c)
+  target_compile_definitions(lag_holder PRIVATE _GNU_SOURCE)
+  target_link_libraries(lag_holder PRIVATE stacksnap_static ${CMAKE_DL_LIBS})
+  add_test(NAME test_lag_liveness
+    COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lag/liveness.py
+            $<TARGET_FILE:lag_holder> --run-with "${SNAP_RUN_WITH}")
+  set_tests_properties(test_lag_liveness PROPERTIES TIMEOUT 600
+                       RESOURCE_LOCK lag_processes)
+endif()
 
 # The demo's scenarios (demo/lag), each checked for exactly its reports.
 # nm of the target's binutils is the oracle for function sizes.
@@ -98,7 +118,8 @@ endif()
 # devices, and every lag test must hold there too (issue 13).
 foreach(t test_lag_config test_annealing test_lag_starved test_lag_stopped
           test_lag_end test_lag_state test_lag_report_script test_lag_split
-          test_lag_kills test_lag_scenarios)
+          test_lag_final_write test_lag_liveness test_lag_kills
+          test_lag_scenarios)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY LABELS lag)
   endif()

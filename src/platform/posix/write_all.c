@@ -1,7 +1,7 @@
 /*
  * write_all.c — writing a whole buffer to a file descriptor, for debug
- * printing and report files, without ever raising SIGPIPE. POSIX only, so
- * both backends compile it.
+ * printing and report files, without ever raising SIGPIPE (or, on Linux,
+ * SIGXFSZ). POSIX only, so both backends compile it.
  *
  * A write to a pipe or socket whose reader is gone fails with EPIPE and
  * also raises SIGPIPE, whose default action kills the process: the app
@@ -15,11 +15,16 @@
  *      kernel's signal can only become pending on this thread. On EPIPE
  *      that pending signal is taken back (sigtimedwait, zero timeout)
  *      before the old mask returns. A SIGPIPE of the app's own that was
- *      already pending is left pending (see drop_our_sigpipe).
+ *      already pending is left pending (see drop_ours).
  *  Apple (xnu raises it for the whole process: psignal, not the thread, so
  *  a thread's mask cannot hold it back): the descriptor's own "no SIGPIPE"
  *  flag (fcntl F_SETNOSIGPIPE, fcntl(2)) is set for the write when it was
  *  not, and cleared afterwards.
+ *
+ * A write past the file size limit (RLIMIT_FSIZE) is the same case with
+ * SIGXFSZ on Linux (blocked and taken back alike). On Apple xnu sends
+ * SIGXFSZ to the process, and no flag holds it back: an app that sets a
+ * file size limit there ignores SIGXFSZ itself.
  *
  * Short writes and EINTR are retried; EPIPE and any other failure is
  * SNAP_EIO. Must not: buffer or allocate; change the caller's signal mask,
@@ -75,36 +80,48 @@ static int write_guarded(int fd, const char *p, size_t n) {
 
 #else
 
-/* Takes back the one SIGPIPE our failed write made pending on this thread.
-   Linux keeps a thread's pending signals apart from the process's, a
-   non-real-time signal pends once per queue (a second is dropped), and a
-   signal is taken from the thread's queue before the process's.
-   - Nothing pending before: the SIGPIPE pending now is ours: take it.
+/* Takes back the one signal (SIGPIPE, SIGXFSZ) our failed write made
+   pending on this thread. Linux keeps a thread's pending signals apart from
+   the process's, a non-real-time signal pends once per queue (a second is
+   dropped), and a signal is taken from the thread's queue before the
+   process's.
+   - Nothing pending before: the one pending now is ours: take it.
    - One pending before: if it was the process's, ours sits on the thread:
      taking one takes ours and the app's stays. If it was this thread's,
      ours merged with it and taking one took the app's: raise it again
      (on this thread, where it was). */
-static void drop_our_sigpipe(const sigset_t *pipe_set, bool pending_before) {
+static void drop_ours(int signo, bool pending_before) {
+  sigset_t set, pending;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
   const struct timespec now = {0, 0};
-  while (sigtimedwait(pipe_set, NULL, &now) < 0 && errno == EINTR) {
+  while (sigtimedwait(&set, NULL, &now) < 0 && errno == EINTR) {
   }
-  sigset_t pending;
   if (pending_before && sigpending(&pending) == 0 &&
-      !sigismember(&pending, SIGPIPE))
-    (void)pthread_kill(pthread_self(), SIGPIPE); /* blocked: stays pending */
+      !sigismember(&pending, signo))
+    (void)pthread_kill(pthread_self(), signo); /* blocked: stays pending */
 }
 
+/* SIGXFSZ is the same case as SIGPIPE: a write past RLIMIT_FSIZE fails
+   with EFBIG and the kernel sends SIGXFSZ to the writing thread
+   (generic_write_check_limits: send_sig to current), whose default action
+   kills the process. A report or a printed stack past the app's file size
+   limit is an error, not the app's end. */
 static int write_guarded(int fd, const char *p, size_t n) {
-  sigset_t pipe_set, old, pending;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old) != 0)
+  sigset_t set, old, pending;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  sigaddset(&set, SIGXFSZ);
+  if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0)
     return EIO;
-  bool pending_before =
-      sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+  bool ok = sigpending(&pending) == 0;
+  bool pipe_before = ok && sigismember(&pending, SIGPIPE);
+  bool xfsz_before = ok && sigismember(&pending, SIGXFSZ);
   int err = write_loop(fd, p, n, false);
   if (err == EPIPE)
-    drop_our_sigpipe(&pipe_set, pending_before);
+    drop_ours(SIGPIPE, pipe_before);
+  else if (err == EFBIG)
+    drop_ours(SIGXFSZ, xfsz_before);
   (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
   return err;
 }

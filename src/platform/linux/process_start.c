@@ -1,0 +1,97 @@
+/*
+ * process_start.c — which process a pid names, on Linux: a token that
+ * tells a live process from one that died and left its pid to another.
+ *
+ * Owns: snap__plat_process_start. The token is "<boot id>:<start>":
+ *  - start: field 22 of /proc/<pid>/task/<pid>/stat (the thread-group
+ *    leader's start, in clock ticks since boot: the process's start). A
+ *    pid is handed out again only after its process is reaped, and never
+ *    twice within one tick in practice (pids wrap after pid_max);
+ *  - boot id: /proc/sys/kernel/random/boot_id, since ticks restart at 0
+ *    each boot (a service started at boot may well get the same pid and
+ *    tick again after a reboot).
+ * Why task/<pid>/stat and not /proc/<pid>/stat: the same kernel value, but
+ * qemu-user answers /proc/self/stat and /proc/<own pid>/stat itself with
+ * a start time of its own (seen: 1903723 against the kernel's 1903720),
+ * so a process would read another value for itself than other processes
+ * read for it. qemu leaves the task path to the kernel.
+ * Gone: no such file (ESRCH/ENOENT), or state Z/X with at most one thread
+ * (a zombie leader with live threads is a live process whose main thread
+ * exited). The comm field may hold spaces and ')': fields are counted
+ * from the last ')'.
+ *
+ * Files are read into stack buffers; no stdio, no allocation. Must not:
+ * be called from the stopped window (reads of /proc block).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "platform/linux/linux.h"
+
+/* "/proc/<pid>/task/<pid>/stat" into path[64]. */
+static void stat_path(char *path, unsigned pid) {
+  char digits[12];
+  int nd = 0;
+  do
+    digits[nd++] = (char)('0' + pid % 10);
+  while ((pid /= 10) != 0);
+  char *p = path;
+  for (int twice = 0; twice < 2; twice++) {
+    static const char *const parts[2] = {"/proc/", "/task/"};
+    size_t n = strlen(parts[twice]);
+    memcpy(p, parts[twice], n);
+    p += n;
+    for (int i = nd; i > 0; i--)
+      *p++ = digits[i - 1];
+  }
+  memcpy(p, "/stat", sizeof "/stat");
+}
+
+/* The field `index` (1-based, as proc(5) numbers them; >= 3) of a stat
+   line, or NULL. */
+static const char *stat_field(const char *text, int index) {
+  const char *p = strrchr(text, ')'); /* comm ends at the last ')' */
+  if (!p || p[1] != ' ')
+    return NULL;
+  p += 2; /* field 3 */
+  for (int i = 3; i < index; i++) {
+    p = strchr(p, ' ');
+    if (!p)
+      return NULL;
+    p++;
+  }
+  return p;
+}
+
+int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
+  if (pid <= 0 || pid > 0x7fffffff || !buf || size == 0)
+    return SNAP_EINVAL;
+  buf[0] = '\0';
+  char path[64], stat[1024];
+  stat_path(path, (unsigned)pid);
+  if (snap__linux_read_small(path, stat, sizeof stat) < 0)
+    return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
+  const char *state = stat_field(stat, 3);
+  const char *threads = stat_field(stat, 20);
+  const char *start = stat_field(stat, 22);
+  if (!state || !threads || !start || *start < '0' || *start > '9')
+    return SNAP_EIO;
+  if ((*state == 'Z' || *state == 'X' || *state == 'x') &&
+      (threads[0] == '1' || threads[0] == '0') && threads[1] == ' ')
+    return SNAP_ENOTHREAD; /* exited, not yet reaped */
+  char boot[64];
+  ssize_t bn = snap__linux_read_small("/proc/sys/kernel/random/boot_id", boot,
+                                      sizeof boot);
+  if (bn <= 0)
+    return SNAP_EIO;
+  while (bn > 0 && (boot[bn - 1] == '\n' || boot[bn - 1] == ' '))
+    boot[--bn] = '\0';
+  size_t sn = strspn(start, "0123456789");
+  if ((size_t)bn + 1 + sn + 1 > size)
+    return SNAP_EINVAL;
+  memcpy(buf, boot, (size_t)bn);
+  buf[bn] = ':';
+  memcpy(buf + bn + 1, start, sn);
+  buf[(size_t)bn + 1 + sn] = '\0';
+  return SNAP_OK;
+}
