@@ -187,8 +187,10 @@ typedef struct snap__lag_facts {
 } snap__lag_facts_t;
 
 /* Actions, performed in this order: on the reports by report.c
-   (snap__lag_reports_apply), SCHEDULE by watchdog.c. Issue 13's new
-   actions or events go here and in lag_state.c's one function. */
+   (snap__lag_reports_apply), SCHEDULE by watchdog.c. One exception: with
+   DUMP, a WRITE_NEW is performed first and the file rewritten after the
+   dump (the report exists on time). New actions or events go here and in
+   lag_state.c's one function. */
 enum {
   SNAP__LAG_DO_OPEN = 1u << 0,      /* a new report: kind, start, main stack */
   SNAP__LAG_DO_HANG = 1u << 1,      /* the report's kind becomes "hang" */

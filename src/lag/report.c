@@ -176,6 +176,7 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
                             uint64_t busy) {
   snap__lag_report_t *r = &reps->cur;
   int rc = SNAP_OK;
+  const unsigned asked = a;
   if (a & SNAP__LAG_DO_OPEN)
     open_report(reps, src, kind);
   if (a & SNAP__LAG_DO_HANG)
@@ -184,14 +185,28 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
     refresh(src, r, main, busy);
     main = NULL; /* the report's now */
   }
+  /* A new file is written before the thread dump, then again with it:
+     the report exists when the lag is detected (on a loaded machine the
+     dump may take its whole budget), and holds every thread a moment
+     later. Without a file (the daily cap, a failed write) there is no
+     dump either: the state machine asks for both again. */
+  if ((a & SNAP__LAG_DO_DUMP) && (a & SNAP__LAG_DO_WRITE_NEW)) {
+    rc = write_report(src, r, reps->cur_name, true, false);
+    reps->written_ns = snap__plat_now_ns();
+    a &= ~(unsigned)SNAP__LAG_DO_WRITE_NEW;
+    a = rc == SNAP_OK ? a | SNAP__LAG_DO_WRITE_UPDATE
+                      : a & ~(unsigned)SNAP__LAG_DO_DUMP;
+  }
   if (a & SNAP__LAG_DO_DUMP) {
     snap__thread_dump_drop(r);
     snap__thread_dump(r, src->main, src->self, src->max_threads,
                       src->dump_budget_ns);
   }
   if (a & (SNAP__LAG_DO_WRITE_NEW | SNAP__LAG_DO_WRITE_UPDATE)) {
-    rc = write_report(src, r, reps->cur_name, (a & SNAP__LAG_DO_WRITE_NEW) != 0,
-                      false);
+    int w = write_report(src, r, reps->cur_name,
+                         (a & SNAP__LAG_DO_WRITE_NEW) != 0, false);
+    if (a & SNAP__LAG_DO_WRITE_NEW)
+      rc = w;
     reps->written_ns = snap__plat_now_ns();
   }
   bool final_failed = false;
@@ -225,7 +240,7 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
   if (a & SNAP__LAG_DO_DISCARD)
     snap__lag_report_clear(r);
   snap_stack_release(main); /* taken for nothing */
-  return (a & SNAP__LAG_DO_WRITE_NEW) ? rc : SNAP_OK;
+  return (asked & SNAP__LAG_DO_WRITE_NEW) ? rc : SNAP_OK;
 }
 
 void snap__lag_reports_clear(snap__lag_reports_t *reps) {
