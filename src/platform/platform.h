@@ -394,6 +394,16 @@ typedef struct snap__plat_sched {
    Apple. SNAP_OK (possibly with every field unknown), or SNAP_ENOTHREAD
    when the thread is gone. [setup] Never from the stopped window. */
 int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out);
+/* A reading with every field unknown. */
+static inline snap__plat_sched_t snap__plat_sched_unknown(void) {
+  return (snap__plat_sched_t){.state = SNAP__SCHED_UNKNOWN,
+                              .wait = SNAP__WAIT_NONE,
+                              .cpu_ns = -1,
+                              .runq_ns = -1,
+                              .voluntary = -1,
+                              .involuntary = -1,
+                              .major_faults = -1};
+}
 /* Just the run-queue wait of the thread (see snap__plat_thread_sched), in
    nanoseconds, or a negative SNAP_E* code (SNAP_EUNSUPPORTED on Apple):
    one small read, for a baseline taken at every busy stretch. [setup] */

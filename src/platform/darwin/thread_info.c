@@ -43,45 +43,34 @@ static bool port_ok(snap_thread_t thread) {
   return thread != 0 && thread <= (snap_thread_t)UINT32_MAX;
 }
 
-int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
-  if (!port_ok(thread))
-    return SNAP_ENOTHREAD;
-  thread_basic_info_data_t info;
+/* The thread's basic record and its CPU time (user + system) in ns; false
+   when the port names no thread. */
+static bool basic_info(snap_thread_t thread, thread_basic_info_data_t *info,
+                       int64_t *cpu_ns) {
   mach_msg_type_number_t count = THREAD_BASIC_INFO_COUNT;
-  if (thread_info((thread_act_t)thread, THREAD_BASIC_INFO, (thread_info_t)&info,
+  if (!port_ok(thread) ||
+      thread_info((thread_act_t)thread, THREAD_BASIC_INFO, (thread_info_t)info,
                   &count) != KERN_SUCCESS)
-    return SNAP_ENOTHREAD;
+    return false;
   int64_t us =
-      ((int64_t)info.user_time.seconds + (int64_t)info.system_time.seconds) *
+      ((int64_t)info->user_time.seconds + (int64_t)info->system_time.seconds) *
           1000000 +
-      info.user_time.microseconds + info.system_time.microseconds;
-  return us * 1000;
+      info->user_time.microseconds + info->system_time.microseconds;
+  *cpu_ns = us * 1000;
+  return true;
 }
 
-static void sched_unknown(snap__plat_sched_t *out) {
-  *out = (snap__plat_sched_t){.state = SNAP__SCHED_UNKNOWN,
-                              .wait = SNAP__WAIT_NONE,
-                              .cpu_ns = -1,
-                              .runq_ns = -1,
-                              .voluntary = -1,
-                              .involuntary = -1,
-                              .major_faults = -1};
+int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
+  thread_basic_info_data_t info;
+  int64_t cpu;
+  return basic_info(thread, &info, &cpu) ? cpu : SNAP_ENOTHREAD;
 }
 
 int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
-  sched_unknown(out);
-  if (!port_ok(thread))
-    return SNAP_ENOTHREAD;
+  *out = snap__plat_sched_unknown();
   thread_basic_info_data_t info;
-  mach_msg_type_number_t count = THREAD_BASIC_INFO_COUNT;
-  if (thread_info((thread_act_t)thread, THREAD_BASIC_INFO, (thread_info_t)&info,
-                  &count) != KERN_SUCCESS)
+  if (!basic_info(thread, &info, &out->cpu_ns))
     return SNAP_ENOTHREAD;
-  int64_t us =
-      ((int64_t)info.user_time.seconds + (int64_t)info.system_time.seconds) *
-          1000000 +
-      info.user_time.microseconds + info.system_time.microseconds;
-  out->cpu_ns = us * 1000;
   switch (info.run_state) {
   case TH_STATE_RUNNING: /* TH_RUN: on a CPU or on a run queue */
     out->state = SNAP__SCHED_READY;

@@ -284,19 +284,9 @@ static bool tid_ok(snap_thread_t thread) {
   return thread > 0 && thread <= 0x7fffffff;
 }
 
-static void unknown(snap__plat_sched_t *out) {
-  *out = (snap__plat_sched_t){.state = SNAP__SCHED_UNKNOWN,
-                              .wait = SNAP__WAIT_NONE,
-                              .cpu_ns = -1,
-                              .runq_ns = -1,
-                              .voluntary = -1,
-                              .involuntary = -1,
-                              .major_faults = -1};
-}
-
 /* The counters, and the state letter in *letter ('\0' unknown). */
 static int counters(int tid, snap__plat_sched_t *out, char *letter) {
-  unknown(out);
+  *out = snap__plat_sched_unknown();
   *letter = '\0';
   int rc = read_stat(tid, letter, &out->major_faults);
   if (rc == SNAP_ENOTHREAD)
@@ -316,7 +306,7 @@ int64_t snap__plat_thread_runq_ns(snap_thread_t thread) {
 int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
   char letter;
   if (!tid_ok(thread)) {
-    unknown(out);
+    *out = snap__plat_sched_unknown();
     return SNAP_ENOTHREAD;
   }
   int tid = (int)thread;
