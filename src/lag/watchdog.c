@@ -55,6 +55,9 @@ typedef struct wd {
   _Atomic bool stop;
   snap__ring_t ring;
   uint64_t threshold_ns, hang_ns, interval_ns, tick_ns, slack_ns;
+  uint64_t calm_tick_ns; /* the tick while the loop is calm (below) */
+  bool calm;             /* the loop was busy < 10 % of the time since the
+                            last wake (calm()) */
 
   snap__stretch_t stretch;     /* the busy stretch being watched */
   uint64_t next_sample_ns;     /* point samples: at most one per interval
@@ -72,11 +75,12 @@ typedef struct wd {
   uint64_t prev_wake_ns; /* the one before it */
   int64_t ran_ns;        /* own_ran() then (< 0: unknown) */
   int64_t main_cpu_ns;   /* the main thread's CPU time then (< 0: unknown) */
-  uint64_t slept_ns;     /* when the sleep began */
-  uint64_t planned_ns;   /* when it is due */
-  bool from_park;        /* it ended a park by a post */
-  uint32_t last_seq;     /* the loop's sequence at the last wake */
-  uint32_t seen_seq;     /* the latest stretch looked at (watched or missed) */
+  snap__plat_self_sched_t sched; /* this thread's own times, kept open */
+  uint64_t slept_ns;             /* when the sleep began */
+  uint64_t planned_ns;           /* when it is due */
+  bool from_park;                /* it ended a park by a post */
+  uint32_t last_seq;             /* the loop's sequence at the last wake */
+  uint32_t seen_seq; /* the latest stretch looked at (watched or missed) */
 } wd_t;
 
 static _Atomic int g_state; /* 0 stopped, 1 running, 2 starting/stopping */
@@ -174,9 +178,9 @@ static uint64_t stretch_end_ns(const snap__loop_view_t *v,
 /* The watchdog thread's own time so far that it spent running, waiting
    for a CPU, or waiting on samples (all of it time the process ran), or
    -1 where the OS does not say. */
-static int64_t own_ran(void) {
+static int64_t own_ran(const wd_t *w) {
   int64_t cpu, runq;
-  if (snap__plat_self_sched_times(&cpu, &runq) != SNAP_OK)
+  if (snap__plat_self_sched_times(&w->sched, &cpu, &runq) != SNAP_OK)
     return -1;
   return cpu + runq + (int64_t)snap__plat_sample_waited_ns();
 }
@@ -185,8 +189,30 @@ static int64_t own_ran(void) {
 static void note_wake(wd_t *w, uint64_t now) {
   w->prev_wake_ns = w->wake_ns;
   w->wake_ns = now;
-  w->ran_ns = own_ran();
+  w->ran_ns = own_ran(w);
   w->main_cpu_ns = snap__plat_thread_cpu_ns(w->main.tid);
+}
+
+/* Whether the loop was calm since the last wake (`window` ago, at now):
+   busy for under a tenth of the window, counting the stretches that ended
+   meanwhile (at most 16: the observer's record) and the current one's age.
+   A calm loop has no hot iterations to point-sample between wakes. */
+static bool calm(const wd_t *w, const snap__loop_view_t *v, uint64_t now,
+                 uint64_t window) {
+  const uint32_t mask = (1u << 30) - 1;
+  uint32_t last = (v->busy ? v->seq - 1 : v->seq) & mask;
+  uint32_t n = (last - w->seen_seq) & mask;
+  if (n > 16)
+    return false;
+  uint64_t busy =
+      v->busy && now > v->busy_since_ns ? now - v->busy_since_ns : 0;
+  for (uint32_t s = (last - n + 1) & mask; n > 0; n--, s = (s + 1) & mask) {
+    uint64_t since, len;
+    if (!snap__loop_ended(s, &since, &len))
+      return false; /* not known: not calm */
+    busy += len;
+  }
+  return busy * 10 < window;
 }
 
 /* How long, since the last wake, the process did not run (0: it ran, or
@@ -209,8 +235,8 @@ static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
     f.ran = w->ran_ns - ran_before;
   if (w->main_cpu_ns >= 0 && main_before >= 0 && w->main_cpu_ns >= main_before)
     f.main_ran = w->main_cpu_ns - main_before;
-  uint64_t late =
-      snap__stolen_ns(&f, f.ran >= 0 ? STOP_NOISE_NS : w->slack_ns);
+  w->calm = calm(w, v, now, f.window);
+  uint64_t late = snap__stolen_ns(&f, f.ran >= 0 ? STOP_NOISE_NS : w->slack_ns);
   if (late)
     snap__cpu_trigger_discount(&w->cpu, late);
   return late;
@@ -320,7 +346,12 @@ static uint64_t watch_stretch(wd_t *w, uint64_t *now) {
   else if (ongoing && t >= w->reports.written_ns + HEARTBEAT_NS)
     lag_event(w, SNAP__LAG_EV_HEARTBEAT, t, busy);
   *now = t = snap__plat_now_ns();
-  if (w->interval_ns) {
+  /* A calm loop's stretch is almost always over by then: no wake of its
+     own for a point sample (at a 60 fps loop's 50 ms, every such wake
+     landed in the next frame's work, and the watchdog never calmed); its
+     detection deadline stays, and the calm tick samples a stretch that
+     goes on. */
+  if (w->interval_ns && !w->calm) {
     uint64_t at = st->since_ns + w->interval_ns;
     next = min_u64(next, at > w->next_sample_ns ? at : w->next_sample_ns);
   }
@@ -364,7 +395,7 @@ static void sleep_until(wd_t *w, const snap__loop_view_t *v, uint64_t next) {
     w->planned_ns = w->from_park ? snap__plat_now_ns() : next;
   } else if (!quiet) {
     uint64_t before = w->slept_ns;
-    next = min_u64(next, before + w->tick_ns);
+    next = min_u64(next, before + (w->calm ? w->calm_tick_ns : w->tick_ns));
     w->planned_ns = next > before ? next : before;
     if (snap__plat_sem_timedwait(w->wake, next) == SNAP_OK)
       w->planned_ns = snap__plat_now_ns(); /* posted early: not late */
@@ -382,6 +413,7 @@ static void run(void *arg) {
   /* Warm the symbol tables of what every stack holds (the executable, libc,
      this library) before the first lag needs them. */
   snap_stack_release(snap_callstack_symbols(SNAP_MAX_FRAMES, 0));
+  snap__plat_self_sched_open(&w->sched); /* on this thread: its file */
   w->planned_ns = w->slept_ns = snap__plat_now_ns();
   note_wake(w, w->planned_ns);
   snap__cpu_trigger_start(&w->cpu, w->cfg.cpu_percent,
@@ -413,6 +445,7 @@ static void run(void *arg) {
               snap__stretch_busy_ns(&w->stretch, end));
   }
   snap__lag_reports_retry(&w->reports, &w->src, snap__plat_now_ns(), true);
+  snap__plat_self_sched_close(&w->sched);
 }
 
 /* ---- Start and stop ------------------------------------------------------ */
@@ -427,6 +460,8 @@ static void destroy(wd_t *w) {
    memory is left alone; the child may start a watchdog of its own). */
 static void forget_in_child(void) {
   snap__loop_deactivate();
+  if (g_wd) /* the parent's watchdog thread's file: not the child's */
+    snap__plat_self_sched_close(&g_wd->sched);
   g_wd = NULL;
   atomic_store(&g_state, 0);
 }
@@ -448,6 +483,7 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
     atomic_store(&g_state, 0);
     return SNAP_ENOMEM;
   }
+  w->sched.handle = -1; /* opened by the watchdog thread itself */
   w->cfg = *cfg;
   w->cfg.report_dir = NULL; /* the app's string is not ours to keep */
   snap__lag_store_t *st = &w->store;
@@ -473,6 +509,13 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
   /* The tick: how soon the watchdog sees a stretch begin while the loop
      keeps iterating, and a lag end. Never more than the threshold. */
   w->tick_ns = w->interval_ns ? w->interval_ns : w->threshold_ns / 2;
+  /* A calm loop (a 60 fps UI idling: 1 ms of work a frame) has nothing
+     hot to point-sample between stretches: it is looked at every half
+     threshold, which still sees a stretch in time to detect it at its
+     deadline (and its end is recorded by the observer), at a third of
+     the wakeups. */
+  w->calm_tick_ns =
+      w->tick_ns > w->threshold_ns / 2 ? w->tick_ns : w->threshold_ns / 2;
   /* Where the OS does not say how long the watchdog waited for a CPU
      (Apple), a wake later than this means the process was stopped, not
      the main thread busy: generous, so a loaded machine's scheduling

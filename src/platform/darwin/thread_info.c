@@ -95,7 +95,16 @@ int64_t snap__plat_thread_runq_ns(snap_thread_t thread) {
 /* thread_info's basic and extended records give CPU time and the run
    state now, not time spent runnable: the watchdog keeps its slack rule
    (a late wake is a stop) there. */
-int snap__plat_self_sched_times(int64_t *on_cpu, int64_t *runq) {
+int snap__plat_self_sched_open(snap__plat_self_sched_t *r) {
+  r->handle = -1;
+  return SNAP_EUNSUPPORTED;
+}
+
+void snap__plat_self_sched_close(snap__plat_self_sched_t *r) { r->handle = -1; }
+
+int snap__plat_self_sched_times(const snap__plat_self_sched_t *r,
+                                int64_t *on_cpu, int64_t *runq) {
+  (void)r;
   (void)on_cpu;
   (void)runq;
   return SNAP_EUNSUPPORTED;
