@@ -49,9 +49,8 @@ static const unsigned char k_syscall_insn[] = {0};
 
 /* The three numbers of /proc/self/task/<tid>/schedstat into v[0..3). */
 static int schedstat(int tid, uint64_t v[3]) {
-  char path[64], buf[128];
-  snap__linux_task_path(path, tid, "schedstat");
-  if (snap__linux_read_small(path, buf, sizeof buf) < 0)
+  char buf[128];
+  if (snap__linux_read_task(tid, "schedstat", buf, sizeof buf) < 0)
     return SNAP_ENOTHREAD;
   const char *p = buf;
   for (int i = 0; i < 3; i++) {

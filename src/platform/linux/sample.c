@@ -372,9 +372,8 @@ static int sample(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
 int snap__plat_sample_reachable(snap_thread_t thread) {
   if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
     return SNAP_ENOTHREAD;
-  char path[64], status[4096];
-  snap__linux_task_path(path, (int)thread, "status");
-  if (snap__linux_read_small(path, status, sizeof status) < 0)
+  char status[4096];
+  if (snap__linux_read_task((int)thread, "status", status, sizeof status) < 0)
     return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_OK; /* no /proc: try */
   /* SigBlk: the blocked-signal mask in hex, bit signo - 1. */
   const char *p = snap__linux_status_field(status, "SigBlk:");

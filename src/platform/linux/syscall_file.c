@@ -58,9 +58,8 @@ static bool number(const char **p, int64_t *out) {
 }
 
 int snap__linux_syscall_read(int tid, snap__linux_syscall_t *out) {
-  char path[64], buf[256];
-  snap__linux_task_path(path, tid, "syscall");
-  if (snap__linux_read_small(path, buf, sizeof buf) < 0)
+  char buf[256];
+  if (snap__linux_read_task(tid, "syscall", buf, sizeof buf) < 0)
     return SNAP_ENOTHREAD; /* gone (or never ours) */
   memset(out, 0, sizeof *out);
   if (strncmp(buf, "running", 7) == 0) {

@@ -70,9 +70,8 @@ static int64_t decimal(const char **p) {
 
 /* schedstat's run-queue wait (its second field), -1 if unknown. */
 static int64_t read_runq(int tid) {
-  char path[64], buf[128];
-  snap__linux_task_path(path, tid, "schedstat");
-  if (snap__linux_read_small(path, buf, sizeof buf) <= 0)
+  char buf[128];
+  if (snap__linux_read_task(tid, "schedstat", buf, sizeof buf) <= 0)
     return -1;
   const char *p = buf;
   int64_t cpu = decimal(&p), runq = decimal(&p);
@@ -81,9 +80,8 @@ static int64_t read_runq(int tid) {
 
 /* stat: the state letter and majflt. SNAP_OK, SNAP_ENOTHREAD, SNAP_EIO. */
 static int read_stat(int tid, char *letter, int64_t *majflt) {
-  char path[64], buf[1024];
-  snap__linux_task_path(path, tid, "stat");
-  ssize_t n = snap__linux_read_small(path, buf, sizeof buf);
+  char buf[1024];
+  ssize_t n = snap__linux_read_task(tid, "stat", buf, sizeof buf);
   if (n < 0)
     return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
   if (n == 0)
@@ -108,9 +106,8 @@ static int read_stat(int tid, char *letter, int64_t *majflt) {
 
 /* status: the two context-switch counts. */
 static void read_switches(int tid, int64_t *vol, int64_t *invol) {
-  char path[64], buf[4096]; /* the whole file; the counts come last */
-  snap__linux_task_path(path, tid, "status");
-  if (snap__linux_read_small(path, buf, sizeof buf) <= 0)
+  char buf[4096]; /* the whole file; the counts come last */
+  if (snap__linux_read_task(tid, "status", buf, sizeof buf) <= 0)
     return;
   const char *v = snap__linux_status_field(buf, "voluntary_ctxt_switches:");
   const char *i = snap__linux_status_field(buf, "nonvoluntary_ctxt_switches:");

@@ -318,9 +318,8 @@ int snap__plat_thread_list(snap_thread_t *out, int max) {
 int snap__plat_thread_is_running(snap_thread_t thread) {
   if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
     return SNAP_ENOTHREAD;
-  char path[64], buf[512];
-  snap__linux_task_path(path, (int)thread, "stat");
-  ssize_t n = snap__linux_read_small(path, buf, sizeof buf);
+  char buf[512];
+  ssize_t n = snap__linux_read_task((int)thread, "stat", buf, sizeof buf);
   if (n < 0)
     return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_EIO;
   if (n == 0)
