@@ -350,7 +350,8 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
    was half of its CPU time on a 60 fps loop; a read of the open file is a
    fifth of that). Opened by the thread it reads, closed by anyone. */
 typedef struct snap__plat_self_sched {
-  int handle; /* -1: not open */
+  int handle;     /* -1: not open */
+  uint64_t id[2]; /* what the handle refers to (an app may reuse it) */
 } snap__plat_self_sched_t;
 /* Opens r for the calling thread: SNAP_OK, or a negative code (then
    snap__plat_self_sched_times answers that code). [setup] */

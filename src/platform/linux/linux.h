@@ -26,6 +26,20 @@ ssize_t snap__linux_read_small(const char *path, char *buf, size_t size);
 const char *snap__linux_status_field(const char *text, const char *key);
 /* "/proc/self/task/<tid>/<leaf>" into path[64] (leaf cut to fit). */
 void snap__linux_task_path(char *path, int tid, const char *leaf);
+/* A descriptor kept open, with the identity of its file: an app that
+   closes descriptors it did not open may reuse the number. [setup] */
+typedef struct snap__linux_kept {
+  int fd; /* -1: none */
+  uint64_t dev, ino;
+} snap__linux_kept_t;
+bool snap__linux_kept_open(snap__linux_kept_t *k, const char *path);
+/* Whether k's descriptor still refers to the file it was opened on. */
+bool snap__linux_kept_ours(const snap__linux_kept_t *k);
+/* Closes it if it is still ours; forgets it either way. */
+void snap__linux_kept_close(snap__linux_kept_t *k);
+/* pread from offset 0, NUL-terminated; -1 (EBADF) if no longer ours. */
+ssize_t snap__linux_kept_read(const snap__linux_kept_t *k, char *buf,
+                              size_t size);
 /* snap__linux_read_small of that file; the stat, schedstat, status and
    syscall files of the thread asked about last are kept open and read
    with pread (a read costs a fifth of an open). [setup] */

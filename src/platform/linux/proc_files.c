@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "platform/linux/linux.h"
@@ -75,6 +76,55 @@ void snap__linux_task_path(char *path, int tid, const char *leaf) {
   p[n] = '\0';
 }
 
+/* ---- Files kept open ------------------------------------------------------
+
+   A descriptor we keep is remembered with the file's identity (device and
+   inode): an app may close every descriptor it did not open (a daemon
+   after fork does) and reuse the number for a file of its own. Before any
+   use, and before we close it, fstat says whether it is still ours; if
+   not, it is forgotten, never closed: closing it would close the app's. */
+
+bool snap__linux_kept_open(snap__linux_kept_t *k, const char *path) {
+  struct stat st;
+  k->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (k->fd >= 0 && fstat(k->fd, &st) != 0) {
+    close(k->fd);
+    k->fd = -1;
+  }
+  if (k->fd < 0)
+    return false;
+  k->dev = (uint64_t)st.st_dev;
+  k->ino = (uint64_t)st.st_ino;
+  return true;
+}
+
+bool snap__linux_kept_ours(const snap__linux_kept_t *k) {
+  struct stat st;
+  return k->fd >= 0 && fstat(k->fd, &st) == 0 &&
+         (uint64_t)st.st_dev == k->dev && (uint64_t)st.st_ino == k->ino;
+}
+
+void snap__linux_kept_close(snap__linux_kept_t *k) {
+  if (snap__linux_kept_ours(k))
+    close(k->fd);
+  k->fd = -1;
+}
+
+ssize_t snap__linux_kept_read(const snap__linux_kept_t *k, char *buf,
+                              size_t size) {
+  if (size == 0 || !snap__linux_kept_ours(k)) {
+    errno = EBADF;
+    return -1;
+  }
+  ssize_t n;
+  do
+    n = pread(k->fd, buf, size - 1, 0);
+  while (n < 0 && errno == EINTR);
+  if (n >= 0)
+    buf[n] = '\0';
+  return n;
+}
+
 /* ---- One thread's files, kept open ---------------------------------------
 
    The watchdog reads the same few files of the main thread at every point
@@ -92,17 +142,8 @@ static const char *const k_leaves[] = {"stat", "schedstat", "status",
 #define LEAVES (sizeof k_leaves / sizeof k_leaves[0])
 static atomic_flag g_task_busy = ATOMIC_FLAG_INIT;
 static int g_task_tid;
-static int g_task_fd[LEAVES] = {-1, -1, -1, -1};
-
-static ssize_t pread_text(int fd, char *buf, size_t size) {
-  ssize_t n;
-  do
-    n = pread(fd, buf, size - 1, 0);
-  while (n < 0 && errno == EINTR);
-  if (n >= 0)
-    buf[n] = '\0';
-  return n;
-}
+static snap__linux_kept_t g_task[LEAVES] = {
+    {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
 
 ssize_t snap__linux_read_task(int tid, const char *leaf, char *buf,
                               size_t size) {
@@ -115,22 +156,17 @@ ssize_t snap__linux_read_task(int tid, const char *leaf, char *buf,
       atomic_flag_test_and_set_explicit(&g_task_busy, memory_order_acquire))
     return snap__linux_read_small(path, buf, size);
   if (g_task_tid != tid) {
-    for (size_t i = 0; i < LEAVES; i++) {
-      if (g_task_fd[i] >= 0)
-        close(g_task_fd[i]);
-      g_task_fd[i] = -1;
-    }
+    for (size_t i = 0; i < LEAVES; i++)
+      snap__linux_kept_close(&g_task[i]);
     g_task_tid = tid;
   }
   ssize_t n = -1;
   for (int attempt = 0; attempt < 2 && n <= 0; attempt++) {
-    if (g_task_fd[k] < 0 &&
-        (g_task_fd[k] = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    if (g_task[k].fd < 0 && !snap__linux_kept_open(&g_task[k], path))
       break; /* errno says why (ENOENT: no such thread) */
-    if ((n = pread_text(g_task_fd[k], buf, size)) <= 0) {
+    if ((n = snap__linux_kept_read(&g_task[k], buf, size)) <= 0) {
       int err = errno;
-      close(g_task_fd[k]);
-      g_task_fd[k] = -1;
+      snap__linux_kept_close(&g_task[k]);
       errno = err;
     }
   }

@@ -52,15 +52,22 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
 
 /* schedstat: "<ns on a CPU> <ns waiting on a run queue> <timeslices>"
    (Documentation/scheduler/sched-stats.rst). */
+/* The platform's record is the kept descriptor's, field by field. */
+static snap__linux_kept_t kept_of(const snap__plat_self_sched_t *r) {
+  return (snap__linux_kept_t){r->handle, r->id[0], r->id[1]};
+}
+
 int snap__plat_self_sched_open(snap__plat_self_sched_t *r) {
   /* thread-self is resolved now, to the caller: the file stays its. */
-  r->handle = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-  return r->handle >= 0 ? SNAP_OK : SNAP_EIO;
+  snap__linux_kept_t k;
+  bool ok = snap__linux_kept_open(&k, "/proc/thread-self/schedstat");
+  *r = (snap__plat_self_sched_t){ok ? k.fd : -1, {k.dev, k.ino}};
+  return ok ? SNAP_OK : SNAP_EIO;
 }
 
 void snap__plat_self_sched_close(snap__plat_self_sched_t *r) {
-  if (r->handle >= 0)
-    close(r->handle);
+  snap__linux_kept_t k = kept_of(r);
+  snap__linux_kept_close(&k);
   r->handle = -1;
 }
 
@@ -68,13 +75,10 @@ int snap__plat_self_sched_times(const snap__plat_self_sched_t *r,
                                 int64_t *on_cpu, int64_t *runq) {
   char buf[128];
   /* procfs makes the text afresh for every read from offset 0. */
-  ssize_t n;
-  do
-    n = r->handle >= 0 ? pread(r->handle, buf, sizeof buf - 1, 0) : -1;
-  while (n < 0 && errno == EINTR);
+  snap__linux_kept_t k = kept_of(r);
+  ssize_t n = snap__linux_kept_read(&k, buf, sizeof buf);
   if (n <= 0)
     return SNAP_EIO;
-  buf[n] = '\0';
   const char *p = buf;
   uint64_t field[2] = {0, 0};
   for (int i = 0; i < 2; i++) {
