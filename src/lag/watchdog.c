@@ -17,21 +17,25 @@
  *    write is due again);
  *  - otherwise sleep until the earliest of: the next point sample, the
  *    moment the busy stretch would become a lag, the next re-check of an
- *    ongoing lag, the next tick (to see the lag end), the CPU window's end,
- *    the retry of a report whose write failed (report.c).
+ *    ongoing lag, the next tick (to see a stretch begin and a lag end; a
+ *    calm loop's tick is half the threshold), the CPU window's end, the
+ *    retry of a report whose write failed (report.c).
  * Detection is therefore on time (a deadline computed from when the stretch
  * began), not up to a polling period late.
  *
  * A wake later than planned, or work that took longer than the watchdog
- * ran, by more than `slack` is either a machine too busy to run the
- * watchdog on time (it waited on a run queue: the app ran or waited
- * meanwhile, and that time is lag) or a process that did not run at all
- * (SIGSTOP, a debugger, a suspended VM: that time is "stolen" and does not
- * count as busy, so a stop never makes a lag). The watchdog thread's own
- * CPU time, run-queue wait and sampling waits since its last wake, and the
- * main thread's CPU time, tell them apart (snap__stolen_ns); where the OS
- * does not say how long a thread waited for a CPU (Apple), a late wake
- * counts as a stop unless the main thread ran meanwhile.
+ * ran, is either a machine too busy to run the watchdog on time (it waited
+ * on a run queue: the app ran or waited meanwhile, and that time is lag)
+ * or a process that did not run at all (SIGSTOP, a debugger, a suspended
+ * VM: that time is "stolen" and does not count as busy, so a stop never
+ * makes a lag). The watchdog thread's own CPU time, run-queue wait and
+ * sampling waits since its last wake, and the main thread's CPU time, tell
+ * them apart (snap__stolen_ns; past STOP_NOISE_NS); where the OS does not
+ * say how long a thread waited for a CPU (Apple), a wake later than
+ * `slack` is a stop unless the main thread ran meanwhile. A stretch that
+ * went past the threshold while the watchdog waited is reported when it
+ * runs (missed_stretches), and a lag ends when the observer says its
+ * stretch ended.
  */
 #include <stdlib.h>
 #include <string.h>
