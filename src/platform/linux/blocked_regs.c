@@ -52,17 +52,8 @@ static int schedstat(int tid, uint64_t v[3]) {
   char buf[128];
   if (snap__linux_read_task(tid, "schedstat", buf, sizeof buf) < 0)
     return SNAP_ENOTHREAD;
-  const char *p = buf;
-  for (int i = 0; i < 3; i++) {
-    while (*p == ' ')
-      p++;
-    if (*p < '0' || *p > '9')
-      return SNAP_EUNSUPPORTED;
-    uint64_t x = 0;
-    for (int d = 0; *p >= '0' && *p <= '9' && d < 20; p++, d++)
-      x = x * 10 + (uint64_t)(*p - '0');
-    v[i] = x;
-  }
+  if (snap__linux_schedstat(buf, v) != SNAP_OK)
+    return SNAP_EUNSUPPORTED;
   /* A kernel without scheduler statistics prints zeros: no witness. */
   return v[2] == 0 ? SNAP_EUNSUPPORTED : SNAP_OK;
 }
@@ -77,7 +68,7 @@ static void pack(const snap__linux_syscall_t *sc, uint64_t *seen) {
 }
 
 static int tid_of(snap_thread_t thread) {
-  return thread == 0 || thread > 0x7fffffff ? 0 : (int)thread;
+  return snap__linux_tid_ok(thread) ? (int)thread : 0;
 }
 
 int snap__plat_blocked_regs(snap_thread_t thread, snap__plat_blocked_t *out) {

@@ -24,6 +24,13 @@ ssize_t snap__linux_read_small(const char *path, char *buf, size_t size);
 /* In a status file's text, the value of the line "key" ("TracerPid:"),
    blanks skipped; NULL if there is no such line. */
 const char *snap__linux_status_field(const char *text, const char *key);
+/* A TID the kernel could have handed out (pid_max is at most 2^22). */
+static inline bool snap__linux_tid_ok(snap_thread_t thread) {
+  return thread > 0 && thread <= 0x7fffffff;
+}
+/* A schedstat text's three numbers (ns on a CPU, ns waiting on a run
+   queue, timeslices) into v: SNAP_OK or SNAP_EIO. */
+int snap__linux_schedstat(const char *text, uint64_t v[3]);
 /* "/proc/self/task/<tid>/<leaf>" into path[64] (leaf cut to fit). */
 void snap__linux_task_path(char *path, int tid, const char *leaf);
 /* A descriptor kept open, with the identity of its file: an app that

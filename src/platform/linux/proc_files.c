@@ -1,11 +1,12 @@
 /*
  * proc_files.c — reading the small text files of /proc the Linux backend
  * asks about threads (stat, status, comm, schedstat, syscall): a
- * thread's path, one read, and finding a field in a status file.
+ * thread's path, one read, finding a field in a status file, the three
+ * numbers of a schedstat file, and the files kept open between reads.
  *
  * Owns: one open/read-until-EOF/close loop (EINTR retried, the text
- * NUL-terminated) and the "Key:<blanks>value" lookup, so each question is
- * only its parse. Into caller's buffers: no allocation, no stdio. Must
+ * NUL-terminated), the "Key:<blanks>value" lookup and the schedstat parse,
+ * so each question is only its own parse. Into caller's buffers: no allocation, no stdio. Must
  * not: be called from the stopped window (open and read block on /proc).
  */
 #include <errno.h>
@@ -74,6 +75,24 @@ void snap__linux_task_path(char *path, int tid, const char *leaf) {
     n = 64 - (size_t)(p - path) - 1;
   memcpy(p, leaf, n);
   p[n] = '\0';
+}
+
+int snap__linux_schedstat(const char *text, uint64_t v[3]) {
+  const char *p = text;
+  for (int i = 0; i < 3; i++) {
+    while (*p == ' ')
+      p++;
+    if (*p < '0' || *p > '9')
+      return SNAP_EIO;
+    uint64_t x = 0;
+    for (int d = 0; *p >= '0' && *p <= '9'; p++, d++) {
+      if (d == 18)
+        return SNAP_EIO; /* 31 years of nanoseconds: not a count */
+      x = x * 10 + (uint64_t)(*p - '0');
+    }
+    v[i] = x;
+  }
+  return SNAP_OK;
 }
 
 /* ---- Files kept open ------------------------------------------------------

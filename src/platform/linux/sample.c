@@ -370,7 +370,7 @@ static int sample(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
 }
 
 int snap__plat_sample_reachable(snap_thread_t thread) {
-  if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
+  if (!snap__linux_tid_ok(thread))
     return SNAP_ENOTHREAD;
   char status[4096];
   if (snap__linux_read_task((int)thread, "status", status, sizeof status) < 0)
@@ -411,7 +411,7 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
                       size_t arg_size) {
   if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
     return SNAP_EINVAL;
-  if (thread == 0 || thread > 0x7fffffff)
+  if (!snap__linux_tid_ok(thread))
     return SNAP_ENOTHREAD;
   int tid = (int)thread;
   if (tid == snap__linux_gettid())

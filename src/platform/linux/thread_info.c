@@ -34,13 +34,8 @@
 
 #include "platform/linux/linux.h"
 
-/* A TID the kernel could have handed out (pid_max is at most 2^22). */
-static bool tid_ok(snap_thread_t thread) {
-  return thread > 0 && thread <= 0x7fffffff;
-}
-
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
-  if (!tid_ok(thread))
+  if (!snap__linux_tid_ok(thread))
     return SNAP_ENOTHREAD;
   /* Built in unsigned arithmetic: shifting a negative int is undefined. */
   clockid_t clk = (clockid_t)((~(unsigned)thread << 3) | 6u);
@@ -79,17 +74,8 @@ int snap__plat_self_sched_times(const snap__plat_self_sched_t *r,
   ssize_t n = snap__linux_kept_read(&k, buf, sizeof buf);
   if (n <= 0)
     return SNAP_EIO;
-  const char *p = buf;
-  uint64_t field[2] = {0, 0};
-  for (int i = 0; i < 2; i++) {
-    while (*p == ' ')
-      p++;
-    if (*p < '0' || *p > '9')
-      return SNAP_EIO;
-    while (*p >= '0' && *p <= '9')
-      field[i] = field[i] * 10 + (uint64_t)(*p++ - '0');
-  }
-  if (field[0] > INT64_MAX || field[1] > INT64_MAX)
+  uint64_t field[3];
+  if (snap__linux_schedstat(buf, field) != SNAP_OK)
     return SNAP_EIO;
   *on_cpu = (int64_t)field[0];
   *runq = (int64_t)field[1];
@@ -97,7 +83,7 @@ int snap__plat_self_sched_times(const snap__plat_self_sched_t *r,
 }
 
 bool snap__plat_thread_name(snap_thread_t thread, char *buf, size_t size) {
-  if (!buf || size == 0 || !tid_ok(thread))
+  if (!buf || size == 0 || !snap__linux_tid_ok(thread))
     return false;
   char path[64], comm[64];
   snap__linux_task_path(path, (int)thread, "comm");

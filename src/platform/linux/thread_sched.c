@@ -73,9 +73,10 @@ static int64_t read_runq(int tid) {
   char buf[128];
   if (snap__linux_read_task(tid, "schedstat", buf, sizeof buf) <= 0)
     return -1;
-  const char *p = buf;
-  int64_t cpu = decimal(&p), runq = decimal(&p);
-  return cpu > 0 ? runq : -1; /* "0 0 0": not kept by this kernel */
+  uint64_t v[3];
+  if (snap__linux_schedstat(buf, v) != SNAP_OK || v[0] == 0)
+    return -1; /* "0 0 0": not kept by this kernel */
+  return (int64_t)v[1];
 }
 
 /* stat: the state letter and majflt. SNAP_OK, SNAP_ENOTHREAD, SNAP_EIO. */
@@ -277,10 +278,6 @@ static snap__sched_wait_t blocked_in(int tid, char letter) {
   return w == SNAP__WAIT_OTHER ? fallback : w;
 }
 
-static bool tid_ok(snap_thread_t thread) {
-  return thread > 0 && thread <= 0x7fffffff;
-}
-
 /* The counters, and the state letter in *letter ('\0' unknown). */
 static int counters(int tid, snap__plat_sched_t *out, char *letter) {
   *out = snap__plat_sched_unknown();
@@ -294,7 +291,7 @@ static int counters(int tid, snap__plat_sched_t *out, char *letter) {
 }
 
 int64_t snap__plat_thread_runq_ns(snap_thread_t thread) {
-  if (!tid_ok(thread))
+  if (!snap__linux_tid_ok(thread))
     return SNAP_ENOTHREAD;
   int64_t runq = read_runq((int)thread);
   return runq >= 0 ? runq : SNAP_EIO;
@@ -302,7 +299,7 @@ int64_t snap__plat_thread_runq_ns(snap_thread_t thread) {
 
 int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
   char letter;
-  if (!tid_ok(thread)) {
+  if (!snap__linux_tid_ok(thread)) {
     *out = snap__plat_sched_unknown();
     return SNAP_ENOTHREAD;
   }

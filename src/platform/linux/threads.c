@@ -316,7 +316,7 @@ int snap__plat_thread_list(snap_thread_t *out, int max) {
    name before it is in parentheses and may itself hold spaces and ')', so
    look from the last ')'. */
 int snap__plat_thread_is_running(snap_thread_t thread) {
-  if (thread == 0 || thread > (snap_thread_t)0x7fffffff)
+  if (!snap__linux_tid_ok(thread))
     return SNAP_ENOTHREAD;
   char buf[512];
   ssize_t n = snap__linux_read_task((int)thread, "stat", buf, sizeof buf);
