@@ -197,20 +197,32 @@ static void note_wake(wd_t *w, uint64_t now) {
   w->main_cpu_ns = snap__plat_thread_cpu_ns(w->main.tid);
 }
 
+/* How many stretches ended since the last look (seen_seq), as v shows
+   them (0 when the sequence went back: a new observer), and in *first the
+   oldest of the last 16 of them (the observer keeps no more). */
+#define SEQ_MASK ((1u << 30) - 1) /* the loop word's sequence is 30 bits */
+static uint32_t ended_since_seen(const wd_t *w, const snap__loop_view_t *v,
+                                 uint32_t *first) {
+  uint32_t last = (v->busy ? v->seq - 1 : v->seq) & SEQ_MASK;
+  uint32_t n = (last - w->seen_seq) & SEQ_MASK;
+  if (n > SEQ_MASK / 2)
+    n = 0;
+  *first = (last - (n < 16 ? n : 16) + 1) & SEQ_MASK;
+  return n;
+}
+
 /* Whether the loop was calm since the last wake (`window` ago, at now):
    busy for under a tenth of the window, counting the stretches that ended
    meanwhile (at most 16: the observer's record) and the current one's age.
    A calm loop has no hot iterations to point-sample between wakes. */
 static bool calm(const wd_t *w, const snap__loop_view_t *v, uint64_t now,
                  uint64_t window) {
-  const uint32_t mask = (1u << 30) - 1;
-  uint32_t last = (v->busy ? v->seq - 1 : v->seq) & mask;
-  uint32_t n = (last - w->seen_seq) & mask;
+  uint32_t s, n = ended_since_seen(w, v, &s);
   if (n > 16)
-    return false;
+    return false; /* not known: not calm */
   uint64_t busy =
       v->busy && now > v->busy_since_ns ? now - v->busy_since_ns : 0;
-  for (uint32_t s = (last - n + 1) & mask; n > 0; n--, s = (s + 1) & mask) {
+  for (; n > 0; n--, s = (s + 1) & SEQ_MASK) {
     uint64_t since, len;
     if (!snap__loop_ended(s, &since, &len))
       return false; /* not known: not calm */
@@ -259,15 +271,11 @@ static uint64_t stop_within(const wd_t *w, uint64_t late, uint64_t since,
    reported as one seen too late (missed_threshold). */
 static void missed_stretches(wd_t *w, const snap__loop_view_t *v, uint64_t now,
                              uint64_t late) {
-  const uint32_t mask = (1u << 30) - 1; /* the word's sequence is 30 bits */
-  uint32_t last = (v->busy ? v->seq - 1 : v->seq) & mask;
-  uint32_t n = (last - w->seen_seq) & mask;
-  if (n == 0 || n > mask / 2)
-    return; /* none, or the sequence went back (a new observer) */
+  uint32_t s, n = ended_since_seen(w, v, &s);
   if (n > 16)
-    n = 16;
+    n = 16; /* the last 16: the observer keeps no more */
   snap__stretch_t watched = w->stretch;
-  for (uint32_t s = (last - n + 1) & mask; n > 0; n--, s = (s + 1) & mask) {
+  for (; n > 0; n--, s = (s + 1) & SEQ_MASK) {
     uint64_t since, len;
     if (!snap__loop_ended(s, &since, &len))
       continue;
