@@ -32,7 +32,8 @@
  *   3. The table is keyed by the class count (objc_getClassList(NULL, 0))
  *      and the images stamp: a new class, or a dlopen'ed image (which may
  *      bring categories onto existing classes without a new class), makes
- *      the next call rebuild it outside the lock and swap it in. Methods
+ *      the next call rebuild it outside the lock and swap it in (of two
+ *      concurrent builds, the one whose keys were read later). Methods
  *      added one by one with class_addMethod between loads are missed until
  *      the next rebuild: their names fall back to the ELF symbols.
  *   4. Lookup: binary search for the highest IMP <= addr; it must be above
@@ -134,15 +135,19 @@ typedef struct objc_entry {
 
 typedef struct objc_table {
   objc_entry_t *e;
-  size_t n, cap;  /* cap <= SNAP_OBJC_MAX_METHODS */
-  int classes;    /* key: objc_getClassList(NULL, 0) when built */
-  uint64_t stamp; /* key: snap__plat_images_stamp() when built */
+  size_t n, cap;   /* cap <= SNAP_OBJC_MAX_METHODS */
+  int classes;     /* key: objc_getClassList(NULL, 0) when built */
+  uint64_t stamp;  /* key: snap__plat_images_stamp() when built */
+  uint64_t ticket; /* when its keys were read (g_tickets): newer wins */
 } objc_table_t;
 
 /* Guards `current` only; a leaf lock (see the head comment). Made on
    first use (platform.h, snap__lazy_lock_t). */
 static snap__lazy_lock_t table_lock;
 static objc_table_t *current;
+/* Taken before a build reads its keys: a table with a later ticket saw
+   the runtime and the image list at least as late. */
+static atomic_ullong g_tickets;
 
 static int entry_cmp(const void *pa, const void *pb) {
   const objc_entry_t *a = pa, *b = pb;
@@ -259,6 +264,7 @@ bool snap__linux_objc_prepare(void) {
   const objc_api_t *a = api_get();
   if (!a)
     return false;
+  uint64_t ticket = atomic_fetch_add(&g_tickets, 1) + 1;
   int classes = a->get_class_list(NULL, 0);
   uint64_t stamp = snap__plat_images_stamp();
 
@@ -270,14 +276,21 @@ bool snap__linux_objc_prepare(void) {
     return true;
 
   /* Stale or missing: build outside the lock (the runtime takes its own
-     locks), then publish. Two threads may both build; the later swap wins
-     and both tables are correct for what they saw. */
+     locks), then publish. Two threads may both build, the one that read
+     its keys before a dlopen finishing after the one that read them
+     since: the table with the later ticket stays (a stale one published
+     last hid a loaded plugin's methods from the thread that had just
+     built them: test_objc_names, 1 run in 20 under qemu). */
   objc_table_t *fresh = table_build(a, classes, stamp);
   if (!fresh)
     return false;
+  fresh->ticket = ticket;
   snap__plat_lazy_lock(&table_lock);
   objc_table_t *old = current;
-  current = fresh;
+  if (!old || old->ticket < fresh->ticket)
+    current = fresh;
+  else
+    old = fresh; /* built on older keys than the one in place */
   snap__plat_lazy_unlock(&table_lock);
   table_free(old);
   return true;
