@@ -378,6 +378,12 @@ static sem_t g_ulock_held;
 NOINLINE void *demo_usleep_holder(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_ulock);
+  /* Always printed: the test finds the holder in the report by its id
+     (under qemu-user the sampling signal ends this sleep and the holder
+     may be sampled while it exits, with no frame of its own left). */
+  printf("holder: usleep-holder tid=%llu\n",
+         (unsigned long long)snap_thread_self());
+  fflush(stdout);
   sem_post(&g_ulock_held);
   usleep(900 * 1000); /* once: an EINTR here lets go of the lock early */
   pthread_mutex_unlock(&g_ulock);
