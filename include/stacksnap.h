@@ -154,6 +154,75 @@ SNAP_EXPORT int snap_capture_self(uintptr_t *pcs, int max, int skip,
 SNAP_EXPORT int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs,
                                     int max, unsigned flags);
 
+/* ---- What a blocked thread waits for ------------------------------------ */
+
+/* Extension (issue 14): the kind of wait a sampled thread was in. */
+enum {
+  SNAP_WAIT_NONE = 0,    /* not in a system call as far as the sample shows
+                            (running, or between calls), or not known */
+  SNAP_WAIT_MUTEX,       /* a mutex (pthread_mutex_t of any type) */
+  SNAP_WAIT_RWLOCK,      /* a reader-writer lock */
+  SNAP_WAIT_UNFAIR_LOCK, /* Apple: os_unfair_lock */
+  SNAP_WAIT_CONDVAR,     /* a condition variable */
+  SNAP_WAIT_SEMAPHORE,   /* a semaphore (sem_t, dispatch/Mach semaphores) */
+  SNAP_WAIT_FUTEX,       /* a futex or ulock word of no known kind */
+  SNAP_WAIT_IO,          /* read, write, send, receive ... on a descriptor */
+  SNAP_WAIT_SLEEP,       /* a timed sleep */
+  SNAP_WAIT_POLL,        /* poll, epoll, select, kevent: any of several */
+  SNAP_WAIT_OTHER,       /* another system call */
+  SNAP_WAIT_KIND_COUNT
+};
+/* Whether snap_wait_t.owner names the holder. */
+enum {
+  SNAP_OWNER_NONE = 0, /* the kind has no owner (a condition variable, a
+                          semaphore, a futex, I/O, a sleep ...) */
+  SNAP_OWNER_UNKNOWN,  /* it has one, but the lock's memory did not name a
+                          live thread of this process other than the waiter
+                          (never a guess) */
+  SNAP_OWNER_KNOWN
+};
+/* What a thread was waiting for when it was sampled. API v1: the caller
+   sets size = sizeof(snap_wait_t); the library fills the fields that size
+   covers. */
+typedef struct snap_wait {
+  uint32_t size;        /* set by the caller */
+  uint32_t kind;        /* SNAP_WAIT_* */
+  uint32_t owner_state; /* SNAP_OWNER_* */
+  int32_t fd;           /* SNAP_WAIT_IO: the descriptor; -1 otherwise */
+  uintptr_t address;    /* the lock, condition variable, semaphore or
+                           futex word waited on; 0 for other kinds */
+  snap_thread_t owner;  /* SNAP_OWNER_KNOWN: the holder; 0 otherwise */
+  int64_t syscall;      /* the system call as the OS numbers it (Linux:
+                           this architecture's numbers; Apple: x16 / rax
+                           without its class bits for BSD calls, negative
+                           for Mach traps), SNAP_WAIT_NO_SYSCALL when the
+                           thread was not (known to be) in one */
+  uint64_t args[6];     /* its arguments, when syscall is known */
+  char owner_name[64];  /* SNAP_OWNER_KNOWN: the holder's thread name, ""
+                           when it has none or it could not be read */
+} snap_wait_t;
+#define SNAP_WAIT_NO_SYSCALL INT64_MIN
+
+/* Extension: snap_capture_thread, and what the thread was waiting for.
+   wait may be NULL (then this is snap_capture_thread). The wait is taken
+   with the stack at no cost to the sample: with SNAP_CAPTURE_QUIET from
+   what the kernel publishes (Linux), otherwise from the registers the
+   stopped thread had; it is decoded afterwards, on the calling thread,
+   reading the lock's memory only through checked reads: Linux/glibc
+   mutexes (every type, priority-inheritance included) and write-held
+   rwlocks name their owner; Apple os_unfair_lock and pthread mutexes do.
+   On failure (a negative return) *wait is kind SNAP_WAIT_NONE. The
+   caller's own thread: kind SNAP_WAIT_NONE. Returns as
+   snap_capture_thread, or SNAP_EINVAL for a wait whose size is not one
+   this library knows. Not async-signal-safe. */
+SNAP_EXPORT int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs,
+                                         int max, unsigned flags,
+                                         snap_wait_t *wait);
+/* "none", "mutex", "rwlock", "unfair_lock", "condvar", "semaphore",
+   "futex", "io", "sleep", "poll", "other"; "unknown" for other values.
+   [async-signal-safe] */
+SNAP_EXPORT const char *snap_wait_kind_name(unsigned kind);
+
 /* Extension: how long snap_capture_thread waits for the target to answer.
    Default 100 ms; 1..10000 ms accepted. Returns SNAP_OK or SNAP_EINVAL. */
 SNAP_EXPORT int snap_set_sample_timeout_ms(unsigned ms);

@@ -96,7 +96,7 @@ static bool in_image(uintptr_t pc) {
 /* SNAP_CAPTURE_QUIET's walk of a thread blocked in a system call: a count,
    or SNAP_EBUSY / SNAP_EUNSUPPORTED when the thread must be signalled. */
 static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
-                      unsigned flags) {
+                      unsigned flags, snap__plat_wait_regs_t *wait) {
   /* No Swift async chains: whether a record really leads to one is asked
      of the running thread (snap__plat_async_task_active, thread-local
      state), and here that is the sampler, not the target. The target's
@@ -122,12 +122,38 @@ static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
                                  max - n, 0);
     }
     rc = snap__plat_blocked_still(thread, &b);
-    if (rc == SNAP_OK)
+    if (rc == SNAP_OK) {
+      *wait = b.wait;
       return n;
+    }
     if (rc != SNAP_EBUSY)
       return rc; /* gone */
   }
   return SNAP_EBUSY; /* it keeps waking: signal it */
+}
+
+/* Another thread's stack, and the registers its wait is decoded from. */
+static int capture_other(snap_thread_t thread, uintptr_t *pcs, int max,
+                         unsigned flags, snap__plat_wait_regs_t *wait) {
+  (void)snap__images_refresh(false);
+  if (flags & SNAP_CAPTURE_QUIET) {
+    int max_quiet = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
+    int n = quiet_walk(thread, pcs, max_quiet, flags, wait);
+    if (n >= 0 || n == SNAP_ENOTHREAD) {
+      if (n >= 0)
+        g_quiet_kept++;
+      return n;
+    }
+    g_quiet_signalled++;
+  }
+  sample_job_t job;
+  job.flags = flags;
+  job.max = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
+  int n = snap__plat_sample(thread, sample_walk, &job,
+                            offsetof(sample_job_t, walk), wait);
+  if (n > 0)
+    memcpy(pcs, job.pcs, (size_t)n * sizeof *pcs);
+  return n;
 }
 
 int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
@@ -141,25 +167,46 @@ int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
     __asm__ volatile("" ::: "memory");
     return n;
   }
-  (void)snap__images_refresh(false);
-  if (flags & SNAP_CAPTURE_QUIET) {
-    int max_quiet = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
-    int n = quiet_walk(thread, pcs, max_quiet, flags);
-    if (n >= 0 || n == SNAP_ENOTHREAD) {
-      if (n >= 0)
-        g_quiet_kept++;
-      return n;
+  snap__plat_wait_regs_t wait;
+  return capture_other(thread, pcs, max, flags, &wait);
+}
+
+int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
+                             unsigned flags, snap_wait_t *wait) {
+  if (!wait)
+    return snap_capture_thread(thread, pcs, max, flags);
+  /* API v1 knows one size: the whole struct. */
+  if (wait->size != sizeof(snap_wait_t) || !valid_args(pcs, max, flags))
+    return SNAP_EINVAL;
+  snap_wait_t w = {.size = wait->size,
+                   .kind = SNAP_WAIT_NONE,
+                   .owner_state = SNAP_OWNER_NONE,
+                   .fd = -1,
+                   .syscall = SNAP_WAIT_NO_SYSCALL};
+  int n;
+  if (thread == snap__plat_thread_self()) {
+    n = snap_capture_self(pcs, max, 1, flags);
+    __asm__ volatile("" ::: "memory");
+  } else {
+    snap__plat_wait_regs_t regs = {.source = SNAP__WAIT_REGS_NONE};
+    n = capture_other(thread, pcs, max, flags, &regs);
+    if (n >= 0) {
+      snap__plat_wait_decode(thread, &regs, pcs, n, &w);
+      w.size = wait->size;
+      if (w.owner_state == SNAP_OWNER_KNOWN &&
+          !snap__plat_thread_name(w.owner, w.owner_name, sizeof w.owner_name))
+        w.owner_name[0] = '\0';
     }
-    g_quiet_signalled++;
   }
-  sample_job_t job;
-  job.flags = flags;
-  job.max = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
-  int n = snap__plat_sample(thread, sample_walk, &job,
-                            offsetof(sample_job_t, walk));
-  if (n > 0)
-    memcpy(pcs, job.pcs, (size_t)n * sizeof *pcs);
+  *wait = w;
   return n;
+}
+
+const char *snap_wait_kind_name(unsigned kind) {
+  static const char *const names[SNAP_WAIT_KIND_COUNT] = {
+      "none",  "mutex", "rwlock", "unfair_lock", "condvar", "semaphore",
+      "futex", "io",    "sleep",  "poll",        "other"};
+  return kind < SNAP_WAIT_KIND_COUNT ? names[kind] : "unknown";
 }
 
 int snap_set_sample_timeout_ms(unsigned ms) {

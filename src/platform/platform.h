@@ -48,6 +48,40 @@ bool snap__plat_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
    corrupt stack could point anywhere. [signal-safe] */
 bool snap__plat_own_stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
 
+/* ---- What a sampled thread waits for ----------------------------------- */
+
+/* The registers a wait is decoded from, taken with the sample: in the
+   stopped window they are only copied (a few words); whether the thread
+   was in a system call, and what it waited for, is decided afterwards by
+   snap__plat_wait_decode. */
+#define SNAP__WAIT_REGS_NONE 0 /* nothing known */
+#define SNAP__WAIT_REGS_KERNEL                                                 \
+  1 /* the OS said: blocked in system call nr                                  \
+       with these arguments (Linux's syscall                                   \
+       file) */
+#define SNAP__WAIT_REGS_THREAD                                                 \
+  2 /* the registers of the stopped thread:                                    \
+       nr is the register the ABI passes the                                   \
+       number in (x86_64 rax, Linux aarch64                                    \
+       x8, Apple arm64 x16); whether pc is at                                  \
+       a system call is the decoder's to tell */
+typedef struct snap__plat_wait_regs {
+  uint32_t source; /* SNAP__WAIT_REGS_* */
+  uintptr_t pc;    /* THREAD: where it was stopped */
+  int64_t nr;
+  uint64_t args[6];
+} snap__plat_wait_regs_t;
+
+/* What `waiter` waited for, from regs and the stack sampled with them
+   (pcs[0..n), frame 0 exact): fills every field of *out but owner_name
+   (size untouched). Reads lock memory only through snap__plat_read and
+   accepts an owner only when it is a live thread of this process other
+   than the waiter. Never fails: what cannot be told is SNAP_WAIT_NONE /
+   SNAP_OWNER_UNKNOWN. [setup] Never from the stopped window. */
+void snap__plat_wait_decode(snap_thread_t waiter,
+                            const snap__plat_wait_regs_t *regs,
+                            const uintptr_t *pcs, int n, snap_wait_t *out);
+
 /* ---- Sampling another thread -------------------------------------------- */
 
 /* Runs inside the stopped window, on a private block of SNAP__SAMPLE_ARG_MAX
@@ -61,7 +95,9 @@ typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
 #define SNAP__SAMPLE_ARG_MAX (sizeof(uintptr_t) * (SNAP_MAX_FRAMES + 8) + 1024)
 
 /* Stops `thread` (never the caller), runs fn(regs, copy of arg) while it
-   cannot run user code, lets it go, copies the block back into arg. Waits at
+   cannot run user code, lets it go, copies the block back into arg, and
+   into *wait (when not NULL) the registers a wait is decoded from
+   (SNAP__WAIT_REGS_THREAD; _NONE when fn did not run). Waits at
    most the sample timeout. Returns fn's result, SNAP_ENOTHREAD,
    SNAP_ETIMEDOUT or SNAP_EINVAL.
    Serialised process-wide: at most one thread is stopped by us at any
@@ -70,7 +106,7 @@ typedef int (*snap__sample_fn)(const snap__regs_t *regs, void *arg);
    the sample is abandoned, so two samplers can never stop each other (on
    Apple that hangs both for good). [setup] */
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
-                      size_t arg_size);
+                      size_t arg_size, snap__plat_wait_regs_t *wait);
 int snap__plat_set_sample_timeout_ms(unsigned ms); /* 1..10000, checked */
 /* How long the calling thread has waited inside snap__plat_sample so far
    (for the sampler lock and for its targets), each sample's share capped at
@@ -98,6 +134,7 @@ typedef struct snap__plat_blocked {
   snap__regs_t regs; /* pc: right after the system call instruction (an
                         exact pc, not a return address); sp; fp 0 and
                         lr_valid false: the OS does not publish them */
+  snap__plat_wait_regs_t wait; /* KERNEL: the call and its arguments */
   uint64_t seen[12]; /* the platform's witness of the thread's state */
 } snap__plat_blocked_t;
 

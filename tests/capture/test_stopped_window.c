@@ -318,8 +318,9 @@ int main(void) {
      TSan is a second, independent witness for the real walks above. */
   int dummy = 0;
   if (!SNAP_TEST_TSAN) {
-    int rc = snap__plat_sample((snap_thread_t)atomic_load(&tids[0]),
-                               allocating_in_window, &dummy, sizeof dummy);
+    int rc =
+        snap__plat_sample((snap_thread_t)atomic_load(&tids[0]),
+                          allocating_in_window, &dummy, sizeof dummy, NULL);
     if (rc == 1)
       CHECK(atomic_load(&g_violations) >= 1, "the watch missed an allocation");
     else
@@ -329,7 +330,7 @@ int main(void) {
   {
     long before = atomic_load(&g_opens_in_window);
     int rc = snap__plat_sample((snap_thread_t)atomic_load(&tids[0]),
-                               opening_in_window, &dummy, sizeof dummy);
+                               opening_in_window, &dummy, sizeof dummy, NULL);
     CHECK(rc == 1 && atomic_load(&g_opens_in_window) > before,
           "the watch missed an open in the window: %d", rc);
   }

@@ -155,7 +155,9 @@ int snap__plat_sample_reachable(snap_thread_t thread) {
 }
 
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
-                      size_t arg_size) {
+                      size_t arg_size, snap__plat_wait_regs_t *wait) {
+  if (wait)
+    wait->source = SNAP__WAIT_REGS_NONE;
   if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
     return SNAP_EINVAL;
   if (thread == 0 || thread > 0xffffffffu)

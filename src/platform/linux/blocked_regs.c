@@ -94,6 +94,11 @@ int snap__plat_blocked_regs(snap_thread_t thread, snap__plat_blocked_t *out) {
       memcmp(insn, k_syscall_insn, sizeof insn) != 0)
     return SNAP_EBUSY; /* not our code (qemu-user's host thread) */
   pack(&sc, out->seen + 3);
+  out->wait.source = SNAP__WAIT_REGS_KERNEL;
+  out->wait.pc = sc.pc;
+  out->wait.nr = sc.nr;
+  for (int i = 0; i < 6; i++)
+    out->wait.args[i] = sc.args[i];
   out->regs.pc = sc.pc;
   out->regs.sp = sc.sp;
   out->regs.fp = 0;

@@ -12,6 +12,11 @@
 /* Fills regs from a ucontext_t the kernel handed to a signal handler.
    [signal-safe] */
 void snap__linux_regs_from_ucontext(const void *uc, snap__regs_t *regs);
+/* Copies the registers a wait is decoded from (SNAP__WAIT_REGS_THREAD: the
+   pc, the system call number's register and the six argument registers)
+   out of a signal handler's ucontext_t. [signal-safe] */
+void snap__linux_wait_regs_from_ucontext(const void *uc,
+                                         snap__plat_wait_regs_t *w);
 
 /* The kernel thread id of the caller, by system call. [signal-safe] */
 int snap__linux_gettid(void);
@@ -121,5 +126,11 @@ typedef struct snap__linux_syscall {
 /* SNAP_OK, SNAP_ENOTHREAD (no such thread of ours), SNAP_EIO (unreadable
    or unknown format). [setup] */
 int snap__linux_syscall_read(int tid, snap__linux_syscall_t *out);
+/* What system call nr (this architecture's numbers) waits in
+   (thread_sched.c). */
+snap__sched_wait_t snap__linux_wait_of_syscall(long nr);
+/* Whether an I/O call nr's first argument is the descriptor it waits on
+   (read, write, recv...; not open's directory or an AIO context). */
+bool snap__linux_syscall_has_fd(long nr);
 
 #endif /* SNAP_PLATFORM_LINUX_H */

@@ -79,9 +79,10 @@ typedef struct slot {
   snap__sample_fn fn;
   int result;
   size_t arg_size;
-  snap__linux_stack_t stack; /* in: what the sampler learned, if anything */
-  uintptr_t seen_sp;         /* out, with NEED_STACK: the unknown stack */
-  uintptr_t seen_self;       /* out: the target's pthread_self() */
+  snap__linux_stack_t stack;   /* in: what the sampler learned, if anything */
+  uintptr_t seen_sp;           /* out, with NEED_STACK: the unknown stack */
+  uintptr_t seen_self;         /* out: the target's pthread_self() */
+  snap__plat_wait_regs_t wait; /* out: what a wait is decoded from */
   sem_t done;
   _Alignas(16) unsigned char arg[SNAP__SAMPLE_ARG_MAX];
 } slot_t;
@@ -150,6 +151,7 @@ static int window(slot_t *s, void *uc) {
   } else if (here - lo < SNAP__LINUX_WINDOW_STACK) {
     rc = SNAP_ENOMEM; /* too deep to sample without a fault */
   } else {
+    snap__linux_wait_regs_from_ucontext(uc, &s->wait);
     t_in_window = 1;
     rc = s->fn(&regs, s->arg);
     t_in_window = 0;
@@ -275,7 +277,8 @@ static bool thread_exists(int tid) {
 /* One signal, from the claim of a slot to its completion or abandonment:
    under the sampler lock. `stack` goes in; *seen out with NEED_STACK. */
 static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
-                   const snap__linux_stack_t *stack, uintptr_t seen[2]) {
+                   const snap__linux_stack_t *stack, uintptr_t seen[2],
+                   snap__plat_wait_regs_t *wait) {
   unsigned seq;
   slot_t *s = claim(&seq);
   if (!s)
@@ -284,6 +287,7 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
   s->result = SNAP_ETIMEDOUT;
   s->arg_size = arg_size;
   s->stack = *stack;
+  s->wait.source = SNAP__WAIT_REGS_NONE;
   memcpy(s->arg, arg, arg_size);
   atomic_store(&s->state, STATE(seq, ARMED));
 
@@ -348,17 +352,20 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
     seen[1] = s->seen_self;
   } else {
     memcpy(arg, s->arg, arg_size);
+    if (wait)
+      *wait = s->wait;
   }
   atomic_store(&s->state, STATE(seq, FREE));
   return rc;
 }
 
 /* A request, with the rounds it takes to learn the target's stack. */
-static int sample(int tid, snap__sample_fn fn, void *arg, size_t arg_size) {
+static int sample(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
+                  snap__plat_wait_regs_t *wait) {
   snap__linux_stack_t stack = {0, 0, 0, false, false};
   for (int round = 1;; round++) {
     uintptr_t seen[2];
-    int rc = request(tid, fn, arg, arg_size, &stack, seen);
+    int rc = request(tid, fn, arg, arg_size, &stack, seen, wait);
     if (rc != NEED_STACK)
       return rc;
     if (round == ROUNDS)
@@ -408,7 +415,9 @@ static void count_wait(uint64_t ns) {
 uint64_t snap__plat_sample_waited_ns(void) { return t_waited_ns; }
 
 int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
-                      size_t arg_size) {
+                      size_t arg_size, snap__plat_wait_regs_t *wait) {
+  if (wait)
+    wait->source = SNAP__WAIT_REGS_NONE;
   if (!fn || arg_size > SNAP__SAMPLE_ARG_MAX || (arg_size && !arg))
     return SNAP_EINVAL;
   if (!snap__linux_tid_ok(thread))
@@ -428,7 +437,7 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
   count_wait(t1 - t0);
   if (rc != SNAP_OK)
     return rc;
-  rc = sample(tid, fn, arg, arg_size);
+  rc = sample(tid, fn, arg, arg_size, wait);
   snap__sampler_leave();
   count_wait(snap__plat_now_ns() - t1);
   return rc;

@@ -118,8 +118,7 @@ static void read_switches(int tid, int64_t *vol, int64_t *invol) {
     *invol = decimal(&i);
 }
 
-/* What system call nr waits in; this architecture's numbers. */
-static snap__sched_wait_t wait_of_syscall(long nr) {
+snap__sched_wait_t snap__linux_wait_of_syscall(long nr) {
   switch (nr) {
 #ifdef SYS_futex
   case SYS_futex:
@@ -249,6 +248,22 @@ static snap__sched_wait_t wait_of_syscall(long nr) {
   }
 }
 
+bool snap__linux_syscall_has_fd(long nr) {
+  switch (nr) {
+#ifdef SYS_open
+  case SYS_open:
+#endif
+#ifdef SYS_openat
+  case SYS_openat: /* its first argument is a directory */
+#endif
+#ifdef SYS_io_getevents
+  case SYS_io_getevents: /* an AIO context */
+#endif
+    return false;
+  default: return snap__linux_wait_of_syscall(nr) == SNAP__WAIT_IO;
+  }
+}
+
 /* Whether pc lies in a loaded image: _dl_find_object (lock-free) where
    glibc has it, dladdr (the loader's lock, a symbol search) otherwise. */
 static bool in_an_image(uintptr_t pc) {
@@ -274,7 +289,7 @@ static snap__sched_wait_t blocked_in(int tid, char letter) {
      thread than the one we run as (an emulator's host thread). */
   if (!in_an_image(sc.pc))
     return fallback;
-  snap__sched_wait_t w = wait_of_syscall(sc.nr);
+  snap__sched_wait_t w = snap__linux_wait_of_syscall(sc.nr);
   return w == SNAP__WAIT_OTHER ? fallback : w;
 }
 

@@ -34,6 +34,28 @@ void snap__linux_regs_from_ucontext(const void *ucv, snap__regs_t *regs) {
 #endif
 }
 
+void snap__linux_wait_regs_from_ucontext(const void *ucv,
+                                         snap__plat_wait_regs_t *w) {
+  const ucontext_t *uc = ucv;
+  w->source = SNAP__WAIT_REGS_THREAD;
+#if defined(__x86_64__)
+  const greg_t *g = uc->uc_mcontext.gregs;
+  w->pc = (uintptr_t)g[REG_RIP];
+  w->nr = (int64_t)g[REG_RAX];
+  w->args[0] = (uint64_t)g[REG_RDI];
+  w->args[1] = (uint64_t)g[REG_RSI];
+  w->args[2] = (uint64_t)g[REG_RDX];
+  w->args[3] = (uint64_t)g[REG_R10];
+  w->args[4] = (uint64_t)g[REG_R8];
+  w->args[5] = (uint64_t)g[REG_R9];
+#elif defined(__aarch64__)
+  w->pc = (uintptr_t)uc->uc_mcontext.pc;
+  w->nr = (int64_t)uc->uc_mcontext.regs[8];
+  for (int i = 0; i < 6; i++)
+    w->args[i] = (uint64_t)uc->uc_mcontext.regs[i];
+#endif
+}
+
 /* Where the ucontext sits relative to the sp the trampoline starts with.
    x86_64: the handler's `ret` popped rt_sigframe.pretcode, so sp points at
    rt_sigframe.uc. arm64: rt_sigframe is { siginfo_t info; ucontext_t uc; }

@@ -1,0 +1,338 @@
+/*
+ * wait_decode.c — what a Linux thread waited for, and who holds it
+ * (snap__plat_wait_decode, platform.h), for glibc's locks.
+ *
+ * Input: the registers taken with a sample (the kernel's syscall file for
+ * a quiet sample, or the stopped thread's registers from the signal's
+ * ucontext) and the stack sampled with them.
+ *
+ * 1. In which system call. KERNEL: the kernel said. THREAD: the pc must be
+ *    AT this architecture's system-call instruction: the kernel moved it
+ *    back there to restart the call after our handler (SA_RESTART; a
+ *    futex lock wait, a read, a condition wait restart), with the number
+ *    back in its register and the arguments intact. A pc right AFTER the
+ *    instruction is a call that returned (our signal cut a sleep or a
+ *    poll short: EINTR); on aarch64 x8 still holds its number, so its kind
+ *    is known, but x0 holds the result, so no argument is kept; on x86_64
+ *    rax holds the result and nothing is known. The instruction is read
+ *    here, through snap__plat_read, not in the stopped window.
+ * 2. What kind. A futex wait is told apart by the libc function on the
+ *    stack (frames 0..7 against the bounds of glibc's own entry points,
+ *    found once with dlsym in libc's handle and the symbol's size):
+ *    pthread_mutex_* (and __lll_lock_wait, which pthread_cond_wait also
+ *    uses to take its mutex back) -> mutex; pthread_rwlock_* -> rwlock;
+ *    pthread_cond_* -> condvar; sem_* -> semaphore; anything else, a raw
+ *    futex. FUTEX_LOCK_PI is a priority-inheritance mutex wherever called.
+ *    Other calls by number: read/write/recv... -> io (fd = first
+ *    argument), nanosleep -> sleep, poll/epoll/select -> poll.
+ * 3. Who holds it (glibc's layouts, identical on x86_64 and aarch64 for
+ *    the fields read; nptl/pthread_mutex_lock.c, nptl/pthread_rwlock_common.c,
+ *    sysdeps/nptl/bits/struct_mutex.h, struct_rwlock.h):
+ *    - mutex (normal, recursive, error-checking, adaptive; robust): the
+ *      futex word is __lock at offset 0 of pthread_mutex_t; __owner (int,
+ *      offset 8) is the holder's TID, __kind (int, offset 16) the type.
+ *      A robust mutex also keeps the TID in __lock (FUTEX_TID_MASK).
+ *    - priority-inheritance mutex: the futex word holds the owner's TID
+ *      (the kernel's PI futex protocol, FUTEX_TID_MASK).
+ *    - rwlock held for writing: __cur_writer (offset 24) is the writer's
+ *      TID; waiters sleep on __wrphase_futex (offset 8) or
+ *      __writers_futex (offset 12), so both bases are tried and an owner
+ *      is kept only when exactly one reads as a plausible rwlock.
+ *    - condition variables, semaphores, raw futexes: no owner, never a
+ *      guessed one.
+ *    An owner is accepted only if it is a live thread of this process
+ *    (tgkill with signal 0) other than the waiter; otherwise unknown.
+ *
+ * Must not: run in the stopped window (dlsym, /proc, tgkill), read the
+ * lock's memory any other way than snap__plat_read (it may be garbage,
+ * or freed), or guess an owner for a kind that has none.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "platform/linux/linux.h"
+
+/* The futex commands (linux/futex.h), without the private and clock
+   flags. */
+#define FUTEX_CMD_MASK 0x7f
+#define FUTEX_WAIT 0
+#define FUTEX_LOCK_PI 6
+#define FUTEX_TRYLOCK_PI 8
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_WAIT_REQUEUE_PI 11
+#define FUTEX_LOCK_PI2 13
+#define FUTEX_PRIVATE 128
+#define FUTEX_TID_MASK 0x3fffffffu
+
+/* glibc's pthread_mutex_t and pthread_rwlock_t fields read here. */
+#define MUTEX_OWNER_OFF 8
+#define MUTEX_KIND_OFF 16
+#define MUTEX_KIND_ROBUST 16
+#define MUTEX_KIND_PI 32
+#define MUTEX_KIND_PP 64
+#define MUTEX_KIND_PSHARED 128
+#define MUTEX_KIND_ELISION 256
+#define MUTEX_KIND_NO_ELISION 512
+#define RWLOCK_CUR_WRITER_OFF 24
+#define RWLOCK_SHARED_OFF 28
+
+/* ---- glibc's entry points, by kind --------------------------------------- */
+
+typedef struct entry {
+  const char *name;
+  uint8_t kind; /* SNAP_WAIT_* */
+} entry_t;
+
+static const entry_t k_entries[] = {
+    {"__lll_lock_wait", SNAP_WAIT_MUTEX},
+    {"pthread_mutex_lock", SNAP_WAIT_MUTEX},
+    {"pthread_mutex_timedlock", SNAP_WAIT_MUTEX},
+    {"pthread_mutex_clocklock", SNAP_WAIT_MUTEX},
+    {"pthread_rwlock_rdlock", SNAP_WAIT_RWLOCK},
+    {"pthread_rwlock_wrlock", SNAP_WAIT_RWLOCK},
+    {"pthread_rwlock_timedrdlock", SNAP_WAIT_RWLOCK},
+    {"pthread_rwlock_timedwrlock", SNAP_WAIT_RWLOCK},
+    {"pthread_rwlock_clockrdlock", SNAP_WAIT_RWLOCK},
+    {"pthread_rwlock_clockwrlock", SNAP_WAIT_RWLOCK},
+    {"pthread_cond_wait", SNAP_WAIT_CONDVAR},
+    {"pthread_cond_timedwait", SNAP_WAIT_CONDVAR},
+    {"pthread_cond_clockwait", SNAP_WAIT_CONDVAR},
+    {"sem_wait", SNAP_WAIT_SEMAPHORE},
+    {"sem_timedwait", SNAP_WAIT_SEMAPHORE},
+    {"sem_clockwait", SNAP_WAIT_SEMAPHORE},
+};
+#define N_ENTRIES (sizeof k_entries / sizeof k_entries[0])
+
+typedef struct range {
+  uintptr_t lo, hi;
+} range_t;
+
+static range_t g_ranges[N_ENTRIES];
+static atomic_int g_ranges_state; /* 0 not looked up, 2 looked up */
+
+/* [lo, hi) of a function of libc (or, before glibc 2.34, libpthread), by
+   its own symbol table entry: dlsym in the library's handle finds the
+   library's definition even where a sanitizer interposes the name. */
+static range_t lookup(const char *name) {
+  static const char *const libs[] = {"libc.so.6", "libpthread.so.0"};
+  for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+    void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+      continue;
+    void *fn = dlsym(h, name);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    range_t r = {0, 0};
+    if (fn && dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+        sym->st_size > 0) {
+      r.lo = (uintptr_t)fn;
+      r.hi = r.lo + sym->st_size;
+    }
+    dlclose(h);
+    if (r.lo)
+      return r;
+  }
+  return (range_t){0, 0};
+}
+
+/* Looked up once; racing first callers each compute the same table and
+   the last store wins (no lock a forked child could inherit). libc is
+   never unloaded, so the bounds stay true. */
+static const range_t *ranges(void) {
+  if (atomic_load_explicit(&g_ranges_state, memory_order_acquire) != 2) {
+    for (size_t i = 0; i < N_ENTRIES; i++)
+      g_ranges[i] = lookup(k_entries[i].name);
+    atomic_store_explicit(&g_ranges_state, 2, memory_order_release);
+  }
+  return g_ranges;
+}
+
+/* The kind of the first frame (innermost first) inside one of glibc's
+   entry points; SNAP_WAIT_FUTEX when none is. Frame 0 is exact, the rest
+   are return addresses (looked up at pc - 1: the call). */
+static unsigned kind_from_stack(const uintptr_t *pcs, int n) {
+  const range_t *r = ranges();
+  for (int f = 0; f < n && f < 8; f++) {
+    uintptr_t pc = pcs[f] - (f > 0);
+    for (size_t i = 0; i < N_ENTRIES; i++)
+      if (pc >= r[i].lo && pc < r[i].hi)
+        return k_entries[i].kind;
+  }
+  return SNAP_WAIT_FUTEX;
+}
+
+/* ---- Owners ---------------------------------------------------------------
+ */
+
+/* A live thread of this process other than the waiter. */
+static bool live_other(int64_t tid, snap_thread_t waiter) {
+  if (tid <= 0 || (uint64_t)tid == waiter || !snap__linux_tid_ok(tid))
+    return false;
+  return syscall(SYS_tgkill, getpid(), (int)tid, 0) == 0;
+}
+
+static bool read_u32(uintptr_t addr, uint32_t *v) {
+  return addr && snap__plat_read(addr, v, sizeof *v);
+}
+
+/* A pthread_mutex_t at m whose futex word is at m: its holder, or 0. */
+static int64_t mutex_owner(uintptr_t m, bool private_futex,
+                           snap_thread_t waiter) {
+  uint32_t word, owner, kind;
+  if (!read_u32(m, &word) || !read_u32(m + MUTEX_OWNER_OFF, &owner) ||
+      !read_u32(m + MUTEX_KIND_OFF, &kind))
+    return 0;
+  /* __kind must be a type (0..3) with known flags, and say shared exactly
+     when the futex was waited on as shared: else this is not a mutex. */
+  uint32_t flags = kind & ~3u;
+  if (flags & ~(uint32_t)(MUTEX_KIND_ROBUST | MUTEX_KIND_PI | MUTEX_KIND_PP |
+                          MUTEX_KIND_PSHARED | MUTEX_KIND_ELISION |
+                          MUTEX_KIND_NO_ELISION))
+    return 0;
+  /* Robust mutexes always wait as shared (the kernel's robust-list
+     cleanup wakes without the private flag). */
+  if (!(kind & MUTEX_KIND_ROBUST) &&
+      !(kind & MUTEX_KIND_PSHARED) != private_futex)
+    return 0;
+  if (word == 0)
+    return 0; /* unlocked since: nobody holds it now */
+  if (live_other((int32_t)owner, waiter))
+    return (int32_t)owner;
+  /* Robust and PI mutexes keep the TID in the word itself (__owner is
+     written just after the word is taken). */
+  if ((kind & (MUTEX_KIND_ROBUST | MUTEX_KIND_PI)) &&
+      live_other(word & FUTEX_TID_MASK, waiter))
+    return word & FUTEX_TID_MASK;
+  return 0;
+}
+
+/* A rwlock whose waiter sleeps on the word at w: its writer, or 0. */
+static int64_t rwlock_writer(uintptr_t w, bool private_futex,
+                             snap_thread_t waiter) {
+  int64_t found = 0;
+  int plausible = 0;
+  static const unsigned k_futex_off[] = {8, 12}; /* __wrphase, __writers */
+  for (int i = 0; i < 2; i++) {
+    uintptr_t base = w - k_futex_off[i];
+    uint32_t writer, shared;
+    if (!read_u32(base + RWLOCK_CUR_WRITER_OFF, &writer) ||
+        !read_u32(base + RWLOCK_SHARED_OFF, &shared) || shared > 1 ||
+        (shared == 0) != private_futex || !live_other((int32_t)writer, waiter))
+      continue;
+    plausible++;
+    found = (int32_t)writer;
+  }
+  return plausible == 1 ? found : 0;
+}
+
+/* ---- Decoding --------------------------------------------------------- */
+
+/* The system-call instruction, and where a restarted call's pc is. */
+#if defined(__x86_64__)
+static const unsigned char k_insn[] = {0x0f, 0x05};
+#define NR_SURVIVES_RETURN 0 /* rax holds the result */
+#elif defined(__aarch64__)
+static const unsigned char k_insn[] = {0x01, 0x00, 0x00, 0xd4};
+#define NR_SURVIVES_RETURN 1 /* x8 keeps the number, x0 the result */
+#endif
+
+static bool insn_at(uintptr_t pc) {
+  unsigned char b[sizeof k_insn];
+  return pc && snap__plat_read(pc, b, sizeof b) &&
+         memcmp(b, k_insn, sizeof b) == 0;
+}
+
+/* The call and the arguments that can be trusted: nargs 6, or 0 when the
+   call has returned and only its number is left. False: not in a call. */
+static bool which_call(const snap__plat_wait_regs_t *r, int64_t *nr,
+                       int *nargs) {
+  if (r->source == SNAP__WAIT_REGS_KERNEL) {
+    *nr = r->nr;
+    *nargs = 6;
+    return r->nr >= 0;
+  }
+  if (r->source != SNAP__WAIT_REGS_THREAD || r->nr < 0 || r->nr > 4096)
+    return false;
+  if (insn_at(r->pc)) {
+    *nr = r->nr; /* restarted (or about to enter): all intact */
+    *nargs = 6;
+    return true;
+  }
+  if (NR_SURVIVES_RETURN && r->pc >= sizeof k_insn &&
+      insn_at(r->pc - sizeof k_insn)) {
+    *nr = r->nr;
+    *nargs = 0;
+    return true;
+  }
+  return false;
+}
+
+static void decode_futex(snap_thread_t waiter, const uint64_t *a,
+                         const uintptr_t *pcs, int n, snap_wait_t *out) {
+  unsigned cmd = (unsigned)a[1] & FUTEX_CMD_MASK;
+  bool private_futex = (a[1] & FUTEX_PRIVATE) != 0;
+  uintptr_t word = (uintptr_t)a[0];
+  out->address = word;
+  int64_t owner = 0;
+  if (cmd == FUTEX_LOCK_PI || cmd == FUTEX_LOCK_PI2 ||
+      cmd == FUTEX_TRYLOCK_PI) {
+    out->kind = SNAP_WAIT_MUTEX; /* only PI mutexes lock this way */
+    uint32_t v;
+    if (read_u32(word, &v) && live_other(v & FUTEX_TID_MASK, waiter))
+      owner = v & FUTEX_TID_MASK;
+  } else if (cmd == FUTEX_WAIT_REQUEUE_PI) {
+    out->kind = SNAP_WAIT_CONDVAR;
+  } else if (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET) {
+    out->kind = kind_from_stack(pcs, n);
+    if (out->kind == SNAP_WAIT_MUTEX)
+      owner = mutex_owner(word, private_futex, waiter);
+    else if (out->kind == SNAP_WAIT_RWLOCK)
+      owner = rwlock_writer(word, private_futex, waiter);
+  } else {
+    out->kind = SNAP_WAIT_FUTEX;
+  }
+  if (out->kind == SNAP_WAIT_MUTEX || out->kind == SNAP_WAIT_RWLOCK) {
+    out->owner_state = owner ? SNAP_OWNER_KNOWN : SNAP_OWNER_UNKNOWN;
+    out->owner = (snap_thread_t)owner;
+  }
+}
+
+void snap__plat_wait_decode(snap_thread_t waiter,
+                            const snap__plat_wait_regs_t *regs,
+                            const uintptr_t *pcs, int n, snap_wait_t *out) {
+  out->kind = SNAP_WAIT_NONE;
+  out->owner_state = SNAP_OWNER_NONE;
+  out->owner = 0;
+  out->fd = -1;
+  out->address = 0;
+  out->syscall = SNAP_WAIT_NO_SYSCALL;
+  memset(out->args, 0, sizeof out->args);
+  int64_t nr;
+  int nargs;
+  if (!regs || !which_call(regs, &nr, &nargs))
+    return;
+  out->syscall = nr;
+  for (int i = 0; i < nargs; i++)
+    out->args[i] = regs->args[i];
+  switch (snap__linux_wait_of_syscall((long)nr)) {
+  case SNAP__WAIT_LOCK:
+    if (nr == SYS_futex && nargs)
+      decode_futex(waiter, regs->args, pcs, n, out);
+    else /* futex_waitv: several words; flock: a file lock */
+      out->kind = nr == SYS_flock ? SNAP_WAIT_OTHER : SNAP_WAIT_FUTEX;
+    break;
+  case SNAP__WAIT_IO:
+    out->kind = SNAP_WAIT_IO;
+    if (nargs && snap__linux_syscall_has_fd((long)nr))
+      out->fd = (int32_t)regs->args[0];
+    break;
+  case SNAP__WAIT_SLEEP: out->kind = SNAP_WAIT_SLEEP; break;
+  case SNAP__WAIT_POLL: out->kind = SNAP_WAIT_POLL; break;
+  default: out->kind = SNAP_WAIT_OTHER; break;
+  }
+}
