@@ -19,10 +19,15 @@
  * 2. What kind. A futex wait is told apart by the libc function on the
  *    stack (frames 0..7 against the bounds of glibc's own entry points,
  *    found once with dlsym in libc's handle and the symbol's size):
- *    pthread_mutex_* (and __lll_lock_wait, which pthread_cond_wait also
- *    uses to take its mutex back) -> mutex; pthread_rwlock_* -> rwlock;
- *    pthread_cond_* -> condvar; sem_* -> semaphore; anything else, a raw
- *    futex. FUTEX_LOCK_PI is a priority-inheritance mutex wherever called.
+ *    pthread_mutex_* -> mutex; pthread_rwlock_* -> rwlock;
+ *    pthread_cond_* -> condvar; sem_* -> semaphore. Where an entry point
+ *    tail-calls a local slow path (robust mutexes, timed mutex locks,
+ *    sem_wait) none is on the stack, and pthread_cond_wait takes its
+ *    mutex back through a local function; then the memory must agree
+ *    field by field (a mutex's word, __owner and __kind with lll_lock's
+ *    wait value 2; a robust mutex's __kind, __lock and __owner; a
+ *    semaphore's value, waiters and private flag) or it is a raw futex. FUTEX_LOCK_PI is a
+ *    priority-inheritance mutex wherever called.
  *    Other calls by number: read/write/recv... -> io (fd = first
  *    argument), nanosleep -> sleep, poll/epoll/select -> poll.
  * 3. Who holds it (glibc's layouts, identical on x86_64 and aarch64 for
@@ -89,7 +94,6 @@ typedef struct entry {
 } entry_t;
 
 static const entry_t k_entries[] = {
-    {"__lll_lock_wait", SNAP_WAIT_MUTEX},
     {"pthread_mutex_lock", SNAP_WAIT_MUTEX},
     {"pthread_mutex_timedlock", SNAP_WAIT_MUTEX},
     {"pthread_mutex_clocklock", SNAP_WAIT_MUTEX},
@@ -211,6 +215,53 @@ static int64_t mutex_owner(uintptr_t m, bool private_futex,
   return 0;
 }
 
+/* Whether the word at m is a normal (not robust, not PI) pthread_mutex_t
+   taken by lll_lock: the wait on it carries 2 ("locked, with waiters");
+   its word is 0..2, its __kind a type with known flags whose sharing
+   matches the wait's, its __owner 0 or a TID. For the waits whose entry
+   point is not on the stack: pthread_mutex_timedlock tail-calls its slow
+   path, and pthread_cond_wait takes its mutex back through an internal
+   function (then the stack names the condition variable). */
+static bool looks_like_mutex(uintptr_t m, bool private_futex) {
+  uint32_t word, owner, kind;
+  if (!read_u32(m, &word) || !read_u32(m + MUTEX_OWNER_OFF, &owner) ||
+      !read_u32(m + MUTEX_KIND_OFF, &kind))
+    return false;
+  uint32_t flags = kind & ~3u;
+  return word <= 2 && owner <= FUTEX_TID_MASK &&
+         !(flags & ~(uint32_t)(MUTEX_KIND_PP | MUTEX_KIND_PSHARED |
+                               MUTEX_KIND_ELISION | MUTEX_KIND_NO_ELISION)) &&
+         !(kind & MUTEX_KIND_PSHARED) == private_futex;
+}
+
+/* Robust mutexes are locked by an internal function that
+   pthread_mutex_lock tail-calls (__pthread_mutex_lock_full), so no entry
+   point is on the stack. Such a word is a robust mutex only when three
+   fields agree: __kind says robust, and __lock's TID and __owner name the
+   same live thread other than the waiter. Its holder, or 0. */
+static int64_t robust_mutex_owner(uintptr_t m, snap_thread_t waiter) {
+  uint32_t word, owner, kind;
+  if (!read_u32(m, &word) || !read_u32(m + MUTEX_OWNER_OFF, &owner) ||
+      !read_u32(m + MUTEX_KIND_OFF, &kind) || !(kind & MUTEX_KIND_ROBUST) ||
+      (word & FUTEX_TID_MASK) != owner)
+    return 0;
+  return mutex_owner(m, false, waiter);
+}
+
+/* sem_wait tail-calls its slow path too. glibc's sem_t on 64-bit targets
+   (sysdeps/nptl/internaltypes.h, struct new_sem): a 64-bit word, the value
+   in its low half (the futex word, waited on with the value it expects,
+   0) and the waiters in its high half (this waiter counts), then `private`:
+   LLL_PRIVATE (0) or LLL_SHARED (128), and the wait's op carries
+   FUTEX_PRIVATE_FLAG ^ private (lowlevellock-futex.h, __lll_private_flag;
+   seen: private 0, op 0x189). */
+static bool looks_like_semaphore(uintptr_t w, uint64_t op, uint64_t val) {
+  uint32_t v[3];
+  return w % 8 == 0 && snap__plat_read(w, v, sizeof v) && v[0] == val &&
+         v[1] >= 1 && v[1] < (1u << 24) &&
+         v[2] == ((op & FUTEX_PRIVATE) ^ FUTEX_PRIVATE);
+}
+
 /* A rwlock whose waiter sleeps on the word at w: its writer, or 0. */
 static int64_t rwlock_writer(uintptr_t w, bool private_futex,
                              snap_thread_t waiter) {
@@ -289,7 +340,18 @@ static void decode_futex(snap_thread_t waiter, const uint64_t *a,
     out->kind = SNAP_WAIT_CONDVAR;
   } else if (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET) {
     out->kind = kind_from_stack(pcs, n);
-    if (out->kind == SNAP_WAIT_MUTEX)
+    if ((out->kind == SNAP_WAIT_FUTEX || out->kind == SNAP_WAIT_CONDVAR) &&
+        a[2] == 2 && looks_like_mutex(word, private_futex))
+      out->kind = SNAP_WAIT_MUTEX; /* lll_lock's wait, reached unseen */
+    if (out->kind == SNAP_WAIT_FUTEX) {
+      /* No entry point on the stack: a slow path reached by a tail call
+         (robust mutexes, semaphores), if the memory agrees. */
+      if ((owner = robust_mutex_owner(word, waiter)) != 0)
+        out->kind = SNAP_WAIT_MUTEX;
+      else if (cmd == FUTEX_WAIT_BITSET &&
+               looks_like_semaphore(word, a[1], a[2]))
+        out->kind = SNAP_WAIT_SEMAPHORE;
+    } else if (out->kind == SNAP_WAIT_MUTEX)
       owner = mutex_owner(word, private_futex, waiter);
     else if (out->kind == SNAP_WAIT_RWLOCK)
       owner = rwlock_writer(word, private_futex, waiter);
