@@ -11,6 +11,9 @@
  *     adaptive, robust, priority-inheritance, process-shared) and a
  *     write-held rwlock (a writer and a reader waiting): kind, address,
  *     owner tid and name;
+ *   - a condition variable signalled while another thread keeps its
+ *     mutex: the waiter waits for that mutex inside pthread_cond_wait,
+ *     and the wait names the mutex and its holder, not the condition;
  *   - a read-held rwlock: rwlock, owner unknown (readers are not named);
  *   - a condition variable, a semaphore, a read() on an empty pipe, a
  *     nanosleep, a poll: the right kind, no owner (fd for the read);
@@ -54,6 +57,7 @@ enum {
   C_RW_READER_WAITS,
   C_RW_READ_HELD,
   C_COND,
+  C_COND_RETAKE,
   C_SEM,
   C_PIPE,
   C_SLEEP,
@@ -64,10 +68,10 @@ enum {
   CASES
 };
 static const char *const k_case[CASES] = {
-    "normal",      "recursive",  "errorcheck", "adaptive",   "robust",
-    "pi",          "pshared",    "timedlock",  "rw-writer",  "rw-reader",
-    "rw-readheld", "condvar",    "semaphore",  "pipe",       "nanosleep",
-    "poll",        "dead-owner", "garbage",    "self-relock"};
+    "normal",      "recursive", "errorcheck",  "adaptive",  "robust",
+    "pi",          "pshared",   "timedlock",   "rw-writer", "rw-reader",
+    "rw-readheld", "condvar",   "cond-retake", "semaphore", "pipe",
+    "nanosleep",   "poll",      "dead-owner",  "garbage",   "self-relock"};
 
 typedef struct world {
   int c;
@@ -78,7 +82,7 @@ typedef struct world {
   sem_t sem;
   int pipe_fd[2];
   atomic_int holder_tid, waiter_tid;
-  atomic_bool held, release, done;
+  atomic_bool held, release, done, signalled;
 } world_t;
 
 static int gettid_(void) { return (int)syscall(SYS_gettid); }
@@ -94,7 +98,13 @@ static void *holder(void *arg) {
   atomic_store(&w->holder_tid, gettid_());
   if (is_mutex_case(w->c) || w->c == C_DEAD_OWNER || w->c == C_GARBAGE)
     pthread_mutex_lock(&w->m);
-  else if (w->c == C_RW_READ_HELD)
+  else if (w->c == C_COND_RETAKE) {
+    /* Signals the waiter and keeps the condition's mutex: the waiter
+       wakes and waits for the mutex inside pthread_cond_wait. */
+    pthread_mutex_lock(&w->cv_m);
+    atomic_store(&w->signalled, true);
+    pthread_cond_broadcast(&w->cv);
+  } else if (w->c == C_RW_READ_HELD)
     pthread_rwlock_rdlock(&w->rw);
   else if (is_rw_case(w->c))
     pthread_rwlock_wrlock(&w->rw);
@@ -105,6 +115,8 @@ static void *holder(void *arg) {
     usleep(1000);
   if (is_mutex_case(w->c) || w->c == C_GARBAGE)
     pthread_mutex_unlock(&w->m);
+  else if (w->c == C_COND_RETAKE)
+    pthread_mutex_unlock(&w->cv_m);
   else if (is_rw_case(w->c))
     pthread_rwlock_unlock(&w->rw);
   return NULL;
@@ -123,6 +135,12 @@ static void *waiter(void *arg) {
   case C_RW_READER_WAITS:
     pthread_rwlock_rdlock(&w->rw);
     pthread_rwlock_unlock(&w->rw);
+    break;
+  case C_COND_RETAKE:
+    pthread_mutex_lock(&w->cv_m);
+    while (!atomic_load(&w->signalled))
+      pthread_cond_wait(&w->cv, &w->cv_m);
+    pthread_mutex_unlock(&w->cv_m);
     break;
   case C_COND:
     pthread_mutex_lock(&w->cv_m);
@@ -221,7 +239,8 @@ static bool has_holder(int c) {
 
 /* What the waiter must be seen waiting in. */
 static unsigned want_kind(int c) {
-  if (is_mutex_case(c) || c == C_DEAD_OWNER || c == C_GARBAGE || c == C_SELF)
+  if (is_mutex_case(c) || c == C_DEAD_OWNER || c == C_GARBAGE || c == C_SELF ||
+      c == C_COND_RETAKE)
     return SNAP_WAIT_MUTEX;
   if (is_rw_case(c))
     return SNAP_WAIT_RWLOCK;
@@ -235,7 +254,8 @@ static unsigned want_kind(int c) {
 }
 
 static bool owner_known_case(int c) {
-  return is_mutex_case(c) || c == C_RW_WRITER_WAITS || c == C_RW_READER_WAITS;
+  return is_mutex_case(c) || c == C_RW_WRITER_WAITS || c == C_RW_READER_WAITS ||
+         c == C_COND_RETAKE;
 }
 
 static long long now_ms(void) {
@@ -249,7 +269,8 @@ static bool g_last_quiet; /* the last sample was a quiet walk */
 /* Samples the waiter until it is seen in the wanted kind (a signal sample
    landing between two sleeps, or before the waiter blocked, sees none);
    the last sample's wait in *out. */
-static int sample_until(world_t *w, unsigned flags, snap_wait_t *out) {
+static int sample_until(world_t *w, unsigned flags, unsigned kind,
+                        snap_wait_t *out) {
   static uintptr_t pcs[SNAP_MAX_FRAMES];
   int n = -1;
   long long deadline = now_ms() + 10000; /* a loaded, emulated box */
@@ -262,7 +283,7 @@ static int sample_until(world_t *w, unsigned flags, snap_wait_t *out) {
                                  pcs, SNAP_MAX_FRAMES, flags, out);
     snap__capture_quiet_counts(&kept1, &sig);
     g_last_quiet = kept1 != kept0;
-    if (n >= 0 && out->kind == want_kind(w->c) &&
+    if (n >= 0 && out->kind == kind &&
         (!owner_known_case(w->c) || out->owner_state == SNAP_OWNER_KNOWN))
       break;
     usleep(2000);
@@ -300,6 +321,10 @@ static void check_wait(world_t *w, int c, const char *how, int n,
   if (is_mutex_case(c) || c == C_DEAD_OWNER || c == C_GARBAGE || c == C_SELF)
     CHECK(wt.address == (uintptr_t)&w->m, "%s/%s: address %#lx, mutex at %p",
           k_case[c], how, (unsigned long)wt.address, (void *)&w->m);
+  if (c == C_COND_RETAKE)
+    CHECK(wt.address == (uintptr_t)&w->cv_m,
+          "%s/%s: address %#lx, the condition's mutex at %p", k_case[c], how,
+          (unsigned long)wt.address, (void *)&w->cv_m);
   if (c == C_SEM)
     CHECK(wt.address == (uintptr_t)&w->sem, "%s/%s: address %#lx, sem at %p",
           k_case[c], how, (unsigned long)wt.address, (void *)&w->sem);
@@ -335,7 +360,14 @@ static void run_case(int c, unsigned flags) {
     pthread_join(h, NULL), h = 0;
 
   snap_wait_t wt;
-  int n = sample_until(&w, flags, &wt);
+  if (c == C_COND_RETAKE) {
+    /* The holder comes once the waiter waits on the condition. */
+    (void)sample_until(&w, flags, SNAP_WAIT_CONDVAR, &wt);
+    pthread_create(&h, NULL, holder, &w);
+    while (!atomic_load(&w.held))
+      usleep(1000);
+  }
+  int n = sample_until(&w, flags, want_kind(c), &wt);
   /* qemu-user: a quiet sample falls back to the signal, which ends a
      timed wait with EINTR and leaves no argument to decode: said, not
      checked. */

@@ -26,10 +26,10 @@
  *    mutex back through a local function; then the memory must agree
  *    field by field (a mutex's word, __owner and __kind with lll_lock's
  *    wait value 2; a robust mutex's __kind, __lock and __owner; a
- *    semaphore's value, waiters and private flag) or it is a raw futex. FUTEX_LOCK_PI is a
- *    priority-inheritance mutex wherever called.
- *    Other calls by number: read/write/recv... -> io (fd = first
- *    argument), nanosleep -> sleep, poll/epoll/select -> poll.
+ *    semaphore's value, waiters and private flag) or it is a raw futex.
+ * FUTEX_LOCK_PI is a priority-inheritance mutex wherever called. Other calls by
+ * number: read/write/recv... -> io (fd = first argument), nanosleep -> sleep,
+ * poll/epoll/select -> poll.
  * 3. Who holds it (glibc's layouts, identical on x86_64 and aarch64 for
  *    the fields read; nptl/pthread_mutex_lock.c, nptl/pthread_rwlock_common.c,
  *    sysdeps/nptl/bits/struct_mutex.h, struct_rwlock.h):
@@ -184,54 +184,60 @@ static bool read_u32(uintptr_t addr, uint32_t *v) {
   return addr && snap__plat_read(addr, v, sizeof *v);
 }
 
-/* A pthread_mutex_t at m whose futex word is at m: its holder, or 0. */
-static int64_t mutex_owner(uintptr_t m, bool private_futex,
-                           snap_thread_t waiter) {
+/* The fields of a pthread_mutex_t read here, in one checked read (each
+   read is a system call). */
+typedef struct mutex_words {
   uint32_t word, owner, kind;
-  if (!read_u32(m, &word) || !read_u32(m + MUTEX_OWNER_OFF, &owner) ||
-      !read_u32(m + MUTEX_KIND_OFF, &kind))
-    return 0;
-  /* __kind must be a type (0..3) with known flags, and say shared exactly
-     when the futex was waited on as shared: else this is not a mutex. */
-  uint32_t flags = kind & ~3u;
-  if (flags & ~(uint32_t)(MUTEX_KIND_ROBUST | MUTEX_KIND_PI | MUTEX_KIND_PP |
-                          MUTEX_KIND_PSHARED | MUTEX_KIND_ELISION |
-                          MUTEX_KIND_NO_ELISION))
-    return 0;
-  /* Robust mutexes always wait as shared (the kernel's robust-list
-     cleanup wakes without the private flag). */
-  if (!(kind & MUTEX_KIND_ROBUST) &&
-      !(kind & MUTEX_KIND_PSHARED) != private_futex)
-    return 0;
-  if (word == 0)
-    return 0; /* unlocked since: nobody holds it now */
-  if (live_other((int32_t)owner, waiter))
-    return (int32_t)owner;
+} mutex_words_t;
+
+static bool read_mutex(uintptr_t m, mutex_words_t *mw) {
+  uint32_t v[MUTEX_KIND_OFF / 4 + 1];
+  if (!m || !snap__plat_read(m, v, sizeof v))
+    return false;
+  mw->word = v[0];
+  mw->owner = v[MUTEX_OWNER_OFF / 4];
+  mw->kind = v[MUTEX_KIND_OFF / 4];
+  return true;
+}
+
+/* __kind is a type (0..3) with known flags, and says shared exactly when
+   the futex was waited on as shared; robust mutexes always wait as shared
+   (the kernel's robust-list cleanup wakes without the private flag). */
+static bool kind_ok(uint32_t kind, bool private_futex) {
+  if ((kind & ~3u) & ~(uint32_t)(MUTEX_KIND_ROBUST | MUTEX_KIND_PI |
+                                 MUTEX_KIND_PP | MUTEX_KIND_PSHARED |
+                                 MUTEX_KIND_ELISION | MUTEX_KIND_NO_ELISION))
+    return false;
+  return (kind & MUTEX_KIND_ROBUST) ||
+         !(kind & MUTEX_KIND_PSHARED) == private_futex;
+}
+
+/* The holder of a pthread_mutex_t whose futex word is its __lock, or 0. */
+static int64_t mutex_owner(const mutex_words_t *mw, bool private_futex,
+                           snap_thread_t waiter) {
+  if (!kind_ok(mw->kind, private_futex) || mw->word == 0)
+    return 0; /* not a mutex; or unlocked since: nobody holds it now */
+  if (live_other((int32_t)mw->owner, waiter))
+    return (int32_t)mw->owner;
   /* Robust and PI mutexes keep the TID in the word itself (__owner is
      written just after the word is taken). */
-  if ((kind & (MUTEX_KIND_ROBUST | MUTEX_KIND_PI)) &&
-      live_other(word & FUTEX_TID_MASK, waiter))
-    return word & FUTEX_TID_MASK;
+  if ((mw->kind & (MUTEX_KIND_ROBUST | MUTEX_KIND_PI)) &&
+      live_other(mw->word & FUTEX_TID_MASK, waiter))
+    return mw->word & FUTEX_TID_MASK;
   return 0;
 }
 
-/* Whether the word at m is a normal (not robust, not PI) pthread_mutex_t
+/* Whether the words are a normal (not robust, not PI) pthread_mutex_t
    taken by lll_lock: the wait on it carries 2 ("locked, with waiters");
    its word is 0..2, its __kind a type with known flags whose sharing
    matches the wait's, its __owner 0 or a TID. For the waits whose entry
    point is not on the stack: pthread_mutex_timedlock tail-calls its slow
    path, and pthread_cond_wait takes its mutex back through an internal
    function (then the stack names the condition variable). */
-static bool looks_like_mutex(uintptr_t m, bool private_futex) {
-  uint32_t word, owner, kind;
-  if (!read_u32(m, &word) || !read_u32(m + MUTEX_OWNER_OFF, &owner) ||
-      !read_u32(m + MUTEX_KIND_OFF, &kind))
-    return false;
-  uint32_t flags = kind & ~3u;
-  return word <= 2 && owner <= FUTEX_TID_MASK &&
-         !(flags & ~(uint32_t)(MUTEX_KIND_PP | MUTEX_KIND_PSHARED |
-                               MUTEX_KIND_ELISION | MUTEX_KIND_NO_ELISION)) &&
-         !(kind & MUTEX_KIND_PSHARED) == private_futex;
+static bool looks_like_mutex(const mutex_words_t *mw, bool private_futex) {
+  return mw->word <= 2 && mw->owner <= FUTEX_TID_MASK &&
+         !(mw->kind & (MUTEX_KIND_ROBUST | MUTEX_KIND_PI)) &&
+         kind_ok(mw->kind, private_futex);
 }
 
 /* Robust mutexes are locked by an internal function that
@@ -239,13 +245,12 @@ static bool looks_like_mutex(uintptr_t m, bool private_futex) {
    point is on the stack. Such a word is a robust mutex only when three
    fields agree: __kind says robust, and __lock's TID and __owner name the
    same live thread other than the waiter. Its holder, or 0. */
-static int64_t robust_mutex_owner(uintptr_t m, snap_thread_t waiter) {
-  uint32_t word, owner, kind;
-  if (!read_u32(m, &word) || !read_u32(m + MUTEX_OWNER_OFF, &owner) ||
-      !read_u32(m + MUTEX_KIND_OFF, &kind) || !(kind & MUTEX_KIND_ROBUST) ||
-      (word & FUTEX_TID_MASK) != owner)
+static int64_t robust_mutex_owner(const mutex_words_t *mw,
+                                  snap_thread_t waiter) {
+  if (!(mw->kind & MUTEX_KIND_ROBUST) ||
+      (mw->word & FUTEX_TID_MASK) != mw->owner)
     return 0;
-  return mutex_owner(m, false, waiter);
+  return mutex_owner(mw, false, waiter);
 }
 
 /* sem_wait tail-calls its slow path too. glibc's sem_t on 64-bit targets
@@ -270,13 +275,13 @@ static int64_t rwlock_writer(uintptr_t w, bool private_futex,
   static const unsigned k_futex_off[] = {8, 12}; /* __wrphase, __writers */
   for (int i = 0; i < 2; i++) {
     uintptr_t base = w - k_futex_off[i];
-    uint32_t writer, shared;
-    if (!read_u32(base + RWLOCK_CUR_WRITER_OFF, &writer) ||
-        !read_u32(base + RWLOCK_SHARED_OFF, &shared) || shared > 1 ||
-        (shared == 0) != private_futex || !live_other((int32_t)writer, waiter))
+    uint32_t v[2]; /* __cur_writer, __shared */
+    if (!snap__plat_read(base + RWLOCK_CUR_WRITER_OFF, v, sizeof v) ||
+        v[1] > 1 || (v[1] == 0) != private_futex ||
+        !live_other((int32_t)v[0], waiter))
       continue;
     plausible++;
-    found = (int32_t)writer;
+    found = (int32_t)v[0];
   }
   return plausible == 1 ? found : 0;
 }
@@ -340,21 +345,32 @@ static void decode_futex(snap_thread_t waiter, const uint64_t *a,
     out->kind = SNAP_WAIT_CONDVAR;
   } else if (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET) {
     out->kind = kind_from_stack(pcs, n);
-    if ((out->kind == SNAP_WAIT_FUTEX || out->kind == SNAP_WAIT_CONDVAR) &&
-        a[2] == 2 && looks_like_mutex(word, private_futex))
-      out->kind = SNAP_WAIT_MUTEX; /* lll_lock's wait, reached unseen */
+    mutex_words_t mw;
+    bool have =
+        (out->kind == SNAP_WAIT_FUTEX || out->kind == SNAP_WAIT_CONDVAR ||
+         out->kind == SNAP_WAIT_MUTEX) &&
+        read_mutex(word, &mw);
+    /* lll_lock's wait, reached unseen. Under a condition variable's
+       entry point only its FUTEX_WAIT (the condition itself is waited on
+       with FUTEX_WAIT_BITSET). */
+    if (have && a[2] == 2 &&
+        (out->kind == SNAP_WAIT_FUTEX ||
+         (out->kind == SNAP_WAIT_CONDVAR && cmd == FUTEX_WAIT)) &&
+        looks_like_mutex(&mw, private_futex))
+      out->kind = SNAP_WAIT_MUTEX;
     if (out->kind == SNAP_WAIT_FUTEX) {
       /* No entry point on the stack: a slow path reached by a tail call
          (robust mutexes, semaphores), if the memory agrees. */
-      if ((owner = robust_mutex_owner(word, waiter)) != 0)
+      if (have && (owner = robust_mutex_owner(&mw, waiter)) != 0)
         out->kind = SNAP_WAIT_MUTEX;
       else if (cmd == FUTEX_WAIT_BITSET &&
                looks_like_semaphore(word, a[1], a[2]))
         out->kind = SNAP_WAIT_SEMAPHORE;
-    } else if (out->kind == SNAP_WAIT_MUTEX)
-      owner = mutex_owner(word, private_futex, waiter);
-    else if (out->kind == SNAP_WAIT_RWLOCK)
+    } else if (out->kind == SNAP_WAIT_MUTEX && have) {
+      owner = mutex_owner(&mw, private_futex, waiter);
+    } else if (out->kind == SNAP_WAIT_RWLOCK) {
       owner = rwlock_writer(word, private_futex, waiter);
+    }
   } else {
     out->kind = SNAP_WAIT_FUTEX;
   }
