@@ -31,6 +31,8 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/lock.c
   src/platform/darwin/thread_info.c
   src/platform/darwin/blocked_regs.c
+  src/platform/darwin/wait_abi.c
+  src/platform/darwin/wait_darwin.c
   src/platform/darwin/process_start.c
   src/platform/darwin/runloop.c
   src/platform/darwin/runloop_nesting.c

@@ -17,6 +17,11 @@
 #                         test_compact_unwind_real, over the real tables of
 #                         check_darwin's iOS arm64 files with llvm-objdump
 #                         as the oracle (only with SNAP_DARWIN_SDK)
+#   test_wait_abi         what a thread stopped in a system call waits for
+#                         and who holds it, from recorded arm64 and x86_64
+#                         register sets and lock memory laid out as xnu,
+#                         libplatform and libpthread write them (always;
+#                         darwin-contract)
 #   check_darwin          scripts/check-darwin.sh: the Apple build against
 #                         the SDKs (only when an SDK variable was set when
 #                         this build was configured)
@@ -53,6 +58,10 @@ target_link_libraries(test_image_registry PRIVATE Threads::Threads)
 add_test(NAME test_image_registry COMMAND test_image_registry)
 set_tests_properties(test_image_registry PROPERTIES LABELS darwin-contract
   TIMEOUT 300)
+snap_darwin_pure_test(test_wait_abi ${SNAP_DARWIN_SRC}/wait_abi.c)
+target_include_directories(test_wait_abi PRIVATE ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME test_wait_abi COMMAND test_wait_abi)
+set_tests_properties(test_wait_abi PROPERTIES LABELS darwin-contract)
 
 # The Apple naming code itself, compiled for GCC's runtime (objc_messaging.h)
 # and linked with callstack_standin.m, a _NSCallStackArray built by gcc as

@@ -11,7 +11,9 @@
  *   the stopped window:
  *     thread_suspend (returns once the target is off the CPU);
  *     confirm with thread_info that it is suspended;
- *     thread_get_state; check the stack is still mapped at both ends;
+ *     thread_get_state, copying the registers a wait is decoded from
+ *     (wait_darwin.c decodes them after the resume); check the stack is
+ *     still mapped at both ends;
  *     fn(regs, copy);
  *     thread_resume.
  *   release the sampler lock;
@@ -93,8 +95,12 @@ int snap__plat_set_sample_signal(int signo) {
   return SNAP_EUNSUPPORTED;
 }
 
-/* The registers of a suspended thread. [signal-safe] */
-static kern_return_t get_regs(mach_port_t port, snap__regs_t *regs) {
+/* The registers of a suspended thread, and into *wait (when not NULL) the
+   system-call number and argument registers as they are: copied, never
+   judged here (docs/apple.md, "Contract: what a blocked thread waits
+   for"). [signal-safe] */
+static kern_return_t get_regs(mach_port_t port, snap__regs_t *regs,
+                              snap__plat_wait_regs_t *wait) {
 #if defined(__arm64__) || defined(__aarch64__)
   arm_thread_state64_t st;
   mach_msg_type_number_t count = ARM_THREAD_STATE64_COUNT;
@@ -114,6 +120,15 @@ static kern_return_t get_regs(mach_port_t port, snap__regs_t *regs) {
   regs->sp = (uintptr_t)arm_thread_state64_get_sp(st);
   regs->fp = (uintptr_t)arm_thread_state64_get_fp(st);
   regs->lr_valid = true; /* stopped anywhere: lr may be the caller */
+  if (wait) {
+    /* x16 carries the number (BSD positive, Mach traps negative), x0..x5
+       the arguments; the stripped pc. */
+    wait->pc = regs->pc;
+    wait->nr = (int64_t)st.__x[16];
+    for (int i = 0; i < 6; i++)
+      wait->args[i] = st.__x[i];
+    wait->source = SNAP__WAIT_REGS_THREAD;
+  }
 #elif defined(__x86_64__)
   x86_thread_state64_t st;
   mach_msg_type_number_t count = x86_THREAD_STATE64_COUNT;
@@ -126,6 +141,19 @@ static kern_return_t get_regs(mach_port_t port, snap__regs_t *regs) {
   regs->fp = (uintptr_t)st.__rbp;
   regs->lr = 0;
   regs->lr_valid = false;
+  if (wait) {
+    /* rax: class << 24 | number; arguments rdi rsi rdx r10 r8 r9 (r10:
+       the stub moved rcx there, which syscall overwrites). */
+    wait->pc = regs->pc;
+    wait->nr = (int64_t)st.__rax;
+    wait->args[0] = st.__rdi;
+    wait->args[1] = st.__rsi;
+    wait->args[2] = st.__rdx;
+    wait->args[3] = st.__r10;
+    wait->args[4] = st.__r8;
+    wait->args[5] = st.__r9;
+    wait->source = SNAP__WAIT_REGS_THREAD;
+  }
 #else
 #error "stacksnap: unsupported Apple architecture"
 #endif
@@ -203,7 +231,7 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
             KERN_SUCCESS ||
         info.suspend_count < 1) {
       rc = SNAP_ENOTHREAD;
-    } else if (get_regs(port, &regs) != KERN_SUCCESS) {
+    } else if (get_regs(port, &regs, wait) != KERN_SUCCESS) {
       rc = SNAP_ENOTHREAD;
     } else {
       check_stack(&w, regs.sp);
