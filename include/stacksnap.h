@@ -210,7 +210,8 @@ typedef struct snap_wait {
    stopped thread had; it is decoded afterwards, on the calling thread,
    reading the lock's memory only through checked reads: Linux/glibc
    mutexes (every type, priority-inheritance included) and write-held
-   rwlocks name their owner; Apple os_unfair_lock and pthread mutexes do.
+   rwlocks name their owner; Apple os_unfair_lock, pthread mutexes and
+   write-held rwlocks do.
    On failure (a negative return) *wait is kind SNAP_WAIT_NONE. The
    caller's own thread: kind SNAP_WAIT_NONE. Returns as
    snap_capture_thread, or SNAP_EINVAL for a wait whose size is not one

@@ -284,7 +284,8 @@ static int sample_until(world_t *w, unsigned flags, unsigned kind,
     snap__capture_quiet_counts(&kept1, &sig);
     g_last_quiet = kept1 != kept0;
     if (n >= 0 && out->kind == kind &&
-        (!owner_known_case(w->c) || out->owner_state == SNAP_OWNER_KNOWN))
+        (kind != want_kind(w->c) || !owner_known_case(w->c) ||
+         out->owner_state == SNAP_OWNER_KNOWN))
       break;
     usleep(2000);
   } while (now_ms() < deadline);
