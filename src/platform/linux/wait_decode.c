@@ -117,7 +117,7 @@ typedef struct range {
 } range_t;
 
 static range_t g_ranges[N_ENTRIES];
-static atomic_int g_ranges_state; /* 0 not looked up, 2 looked up */
+static atomic_int g_ranges_state; /* 0 not looked up, 1 filling, 2 done */
 
 /* [lo, hi) of a function of libc (or, before glibc 2.34, libpthread), by
    its own symbol table entry: dlsym in the library's handle finds the
@@ -144,23 +144,36 @@ static range_t lookup(const char *name) {
   return (range_t){0, 0};
 }
 
-/* Looked up once; racing first callers each compute the same table and
-   the last store wins (no lock a forked child could inherit). libc is
-   never unloaded, so the bounds stay true. */
-static const range_t *ranges(void) {
-  if (atomic_load_explicit(&g_ranges_state, memory_order_acquire) != 2) {
-    for (size_t i = 0; i < N_ENTRIES; i++)
-      g_ranges[i] = lookup(k_entries[i].name);
+static void fill(range_t *r) {
+  for (size_t i = 0; i < N_ENTRIES; i++)
+    r[i] = lookup(k_entries[i].name);
+}
+
+/* Looked up once, by the first caller to claim the table; a caller that
+   finds it being filled (or a forked child of that moment, where it stays
+   so) looks up its own copy. No lock a forked child could inherit held;
+   libc is never unloaded, so the bounds stay true. */
+static const range_t *ranges(range_t *local) {
+  int st = atomic_load_explicit(&g_ranges_state, memory_order_acquire);
+  if (st == 2)
+    return g_ranges;
+  int unclaimed = 0;
+  if (st == 0 &&
+      atomic_compare_exchange_strong(&g_ranges_state, &unclaimed, 1)) {
+    fill(g_ranges);
     atomic_store_explicit(&g_ranges_state, 2, memory_order_release);
+    return g_ranges;
   }
-  return g_ranges;
+  fill(local);
+  return local;
 }
 
 /* The kind of the first frame (innermost first) inside one of glibc's
    entry points; SNAP_WAIT_FUTEX when none is. Frame 0 is exact, the rest
    are return addresses (looked up at pc - 1: the call). */
 static unsigned kind_from_stack(const uintptr_t *pcs, int n) {
-  const range_t *r = ranges();
+  range_t local[N_ENTRIES];
+  const range_t *r = ranges(local);
   for (int f = 0; f < n && f < 8; f++) {
     uintptr_t pc = pcs[f] - (f > 0);
     for (size_t i = 0; i < N_ENTRIES; i++)
