@@ -31,6 +31,9 @@ if(SNAP_PLATFORM STREQUAL "linux")
 endif()
 # Issue 12: the lag's state machine, driven without threads or a clock.
 snap_test(test_lag_state lag/test_lag_state.c)
+# Issue 14: wait chains and deadlock cycles over handmade thread lists, and
+# the report's blocked_on / main_blocked_on / deadlock keys.
+snap_test(test_wait_chain lag/test_wait_chain.c)
 
 # Python 3 reads every report: an independent parser.
 find_program(SNAP_PYTHON3 NAMES python3 REQUIRED)
