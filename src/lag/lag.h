@@ -269,8 +269,8 @@ typedef struct snap__lag_thread {
 /* A path through the "waits for a lock owned by" relation, as indices
    into a report's thread list. */
 typedef struct snap__wait_chain {
-  int n;                    /* threads in at[] */
-  bool truncated;           /* longer than SNAP__CHAIN_MAX: at[] is its head */
+  int n;          /* threads in at[] */
+  bool truncated; /* longer than SNAP__CHAIN_MAX: at[] is its head */
   int at[SNAP__CHAIN_MAX];
 } snap__wait_chain_t;
 

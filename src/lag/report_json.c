@@ -166,8 +166,8 @@ static void json_wait_fields(buf_t *b, const snap_wait_t *w,
           w->owner_state <= SNAP_OWNER_KNOWN ? owner[w->owner_state]
                                              : "unknown");
   if (w->owner_state == SNAP_OWNER_KNOWN) {
-    printf_(b, ",\"owner_tid\":%" PRIu64 ",\"owner_name\":",
-            (uint64_t)w->owner);
+    printf_(b,
+            ",\"owner_tid\":%" PRIu64 ",\"owner_name\":", (uint64_t)w->owner);
     json_string(b, owner_name);
   } else {
     puts_(b, ",\"owner_tid\":null,\"owner_name\":null");

@@ -71,7 +71,7 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
       continue;
     ts[k] = (snap__lag_thread_t){
         .tid = all[i], .main = true, .running = running[i]};
-    all[i] = 0; /* taken */
+    all[i] = 0;        /* taken */
     int got = main->n; /* a count, or why there is none */
     if (got > 0) {
       memcpy(pcs[k], main->pcs, sizeof(uintptr_t) * (size_t)got);
@@ -83,8 +83,8 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   }
   /* Its chain: the owner of each wait, while there is a new one. */
   const snap_wait_t *w = k > 0 ? &ts[0].wait : NULL;
-  while (w && w->kind != SNAP_WAIT_NONE &&
-         w->owner_state == SNAP_OWNER_KNOWN && k < max) {
+  while (w && w->kind != SNAP_WAIT_NONE && w->owner_state == SNAP_OWNER_KNOWN &&
+         k < max) {
     snap_thread_t owner = w->owner;
     bool seen = false;
     for (int j = 0; j < k && !seen; j++)

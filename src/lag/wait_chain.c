@@ -53,8 +53,7 @@ static int link_owners(const snap__lag_thread_t *ts, int n, int *next) {
         w->owner == ts[i].tid)
       continue;
     by_tid_t key = {w->owner, 0};
-    const by_tid_t *hit =
-        bsearch(&key, idx, (size_t)n, sizeof *idx, cmp_tid);
+    const by_tid_t *hit = bsearch(&key, idx, (size_t)n, sizeof *idx, cmp_tid);
     if (hit)
       next[i] = hit->i;
   }
