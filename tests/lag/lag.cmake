@@ -122,7 +122,7 @@ endif()
 foreach(t test_lag_config test_annealing test_lag_starved test_lag_stopped
           test_lag_end test_lag_state test_lag_report_script test_lag_split
           test_lag_final_write test_lag_liveness test_lag_kills
-          test_lag_scenarios)
+          test_lag_scenarios test_wait_chain)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY LABELS lag)
   endif()
