@@ -221,6 +221,13 @@ def wait_text(b, frs):
     return text
 
 
+def waiting(b, frs):
+    """", waiting for mutex 0x... held by ..." (a thing waited for) or
+    ", waiting in sleep" (a call with no object)."""
+    word = "for" if b.get("address") else "in"
+    return f", waiting {word} " + wait_text(b, frs)
+
+
 def lock_lines(r):
     """The opening of a report whose main thread waited: the deadlock, the
     sentence, then each further thread of main's chain with its stack
@@ -246,7 +253,7 @@ def lock_lines(r):
         head = ("Holder: " if i == 1 else "Then: ") + \
             thread_ref(c.get("tid", "?"), c.get("name"))
         if c.get("kind") not in (None, "none"):
-            head += ", waiting for " + wait_text(c, frs)
+            head += waiting(c, frs)
         if c.get("error"):
             head += f" (not sampled: {c['error']})"
         out.append(head + ":")
@@ -319,7 +326,7 @@ def render(path, r):
             head += f" (not sampled: {t['error']})"
         b = t.get("blocked_on")
         if isinstance(b, dict):
-            head += ", waiting for " + wait_text(b, frs)
+            head += waiting(b, frs)
         out.append(head + ":")
         if not t.get("error") or t.get("frames"):
             frames(out, t.get("frames"))
