@@ -15,7 +15,8 @@
  * was overwritten with garbage or with the waiter's own id, a robust
  * mutex whose lock word and __owner are garbage: no crash, "unknown".
  * With GLib (TEST_HAVE_GLIB) the mutex case also runs inside a GMainLoop
- * attached with snap_lag_attach_glib.
+ * attached with snap_lag_attach_glib. TSan builds skip the abused mutexes
+ * (TSan reports the abuse itself).
  *
  * The report is read from its file (the first link of main_blocked_on:
  * the main thread's wait). Oracles from outside the library: the
@@ -357,6 +358,14 @@ static gboolean glib_handler(gpointer loop) {
 #endif
 
 static void run_case(const lock_case_t *c) {
+  if (SNAP_TEST_TSAN &&
+      (c->kind == C_EXITED || c->kind == C_GARBAGE || c->kind == C_SELF_OWNER ||
+       c->kind == C_GARBAGE_WORD)) {
+    /* Another thread's unlock and writes into a mutex are what TSan
+       rightly reports; these cases check decoding, in the other builds. */
+    printf("%-28s skipped under TSan (a deliberately abused mutex)\n", c->name);
+    return;
+  }
   g_case = c;
   bool no_owner = c->kind == C_CONDVAR || c->kind == C_SEM ||
                   c->kind == C_PIPE || c->kind == C_SLEEP;
