@@ -14,6 +14,8 @@
  * worker that exited holding a (non-robust) mutex, a mutex whose __owner
  * was overwritten with garbage or with the waiter's own id, a robust
  * mutex whose lock word and __owner are garbage: no crash, "unknown".
+ * And the dump's order: with max_threads 2 and four threads listed before
+ * the owner, the report still holds the owner, sampled, right after main.
  * With GLib (TEST_HAVE_GLIB) the mutex case also runs inside a GMainLoop
  * attached with snap_lag_attach_glib. TSan builds skip the abused mutexes
  * (TSan reports the abuse itself).
@@ -109,6 +111,10 @@ typedef struct lock_case {
   const char *want_kind;  /* in the report */
   const char *want_owner; /* "known" (the worker), "unknown", "none" */
   bool glib;              /* inside a GMainLoop */
+  /* > 0: max_threads 2, and this many sleeping threads started before the
+     worker (listed before it): the dump must still take the owner right
+     after main. */
+  int decoys;
 } lock_case_t;
 
 static const lock_case_t *g_case;
@@ -225,6 +231,15 @@ static void main_wait(const lock_case_t *c) {
   }
   case C_SLEEP: sleep_ms(g_hold_ms); break;
   }
+}
+
+/* Sleeps until told to stop: a thread listed before the worker. */
+static atomic_bool g_decoys_stop;
+static void *decoy_main(void *arg) {
+  (void)arg;
+  while (!atomic_load(&g_decoys_stop))
+    sleep_ms(20);
+  return NULL;
 }
 
 /* C_EXITED: the owner is gone; after the wait a rescuer lets the main
@@ -379,9 +394,15 @@ static void run_case(const lock_case_t *c) {
   cfg.threshold_ms = 150;
   cfg.sample_interval_ms = 50;
   cfg.cpu_percent = 0;
+  if (c->decoys)
+    cfg.max_threads = 2;
   CHECK_EQ(snap_lag_start(&cfg), SNAP_OK);
   atomic_store(&g_worker_tid, 0);
   pthread_t t;
+  pthread_t decoy[8];
+  atomic_store(&g_decoys_stop, false);
+  for (int i = 0; i < c->decoys && i < 8; i++)
+    CHECK_EQ(pthread_create(&decoy[i], NULL, decoy_main, NULL), 0);
   if (c->kind != C_SLEEP) {
     CHECK_EQ(pthread_create(&t, NULL, worker_main, NULL), 0);
     while (sem_wait(&g_ready) != 0 && errno == EINTR)
@@ -411,6 +432,9 @@ static void run_case(const lock_case_t *c) {
   if (c->kind != C_SLEEP)
     pthread_join(c->kind == C_EXITED ? rescuer : t, NULL);
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  atomic_store(&g_decoys_stop, true);
+  for (int i = 0; i < c->decoys && i < 8; i++)
+    pthread_join(decoy[i], NULL);
 
   static char json[1 << 20];
   seen_t s;
@@ -465,6 +489,24 @@ static void run_case(const lock_case_t *c) {
       CHECK(atoi(s.fd) == g_pipe[0] && s.fd[0], "%s: fd %s, want %d", c->name,
             s.fd, g_pipe[0]);
     CHECK(!strstr(json, "\"deadlock\""), "%s: a deadlock reported", c->name);
+    if (c->decoys) {
+      /* Cut to 2 threads: main and its lock's owner, with its stack. */
+      const char *chain = strstr(json, "\"main_blocked_on\":[");
+      const char *second = chain ? strstr(chain, "\"frames\"") : NULL;
+      second = second ? strstr(second, "\n  {\"tid\":") : NULL;
+      char tid[32] = "", pc[32] = "";
+      if (second) {
+        field(second, NULL, "tid", tid, sizeof tid);
+        field(second, NULL, "pc", pc, sizeof pc);
+      }
+      CHECK(atoi(tid) == owner_tid && pc[0],
+            "%s: main_blocked_on's second link is %s (frame pc %s), want the "
+            "owner %d sampled",
+            c->name, tid, pc, owner_tid);
+      char n[16];
+      field(json, NULL, "threads_total", n, sizeof n);
+      CHECK(atoi(n) >= 2 + c->decoys, "%s: threads_total %s", c->name, n);
+    }
   }
   close(g_pipe[0]);
   close(g_pipe[1]);
@@ -522,38 +564,40 @@ int main(void) {
   const int N = PTHREAD_PRIO_NONE, PI = PTHREAD_PRIO_INHERIT;
   const lock_case_t cases[] = {
       {"mutex normal", C_MUTEX, PTHREAD_MUTEX_NORMAL, N, false, "mutex",
-       "known", false},
+       "known", false, 0},
       {"mutex recursive", C_MUTEX, PTHREAD_MUTEX_RECURSIVE, N, false, "mutex",
-       "known", false},
+       "known", false, 0},
       {"mutex errorcheck", C_MUTEX, PTHREAD_MUTEX_ERRORCHECK, N, false, "mutex",
-       "known", false},
+       "known", false, 0},
       {"mutex adaptive", C_MUTEX, PTHREAD_MUTEX_ADAPTIVE_NP, N, false, "mutex",
-       "known", false},
+       "known", false, 0},
       {"mutex robust", C_MUTEX, PTHREAD_MUTEX_NORMAL, N, true, "mutex", "known",
-       false},
+       false, 0},
       {"mutex PI", C_MUTEX, PTHREAD_MUTEX_NORMAL, PI, false, "mutex", "known",
-       false},
+       false, 0},
       {"rwlock write-held, rdlock", C_RW_READ, 0, N, false, "rwlock", "known",
-       false},
+       false, 0},
       {"rwlock write-held, wrlock", C_RW_WRITE, 0, N, false, "rwlock", "known",
-       false},
-      {"condvar", C_CONDVAR, 0, N, false, "condvar", "none", false},
-      {"semaphore", C_SEM, 0, N, false, "semaphore", "none", false},
-      {"read on an empty pipe", C_PIPE, 0, N, false, "io", "none", false},
-      {"nanosleep", C_SLEEP, 0, N, false, "sleep", "none", false},
+       false, 0},
+      {"condvar", C_CONDVAR, 0, N, false, "condvar", "none", false, 0},
+      {"semaphore", C_SEM, 0, N, false, "semaphore", "none", false, 0},
+      {"read on an empty pipe", C_PIPE, 0, N, false, "io", "none", false, 0},
+      {"nanosleep", C_SLEEP, 0, N, false, "sleep", "none", false, 0},
       {"mutex normal, timedlock", C_TIMED, PTHREAD_MUTEX_NORMAL, N, false,
-       "mutex", "known", false},
+       "mutex", "known", false, 0},
       {"owner exited", C_EXITED, PTHREAD_MUTEX_NORMAL, N, false, "mutex",
-       "unknown", false},
+       "unknown", false, 0},
       {"__owner garbage", C_GARBAGE, PTHREAD_MUTEX_NORMAL, N, false, "mutex",
-       "unknown", false},
+       "unknown", false, 0},
       {"__owner = the waiter", C_SELF_OWNER, PTHREAD_MUTEX_NORMAL, N, false,
-       "mutex", "unknown", false},
+       "mutex", "unknown", false, 0},
       {"robust, lock word garbage", C_GARBAGE_WORD, PTHREAD_MUTEX_NORMAL, N,
-       true, "mutex", "unknown", false},
+       true, "mutex", "unknown", false, 0},
 #ifdef TEST_HAVE_GLIB
+      {"owner past max_threads", C_MUTEX, PTHREAD_MUTEX_NORMAL, N, false,
+       "mutex", "known", false, 4},
       {"mutex normal, GLib loop", C_MUTEX, PTHREAD_MUTEX_NORMAL, N, false,
-       "mutex", "known", true},
+       "mutex", "known", true, 0},
 #endif
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
