@@ -99,9 +99,10 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
         ts[k].running = running[i];
         all[i] = 0; /* taken */
       }
-    if (!listed) { /* counted as one of the process's threads */
+    if (!listed) {
       ts[k].running = snap_thread_is_running(owner) == 1;
-      r->threads_total++;
+      if (total <= cap) /* born since the list was read: one more */
+        r->threads_total++;
     }
     ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
     int got = snap__plat_sample_reachable(owner);
