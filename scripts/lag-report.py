@@ -4,6 +4,12 @@
 Owns: turning "stacksnap.lag/1" JSON files (docs/lag.md) into a text
 layout in the spirit of an Apple hang report: a header, the costliest
 stack, the main thread's stack at detection, then every other thread.
+When the main thread waited on something (main_blocked_on) the text
+opens with what it waited for, in one sentence ("main thread waits 812 ms
+for mutex 0x... held by thread 4711 'db-writer' in `rebuild_index`"),
+preceded by "deadlock: threads A → B → A" when the report found one,
+and followed by the stacks of the threads it waited through (the holder
+first), before the header.
 Frames print one per line in the layout of Apple's callStackSymbols
 (index, image, pc, "symbol + offset"; "image + offset" when unnamed).
 
@@ -167,9 +173,99 @@ def frames(out, frs):
         out.append(frame_line(i, fr))
 
 
-def render(path, r):
+def kind_text(kind):
+    return str(kind or "?").replace("_", " ")
+
+
+def thread_ref(tid, name):
+    """"thread 4711 'db-writer'" (no quotes when it has no name)."""
+    return f"thread {tid}" + (f" '{name}'" if name else "")
+
+
+def where(frs):
+    """The function a thread is in: its innermost app frame's, else its
+    innermost named frame's; None when no frame is named."""
+    frs = [f for f in (frs or []) if isinstance(f, dict) and f.get("symbol")]
+    app = [f for f in frs if f.get("in_app")]
+    return (app or frs or [{}])[0].get("symbol")
+
+
+def frames_by_tid(r):
+    """Every thread's frames the report holds, by tid (main_blocked_on's
+    links first: they are the chain's own samples)."""
+    got = {}
+    for t in (r.get("main_blocked_on") or []) + (r.get("threads") or []):
+        if isinstance(t, dict) and t.get("frames") and t.get("tid") not in got:
+            got[t.get("tid")] = t["frames"]
+    return got
+
+
+def wait_text(b, frs):
+    """What a blocked_on (or a main_blocked_on link) says: "mutex 0x...
+    held by thread 4711 'db-writer' in `f`", "mutex 0x... (owner
+    unknown)", "io on fd 3", "condvar 0x...". frs: frames by tid, for
+    "in `f`" (the owner's innermost app frame)."""
+    text = kind_text(b.get("kind"))
+    if b.get("address"):
+        text += f" {b['address']}"
+    if isinstance(b.get("fd"), int):
+        text += f" on fd {b['fd']}"
+    owner = b.get("owner")
+    if owner == "known" and b.get("owner_tid") is not None:
+        text += " held by " + thread_ref(b["owner_tid"], b.get("owner_name"))
+        f = where(frs.get(b["owner_tid"]))
+        if f:
+            text += f" in `{f}`"
+    elif owner == "unknown":
+        text += " (owner unknown)"
+    return text
+
+
+def waiting(b, frs):
+    """", waiting for mutex 0x... held by ..." (a thing waited for) or
+    ", waiting in sleep" (a call with no object)."""
+    word = "for" if b.get("address") else "in"
+    return f", waiting {word} " + wait_text(b, frs)
+
+
+def lock_lines(r):
+    """The opening of a report whose main thread waited: the deadlock, the
+    sentence, then each further thread of main's chain with its stack
+    (the holder first). [] when main waited on nothing."""
     out = []
     threads = r.get("threads") or []
+    names = {t.get("tid"): t.get("name") for t in threads
+             if isinstance(t, dict)}
+    cycle = r.get("deadlock")
+    if isinstance(cycle, list) and cycle:
+        out.append("deadlock: threads " + " → ".join(
+            f"{tid}" + (f" '{names[tid]}'" if names.get(tid) else "")
+            for tid in cycle + cycle[:1]))
+    chain = [c for c in (r.get("main_blocked_on") or [])
+             if isinstance(c, dict)]
+    if not chain:
+        return out
+    frs = frames_by_tid(r)
+    out.append(f"main thread waits {ms(r.get('duration_ms'))} for "
+               f"{wait_text(chain[0], frs)}")
+    for i, c in enumerate(chain[1:], 1):
+        out.append("")
+        head = ("Holder: " if i == 1 else "Then: ") + \
+            thread_ref(c.get("tid", "?"), c.get("name"))
+        if c.get("kind") not in (None, "none"):
+            head += waiting(c, frs)
+        if c.get("error"):
+            head += f" (not sampled: {c['error']})"
+        out.append(head + ":")
+        frames(out, c.get("frames"))
+    out.append("")
+    return out
+
+
+def render(path, r):
+    out = lock_lines(r)
+    threads = r.get("threads") or []
+    frs = frames_by_tid(r)
 
     def row(key, value):
         out.append(f"{key + ':':<18}{value}")
@@ -228,6 +324,9 @@ def render(path, r):
             head += " [running]"
         if t.get("error"):
             head += f" (not sampled: {t['error']})"
+        b = t.get("blocked_on")
+        if isinstance(b, dict):
+            head += waiting(b, frs)
         out.append(head + ":")
         if not t.get("error") or t.get("frames"):
             frames(out, t.get("frames"))

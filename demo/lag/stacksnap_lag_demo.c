@@ -67,6 +67,8 @@ void demo_hold_lock_while_working(unsigned ms);
 void demo_wait_for_lock(void);
 void *demo_usleep_holder(void *arg);
 void demo_wait_for_usleep_lock(void);
+void *demo_deadlock_worker(void *arg);
+void demo_deadlock_main(void);
 void demo_slow_io(int fd);
 void demo_hang(unsigned seconds);
 void demo_repeat_compute(unsigned ms);
@@ -335,9 +337,16 @@ NOINLINE void demo_hold_lock_while_working(unsigned ms) {
   KEEP_FRAME();
 }
 
+/* "holder: NAME tid=N": the tests find a thread in the reports by it. */
+static void say_tid(const char *name) {
+  printf("holder: %s tid=%llu\n", name, (unsigned long long)snap_thread_self());
+  fflush(stdout);
+}
+
 NOINLINE void *demo_lock_holder(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_lock);
+  say_tid("lock-holder"); /* the report names it as the owner */
   sem_post(&g_lock_held);
   demo_hold_lock_while_working(800);
   pthread_mutex_unlock(&g_lock);
@@ -381,9 +390,7 @@ NOINLINE void *demo_usleep_holder(void *arg) {
   /* Always printed: the test finds the holder in the report by its id
      (under qemu-user the sampling signal ends this sleep and the holder
      may be sampled while it exits, with no frame of its own left). */
-  printf("holder: usleep-holder tid=%llu\n",
-         (unsigned long long)snap_thread_self());
-  fflush(stdout);
+  say_tid("usleep-holder");
   sem_post(&g_ulock_held);
   usleep(900 * 1000); /* once: an EINTR here lets go of the lock early */
   pthread_mutex_unlock(&g_ulock);
@@ -412,6 +419,71 @@ static void usleep_lock_start(void *arg) {
   if (err)
     die("pthread_join", err);
   scenario_done();
+}
+
+/* deadlock, deadlock3: a lock-order cycle that never resolves. deadlock:
+   the handler holds A and wants B, thread deadlock-b holds B and wants A.
+   deadlock3: the handler holds A and wants B, deadlock-b holds B and wants
+   C, deadlock-c holds C and wants A. The process stays stuck (the test
+   reads the report written meanwhile and kills it). */
+
+static pthread_mutex_t g_dl[3] = {PTHREAD_MUTEX_INITIALIZER,
+                                  PTHREAD_MUTEX_INITIALIZER,
+                                  PTHREAD_MUTEX_INITIALIZER};
+static sem_t g_dl_held, g_dl_go; /* held: a worker holds its lock; go:
+                                     every lock is held, reach for the next */
+static int g_dl_n;               /* locks in the cycle: 2 or 3 */
+
+/* Worker i (1..n-1): holds lock i, then wants lock (i + 1) % n. */
+NOINLINE void *demo_deadlock_worker(void *arg) {
+  int i = (int)(intptr_t)arg;
+  pthread_mutex_lock(&g_dl[i]);
+  say_tid(i == 1 ? "deadlock-b" : "deadlock-c");
+  sem_post(&g_dl_held);
+  while (sem_wait(&g_dl_go) != 0 && errno == EINTR)
+    ;
+  pthread_mutex_lock(&g_dl[(i + 1) % g_dl_n]); /* never returns */
+  pthread_mutex_unlock(&g_dl[(i + 1) % g_dl_n]);
+  pthread_mutex_unlock(&g_dl[i]);
+  KEEP_FRAME();
+  return NULL;
+}
+
+NOINLINE void demo_deadlock_main(void) {
+  pthread_mutex_lock(&g_dl[1]); /* never returns */
+  pthread_mutex_unlock(&g_dl[1]);
+  KEEP_FRAME();
+}
+
+static void deadlock_with(int n) {
+  g_dl_n = n;
+  say("scenario deadlock%s: %s holds lock A and wants B; %s "
+      "(demo_deadlock_main; demo_deadlock_worker): stuck for good",
+      n == 3 ? "3" : "", LOOP_HANDLER,
+      n == 3 ? "deadlock-b holds B, wants C; deadlock-c holds C, wants A"
+             : "deadlock-b holds B, wants A");
+  pthread_mutex_lock(&g_dl[0]);
+  for (int i = 1; i < n; i++) {
+    pthread_t t;
+    start_thread(&t, i == 1 ? "deadlock-b" : "deadlock-c", demo_deadlock_worker,
+                 (void *)(intptr_t)i);
+    while (sem_wait(&g_dl_held) != 0 && errno == EINTR)
+      ;
+  }
+  for (int i = 1; i < n; i++)
+    sem_post(&g_dl_go);
+  demo_deadlock_main();
+  scenario_done(); /* not reached */
+}
+
+static void deadlock_start(void *arg) {
+  (void)arg;
+  deadlock_with(2);
+}
+
+static void deadlock3_start(void *arg) {
+  (void)arg;
+  deadlock_with(3);
 }
 
 /* io: a blocking read on a pipe that a worker writes to after 600 ms. */
@@ -600,11 +672,18 @@ static void none_start(void *arg) {
 }
 
 static const scenario_t k_scenarios[] = {
-    {"heavy", heavy_start},   {"lock", lock_start},
-    {"io", io_start},         {"hang", hang_start},
-    {"repeat", repeat_start}, {"steady", steady_start},
-    {"cpu", cpu_start},       {"killme", killme_start},
-    {"none", none_start},     {"usleep-lock", usleep_lock_start},
+    {"heavy", heavy_start},
+    {"lock", lock_start},
+    {"io", io_start},
+    {"hang", hang_start},
+    {"repeat", repeat_start},
+    {"steady", steady_start},
+    {"cpu", cpu_start},
+    {"killme", killme_start},
+    {"none", none_start},
+    {"usleep-lock", usleep_lock_start},
+    {"deadlock", deadlock_start},
+    {"deadlock3", deadlock3_start},
 };
 static const char *const k_all[] = {"heavy", "lock", "io", "repeat", "hang"};
 
@@ -625,7 +704,8 @@ static void usage(void) {
           "[--seconds S] [--quiet]\n"
           "scenarios: all (default: heavy lock io repeat hang), heavy, lock, "
           "io, hang, repeat,\n"
-          "           steady, cpu, killme, none, usleep-lock\n");
+          "           steady, cpu, killme, none, usleep-lock, deadlock,\n"
+          "           deadlock3 (these two never end: kill them)\n");
   exit(2);
 }
 
@@ -687,7 +767,8 @@ static void parse_args(int argc, char **argv) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   parse_args(argc, argv);
-  if (sem_init(&g_lock_held, 0, 0) != 0 || sem_init(&g_ulock_held, 0, 0) != 0)
+  if (sem_init(&g_lock_held, 0, 0) != 0 || sem_init(&g_ulock_held, 0, 0) != 0 ||
+      sem_init(&g_dl_held, 0, 0) != 0 || sem_init(&g_dl_go, 0, 0) != 0)
     die("sem_init", errno);
 
   snap_lag_config_t cfg;

@@ -96,6 +96,10 @@ typedef struct snap__point {
   snap__plat_sched_t sched; /* its state and counters just before the
                                sample (a sampled thread reads running) */
   int n;                    /* pcs */
+  snap_wait_t wait;         /* what it waited for (kind NONE: nothing);
+                               kept with the point, not yet in reports
+                               (they take main's wait from its own
+                               sample and the dump) */
   uintptr_t pcs[SNAP__RING_DEPTH];
 } snap__point_t;
 
@@ -256,8 +260,33 @@ typedef struct snap__lag_thread {
   char name[32];
   bool main, running;
   int error;                 /* SNAP_OK, or why there are no frames */
+  snap_wait_t wait;          /* what it waited for when sampled (kind
+                                SNAP_WAIT_NONE: nothing, or unsampled) */
   const snap_stack_t *stack; /* owned; NULL on error */
 } snap__lag_thread_t;
+
+/* ---- Wait chains and deadlocks (wait_chain.c) ---------------------------- */
+
+#define SNAP__CHAIN_MAX 64 /* threads kept of one chain or cycle */
+
+/* A path through the "waits for a lock owned by" relation, as indices
+   into a report's thread list. */
+typedef struct snap__wait_chain {
+  int n;          /* threads in at[] */
+  bool truncated; /* longer than SNAP__CHAIN_MAX: at[] is its head */
+  int at[SNAP__CHAIN_MAX];
+} snap__wait_chain_t;
+
+/* From the thread list ts[0..n) (each with its decoded wait), the chain
+   from ts[from] (from < 0: none): ts[from], the owner of the lock it
+   waits on, that owner's owner, ... up to a thread that waits on nothing
+   with a known owner among ts, or to a thread already in the chain. And
+   the deadlock: the cycle that chain closes (from its first thread
+   reached), else the first cycle met walking from each other thread in
+   list order, else none (n 0). Pure. SNAP_OK, or SNAP_ENOMEM (both
+   empty). */
+int snap__wait_analyze(const snap__lag_thread_t *ts, int n, int from,
+                       snap__wait_chain_t *chain, snap__wait_chain_t *cycle);
 
 typedef struct snap__lag_report {
   snap__lag_kind_t kind;
@@ -277,6 +306,10 @@ typedef struct snap__lag_report {
   int threads_total;
   int nthreads;
   snap__lag_thread_t *threads; /* owned */
+  /* Set with threads (thread_dump.c): main's wait chain (empty when main
+     waits on nothing) and the deadlock (empty when none), as indices
+     into threads. */
+  snap__wait_chain_t main_chain, deadlock;
 } snap__lag_report_t;
 
 /* Releases what the report owns and zeroes it. */
@@ -406,6 +439,8 @@ typedef struct snap__main_sample {
   bool running;      /* its scheduler state just before the last sample */
   int n;             /* the last sample's pcs, or why there are none (< 0) */
   int error;         /* SNAP_OK, or why the last sample has no named stack */
+  snap_wait_t wait;  /* what the last sample waited for (kind NONE when
+                        nothing, or the sample failed) */
   uintptr_t pcs[SNAP__DUMP_DEPTH];
 } snap__main_sample_t;
 
@@ -424,8 +459,11 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
 /* ---- The thread dump (thread_dump.c) ------------------------------------- */
 
 /* Every thread of the process but `self` (the watchdog) into r->threads:
-   the main thread first (as *main last sampled it), then running ones,
-   then the rest, at most max. Sampling stops after budget_ns (the rest
+   the main thread first (as *main last sampled it), then the threads of
+   its wait chain (each the owner of the lock the previous one waits on,
+   sampled whatever the budget, listed or not), then running ones, then
+   the rest, at most max; with each thread's wait, and r's main chain and
+   deadlock. Sampling stops after budget_ns (the rest
    are listed with SNAP_ETIMEDOUT); a thread that blocks the sampling
    signal is listed with SNAP_EBLOCKED, unsampled. Out of memory: r gets
    no thread list. */

@@ -5,7 +5,10 @@
  * Owns: how the watchdog captures and names a stack of another thread
  * (flags, the exact pc of frame 0), when a point sample is named, and the
  * main thread's scheduler state recorded with each point (read just
- * before the sample; the stretch's first point keeps its counters).
+ * before the sample; the stretch's first point keeps its counters), and
+ * what it waited for at each sample (snap_capture_thread_wait: the wait
+ * is copied with the pcs at no cost to the stopped window and decoded
+ * after it, with the lock's owner and the owner's name).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag, or write anything.
@@ -33,8 +36,9 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   /* Its state before the sample: right after one it is still on its way
      out of the signal handler, so it would read "running". */
   m->running = snap_thread_is_running(m->tid) == 1;
-  int n = snap_capture_thread(m->tid, m->pcs, SNAP__DUMP_DEPTH,
-                              snap__lag_capture_flags());
+  m->wait = (snap_wait_t){.size = sizeof m->wait};
+  int n = snap_capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
+                                   snap__lag_capture_flags(), &m->wait);
   m->n = n; /* kept for the thread dump */
   const snap_stack_t *s =
       n < 0 ? NULL : snap__lag_name(m->pcs, n); /* it runs again */
@@ -84,8 +88,9 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
     st->first = sched;
     st->have_first = true;
   }
-  int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
-                              snap__lag_capture_flags());
+  p->wait = (snap_wait_t){.size = sizeof p->wait};
+  int n = snap_capture_thread_wait(main, p->pcs, SNAP__RING_DEPTH,
+                                   snap__lag_capture_flags(), &p->wait);
   if (n <= 0)
     return;
   p->n = n;

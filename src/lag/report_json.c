@@ -146,6 +146,70 @@ static void json_split(buf_t *b, const snap__split_t *s) {
   puts_(b, "}");
 }
 
+/* ,"blocked_on":{...} of a thread whose sample waited (docs/lag.md);
+   nothing when it did not. owner_name: the owner's name as the report's
+   thread list has it, else as read at the capture. */
+static void json_wait_fields(buf_t *b, const snap_wait_t *w,
+                             const char *owner_name) {
+  static const char *const owner[] = {
+      [SNAP_OWNER_NONE] = "none",
+      [SNAP_OWNER_UNKNOWN] = "unknown",
+      [SNAP_OWNER_KNOWN] = "known",
+  };
+  puts_(b, "\"kind\":");
+  json_string(b, snap_wait_kind_name(w->kind));
+  if (w->address)
+    printf_(b, ",\"address\":\"0x%" PRIxPTR "\"", w->address);
+  else
+    puts_(b, ",\"address\":null");
+  printf_(b, ",\"owner\":\"%s\"",
+          w->owner_state <= SNAP_OWNER_KNOWN ? owner[w->owner_state]
+                                             : "unknown");
+  if (w->owner_state == SNAP_OWNER_KNOWN) {
+    printf_(b,
+            ",\"owner_tid\":%" PRIu64 ",\"owner_name\":", (uint64_t)w->owner);
+    json_string(b, owner_name);
+  } else {
+    puts_(b, ",\"owner_tid\":null,\"owner_name\":null");
+  }
+  if (w->kind == SNAP_WAIT_IO && w->fd >= 0)
+    printf_(b, ",\"fd\":%d", (int)w->fd);
+}
+
+/* The name of the owner of w: from the listed thread, else the capture's. */
+static const char *owner_name(const snap__lag_report_t *r,
+                              const snap_wait_t *w) {
+  for (int i = 0; i < r->nthreads; i++)
+    if (r->threads[i].tid == w->owner && r->threads[i].name[0])
+      return r->threads[i].name;
+  return w->owner_name;
+}
+
+static void json_chain(buf_t *b, const snap__lag_report_t *r,
+                       const snap__wait_chain_t *c, bool links) {
+  puts_(b, "[");
+  for (int i = 0; i < c->n; i++) {
+    const snap__lag_thread_t *t = &r->threads[c->at[i]];
+    if (!links) {
+      printf_(b, "%s%" PRIu64, i ? "," : "", (uint64_t)t->tid);
+      continue;
+    }
+    printf_(b, "%s\n  {\"tid\":%" PRIu64 ",\"name\":", i ? "," : "",
+            (uint64_t)t->tid);
+    json_string(b, t->name);
+    puts_(b, ",");
+    json_wait_fields(b, &t->wait, owner_name(r, &t->wait));
+    if (t->error != SNAP_OK) {
+      puts_(b, ",\"error\":");
+      json_string(b, snap_strerror(t->error));
+    }
+    puts_(b, ",\"frames\":");
+    json_frames(b, t->stack);
+    puts_(b, "}");
+  }
+  puts_(b, "]");
+}
+
 const char *snap__lag_kind_name(snap__lag_kind_t kind) {
   static const char *const names[SNAP__KIND_COUNT] = {
       [SNAP__KIND_LAG] = "lag",
@@ -224,11 +288,31 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
       puts_(&b, ",\"error\":");
       json_string(&b, snap_strerror(t->error));
     }
+    if (t->wait.kind != SNAP_WAIT_NONE) {
+      puts_(&b, ",\"blocked_on\":{");
+      json_wait_fields(&b, &t->wait, owner_name(r, &t->wait));
+      puts_(&b, "}");
+    }
     puts_(&b, ",\"frames\":");
     json_frames(&b, t->stack);
     puts_(&b, "}");
   }
-  puts_(&b, "]\n}\n");
+  puts_(&b, "]");
+  /* The chain from main (it waits on something), and a deadlock. */
+  if (r->main_chain.n > 0 &&
+      r->threads[r->main_chain.at[0]].wait.kind != SNAP_WAIT_NONE) {
+    puts_(&b, ",\n\"main_blocked_on\":");
+    json_chain(&b, r, &r->main_chain, true);
+    if (r->main_chain.truncated)
+      puts_(&b, ",\n\"main_blocked_on_truncated\":true");
+  }
+  if (r->deadlock.n > 0) {
+    puts_(&b, ",\n\"deadlock\":");
+    json_chain(&b, r, &r->deadlock, false);
+    if (r->deadlock.truncated)
+      puts_(&b, ",\n\"deadlock_truncated\":true");
+  }
+  puts_(&b, "\n}\n");
   if (b.failed) {
     free(b.p);
     return NULL;

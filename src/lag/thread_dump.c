@@ -1,20 +1,32 @@
 /*
- * thread_dump.c — the whole-process dump of a report: every thread's stack
- * and name, the main thread first, then running threads, then the rest.
+ * thread_dump.c — the whole-process dump of a report: every thread's stack,
+ * name and wait, the main thread first, then the threads of its wait
+ * chain, then running threads, then the rest.
  *
  * Owns: the order and the cap (max_threads) of a report's thread list,
- * and the list's memory. Must not: name a stack or read a thread's name
- * while any thread is stopped (all are captured first; each capture
- * returns with its thread running again), or list the watchdog itself.
+ * the list's memory, and the chain and deadlock computed from it
+ * (wait_chain.c). Must not: name a stack or read a thread's name while any
+ * thread is stopped (all are captured first; each capture returns with
+ * its thread running again), or list the watchdog itself.
  *
  * Running states are read before any thread is sampled: a thread just
  * sampled is still leaving the signal handler, and would read "running".
  *
+ * Order: the main thread's wait names the owner of the lock it waits on
+ * (snap_capture_thread_wait); that owner is sampled next, then the owner
+ * of what it waits on, and so on until a thread waits on nothing with a
+ * known owner, or one already sampled (a cycle). So the cap and the budget
+ * never cut the threads that say why main waits. An owner that is not in
+ * the thread list (born after it was read, or past its 4096 entries) is
+ * sampled all the same if the cap allows.
+ *
  * Time: threads are sampled one after another, each allowed the sample
  * timeout; the dump as a whole gets one budget (dump_budget_ms), after
- * which the rest are listed unsampled, and a thread that blocks the
- * sampling signal is listed at once (snap__plat_sample_reachable) rather
- * than waited for: 64 such threads once cost 6.4 s.
+ * which the rest are listed unsampled (the chain's threads excepted: they
+ * come first, and there are at most max of them), and a thread that
+ * blocks the sampling signal is listed at once
+ * (snap__plat_sample_reachable) rather than waited for: 64 such threads
+ * once cost 6.4 s.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,22 +65,68 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   }
   unsigned flags = snap__lag_capture_flags();
   int k = 0;
-  for (int pass = 0; pass < 3 && k < max; pass++) {
+  /* The main thread, as last sampled. */
+  for (int i = 0; i < n && k < max; i++) {
+    if (!all[i] || all[i] != main->tid)
+      continue;
+    ts[k] = (snap__lag_thread_t){
+        .tid = all[i], .main = true, .running = running[i]};
+    all[i] = 0;        /* taken */
+    int got = main->n; /* a count, or why there is none */
+    if (got > 0) {
+      memcpy(pcs[k], main->pcs, sizeof(uintptr_t) * (size_t)got);
+      ts[k].wait = main->wait;
+    }
+    ts[k].error = got < 0 ? got : SNAP_OK;
+    npcs[k] = got < 0 ? 0 : got;
+    k++;
+  }
+  /* Its chain: the owner of each wait, while there is a new one. */
+  const snap_wait_t *w = k > 0 ? &ts[0].wait : NULL;
+  while (w && w->kind != SNAP_WAIT_NONE && w->owner_state == SNAP_OWNER_KNOWN &&
+         k < max) {
+    snap_thread_t owner = w->owner;
+    bool seen = false;
+    for (int j = 0; j < k && !seen; j++)
+      seen = ts[j].tid == owner;
+    if (seen || owner == self)
+      break; /* a cycle closes (or the watchdog, which waits on no lock) */
+    ts[k] = (snap__lag_thread_t){.tid = owner};
+    bool listed = false;
+    for (int i = 0; i < n && !listed; i++)
+      if (all[i] == owner) {
+        listed = true;
+        ts[k].running = running[i];
+        all[i] = 0; /* taken */
+      }
+    if (!listed) {
+      ts[k].running = snap_thread_is_running(owner) == 1;
+      if (total <= cap) /* born since the list was read: one more */
+        r->threads_total++;
+    }
+    ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
+    int got = snap__plat_sample_reachable(owner);
+    if (got == SNAP_OK)
+      got = snap_capture_thread_wait(owner, pcs[k], SNAP__DUMP_DEPTH, flags,
+                                     &ts[k].wait);
+    ts[k].error = got < 0 ? got : SNAP_OK;
+    npcs[k] = got < 0 ? 0 : got;
+    w = &ts[k].wait;
+    k++;
+  }
+  for (int pass = 1; pass < 3 && k < max; pass++) {
     for (int i = 0; i < n && k < max; i++) {
-      bool is_main = all[i] == main->tid;
-      if (!all[i] || (pass == 0) != is_main || (pass == 1 && !running[i]))
+      if (!all[i] || all[i] == main->tid || (pass == 1 && !running[i]))
         continue;
-      ts[k] = (snap__lag_thread_t){
-          .tid = all[i], .main = is_main, .running = running[i]};
-      all[i] = 0;        /* taken */
-      int got = main->n; /* a count, or why there is none */
-      if (is_main && got > 0)
-        memcpy(pcs[k], main->pcs, sizeof(uintptr_t) * (size_t)got);
-      else if (!is_main && snap__plat_now_ns() >= deadline)
+      ts[k] = (snap__lag_thread_t){.tid = all[i], .running = running[i]};
+      ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
+      all[i] = 0; /* taken */
+      int got;
+      if (snap__plat_now_ns() >= deadline)
         got = SNAP_ETIMEDOUT; /* the budget is spent: listed, not sampled */
-      else if (!is_main &&
-               (got = snap__plat_sample_reachable(ts[k].tid)) == SNAP_OK)
-        got = snap_capture_thread(ts[k].tid, pcs[k], SNAP__DUMP_DEPTH, flags);
+      else if ((got = snap__plat_sample_reachable(ts[k].tid)) == SNAP_OK)
+        got = snap_capture_thread_wait(ts[k].tid, pcs[k], SNAP__DUMP_DEPTH,
+                                       flags, &ts[k].wait);
       ts[k].error = got < 0 ? got : SNAP_OK;
       npcs[k] = got < 0 ? 0 : got;
       k++;
@@ -86,6 +144,9 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   }
   r->threads = ts;
   r->nthreads = k;
+  /* Out of memory: no chain, no deadlock (both left empty). */
+  snap__wait_analyze(ts, k, k > 0 && ts[0].main ? 0 : -1, &r->main_chain,
+                     &r->deadlock);
   free(pcs);
   free(npcs);
   free(running);
@@ -98,4 +159,5 @@ void snap__thread_dump_drop(snap__lag_report_t *r) {
   free(r->threads);
   r->threads = NULL;
   r->nthreads = 0;
+  r->main_chain.n = r->deadlock.n = 0;
 }

@@ -31,6 +31,20 @@ if(SNAP_PLATFORM STREQUAL "linux")
 endif()
 # Issue 12: the lag's state machine, driven without threads or a clock.
 snap_test(test_lag_state lag/test_lag_state.c)
+# Issue 14: wait chains and deadlock cycles over handmade thread lists, and
+# the report's blocked_on / main_blocked_on / deadlock keys.
+snap_test(test_wait_chain lag/test_wait_chain.c)
+# Issue 14: a lag report names the lock the main thread waits on and its
+# owner, for real locks of every glibc kind (a manual loop, and a GLib
+# loop where GLib is found). Linux: glibc's lock layouts, /proc.
+if(SNAP_PLATFORM STREQUAL "linux")
+  snap_test(test_lag_locks lag/test_lag_locks.c)
+  if(SNAP_HAVE_GLIB)
+    target_compile_definitions(test_lag_locks PRIVATE TEST_HAVE_GLIB)
+    target_link_libraries(test_lag_locks PRIVATE PkgConfig::GLIB)
+  endif()
+  set_tests_properties(test_lag_locks PROPERTIES RESOURCE_LOCK lag_processes)
+endif()
 
 # Python 3 reads every report: an independent parser.
 find_program(SNAP_PYTHON3 NAMES python3 REQUIRED)
@@ -119,7 +133,7 @@ endif()
 foreach(t test_lag_config test_annealing test_lag_starved test_lag_stopped
           test_lag_end test_lag_state test_lag_report_script test_lag_split
           test_lag_final_write test_lag_liveness test_lag_kills
-          test_lag_scenarios)
+          test_lag_scenarios test_wait_chain test_lag_locks)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY LABELS lag)
   endif()

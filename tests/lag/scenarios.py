@@ -5,7 +5,9 @@ expected reports, read with Python's json module (not stacksnap's code).
 Each scenario runs stacksnap_lag_demo in a fresh report dir; then the
 reports are checked: how many, their kinds, the scenario's own function on
 the main stack (an app frame, its offset inside the function's size as
-`nm -S` gives it), the lock holder in the threads, class keys stable across
+`nm -S` gives it), the lock holder in the threads and named as the owner of the main
+thread's mutex (blocked_on, main_blocked_on), a deadlock of two and of
+three threads reported while the process stays stuck, class keys stable across
 two runs, annealing (one report for a lag repeated with the same stack),
 a SIGSTOP of 2 s giving nothing, and a SIGKILL mid-hang turned into a
 hang_killed report by the next start.
@@ -220,6 +222,8 @@ def main():
         else:
             check_app_frame(demo, "lock", holders[0]["frames"],
                             "demo_lock_holder", "holder's stack")
+        check_owner(r, holder_tid(demo.last_out, "lock-holder"),
+                    "lock-holder")
         # Where the time went (issue 13): the heavy lag's main thread
         # computed or, on a machine whose CPUs are all busy (under qemu a
         # computing thread may get a third of a core), waited for a CPU:
@@ -289,6 +293,12 @@ def main():
         else:
             check_app_frame(demo, "usleep-lock", holders[0]["frames"],
                             "demo_usleep_holder", "holder's stack")
+
+    # Deadlocks: the report is written while the process stays stuck, and
+    # names exactly the cycle.
+    for scenario, names in (("deadlock", ["deadlock-b"]),
+                            ("deadlock3", ["deadlock-b", "deadlock-c"])):
+        check_deadlock(demo, scenario, names)
 
     # Blocking I/O.
     r = expect_one(demo, "io", run_in(demo, "io"), "lag", "demo_slow_io",
@@ -402,13 +412,93 @@ def run_in(demo, scenario, *extra):
     return d
 
 
-def holder_tid(out):
-    """The usleep holder's thread id the demo printed ("holder:" line),
+def holder_tid(out, name="usleep-holder"):
+    """The thread id the demo printed for thread `name` ("holder:" line),
     or None."""
     for line in (out or "").splitlines():
-        if line.startswith("holder: usleep-holder tid="):
+        if line.startswith(f"holder: {name} tid="):
             return int(line.split("=")[1])
     return None
+
+
+def check_owner(r, tid, name):
+    """Issue 14: the lock lag's report names the holder as the owner of
+    the mutex main waits on: in main's blocked_on, and as the second link
+    of main_blocked_on, with the holder's own stack."""
+    if TSAN:
+        # TSan may withhold the main thread's sample (see expect_one).
+        print("lock: TSan: the owner is checked in the other builds")
+        return
+    main = [t for t in r["threads"] if t["main"]]
+    b = main[0].get("blocked_on") if main else None
+    if tid is None:
+        fail("lock: the demo did not print the holder's tid")
+    elif not b or b.get("kind") != "mutex" or b.get("owner") != "known" or \
+            b.get("owner_tid") != tid or b.get("owner_name") != name:
+        fail(f"lock: main's blocked_on {b}, expected a mutex owned by "
+             f"{tid} {name!r}")
+    elif not (isinstance(b.get("address"), str) and
+              b["address"].startswith("0x")):
+        fail(f"lock: blocked_on address {b.get('address')!r}")
+    chain = r.get("main_blocked_on", [])
+    if len(chain) < 2 or chain[0].get("tid") != r["main_thread"]["tid"] or \
+            chain[1].get("tid") != tid or \
+            not frames_with(chain[1].get("frames", []), "demo_lock_holder"):
+        fail(f"lock: main_blocked_on {[(c.get('tid'), c.get('kind')) for c in chain]}"
+             f" does not lead from main to {tid} with its stack")
+    if "deadlock" in r:
+        fail(f"lock: a deadlock {r['deadlock']} where there is none")
+    else:
+        print(f"ok lock: main waits on mutex {b and b.get('address')} owned "
+              f"by {tid} {name!r}", flush=True)
+
+
+def check_deadlock(demo, scenario, names):
+    """Runs a scenario that deadlocks for good: a report listing the cycle
+    must appear while the process is stuck; then it is killed."""
+    d = demo.dir(scenario)
+    p = demo.start(scenario, d)
+    found, deadline = None, time.time() + 60
+    while time.time() < deadline and found is None and p.poll() is None:
+        time.sleep(0.05)
+        for r in reports(d):
+            if "deadlock" in r:
+                found = r
+    alive = p.poll() is None
+    p.kill()
+    out, _ = p.communicate(timeout=60)
+    if not alive:
+        fail(f"{scenario}: the demo exited ({p.returncode}): not stuck")
+    if found is None:
+        if TSAN:
+            print(f"{scenario}: TSan: no deadlock report (the blocked main "
+                  f"thread's sample is held back)", flush=True)
+            return
+        fail(f"{scenario}: no report with a deadlock while stuck: "
+             f"{[(r['_file'], r.get('main_blocked_on')) for r in reports(d)]}")
+        return
+    main_tid = found["main_thread"]["tid"]
+    tids = [holder_tid(out, n) for n in names]
+    want = [main_tid] + tids
+    if None in tids or sorted(found["deadlock"]) != sorted(want):
+        fail(f"{scenario}: deadlock {found['deadlock']}, expected the cycle "
+             f"{want}")
+    if not found["ongoing"]:
+        fail(f"{scenario}: the report is not ongoing while the process is "
+             f"stuck")
+    chain = found.get("main_blocked_on", [])
+    # The chain from main follows the lock order: main -> b (-> c).
+    if [c.get("tid") for c in chain] != want or \
+            any(c.get("kind") != "mutex" for c in chain):
+        fail(f"{scenario}: main_blocked_on "
+             f"{[(c.get('tid'), c.get('kind'), c.get('owner_tid')) for c in chain]}"
+             f" is not {want}")
+    for c in chain[1:]:
+        if not frames_with(c.get("frames", []), "demo_deadlock_worker"):
+            fail(f"{scenario}: {c.get('tid')}'s stack lacks "
+                 f"demo_deadlock_worker")
+    print(f"ok {scenario}: deadlock {found['deadlock']} reported while stuck "
+          f"({found['_file']}, {found['duration_ms']} ms)", flush=True)
 
 
 def measured_share(out):

@@ -8,6 +8,13 @@ must read "starved" or "computing", never "waiting" or "blocked"; a lock
 wait "blocked (in lock)", a sleep "blocked (in sleep)". Reports without
 the split (written before it existed) are still rendered.
 
+Issue 14: a lag whose main thread waits on a lock opens with one sentence
+("main thread waits 812 ms for mutex 0x... held by thread 4711
+'db-writer' in `rebuild_index`", the function being the holder's
+innermost app frame, else its innermost named one), then the holder's
+stack, then the rest; a deadlock is said first; an unknown owner is
+said so; a report with no wait opens with its header as before.
+
 usage: test_lag_report_script.py SCRIPT
 """
 import json
@@ -77,6 +84,98 @@ CASES = [
 ]
 
 
+def fr(symbol, in_app, pc=0x1000):
+    return {"pc": hex(pc), "image": "app" if in_app else "libc.so.6",
+            "symbol": symbol, "offset": 4, "in_app": in_app}
+
+
+def link(tid, name, kind="none", address=None, owner="none", owner_tid=None,
+         owner_name=None, frames=()):
+    return {"tid": tid, "name": name, "kind": kind, "address": address,
+            "owner": owner, "owner_tid": owner_tid, "owner_name": owner_name,
+            "frames": list(frames)}
+
+
+def lock_report(chain, deadlock=None, duration=812):
+    r = report(split(1, duration, 0, duration - 1, {"blocked": 15},
+                     {"lock": 15}))
+    r["duration_ms"] = duration
+    r["main_blocked_on"] = chain
+    r["threads"] = [dict(c, main=i == 0, running=False)
+                    for i, c in enumerate(chain)]
+    if deadlock:
+        r["deadlock"] = deadlock
+    return r
+
+
+HOLDER_FRAMES = [fr("__lll_lock_wait", False), fr(None, False),
+                 fr("rebuild_index", True, 0x2000),
+                 fr("db_writer_main", True, 0x3000)]
+
+LOCK_CASES = [
+    # name, report, the lines the text must open with (blank lines skipped)
+    ("lock owner", lock_report([
+        link(1, "main", "mutex", "0x55aa00c0", "known", 4711, "db-writer",
+             [fr("__lll_lock_wait", False), fr("on_click", True)]),
+        link(4711, "db-writer", frames=HOLDER_FRAMES)]),
+     ["main thread waits 812 ms for mutex 0x55aa00c0 held by thread 4711 "
+      "'db-writer' in `rebuild_index`",
+      "Holder: thread 4711 'db-writer':",
+      "  0   libc.so.6", "  1   libc.so.6", "* 2   app", "* 3   app",
+      "Report:"]),
+    # The holder has no app frame: its innermost named frame.
+    ("lock owner, no app frame", lock_report([
+        link(1, "main", "rwlock", "0x10", "known", 7, "",
+             [fr("x", True)]),
+        link(7, "", frames=[fr(None, False), fr("pthread_cond_wait", False),
+                            fr("start_thread", False)])], duration=300),
+     ["main thread waits 300 ms for rwlock 0x10 held by thread 7 in "
+      "`pthread_cond_wait`",
+      "Holder: thread 7:"]),
+    ("unknown owner", lock_report([
+        link(1, "main", "mutex", "0xdead0", "unknown",
+             frames=[fr("on_click", True)])], duration=500),
+     ["main thread waits 500 ms for mutex 0xdead0 (owner unknown)",
+      "Report:"]),
+    ("deadlock", lock_report([
+        link(1, "main", "mutex", "0xb0", "known", 2, "b", [fr("m", True)]),
+        link(2, "b", "mutex", "0xa0", "known", 1, "main",
+             [fr("take_a", True)])], deadlock=[1, 2], duration=1000),
+     ["deadlock: threads 1 'main' → 2 'b' → 1 'main'",
+      "main thread waits 1000 ms for mutex 0xb0 held by thread 2 'b' in "
+      "`take_a`",
+      "Holder: thread 2 'b', waiting for mutex 0xa0 held by thread 1 "
+      "'main' in `m`:",
+      "* 0   app"]),
+    # No wait: the header first, as before issue 14.
+    ("no wait", report(split(590, 600, 5, 5, {"running": 11})),
+     ["Report:"]),
+]
+
+
+def lock_cases(script, work):
+    for name, r, want in LOCK_CASES:
+        path = os.path.join(work, name.replace(" ", "_").replace(",", "")
+                            + ".json")
+        with open(path, "w") as f:
+            json.dump(r, f)
+        p = subprocess.run([sys.executable, script, path],
+                           capture_output=True, text=True)
+        lines = [l for l in p.stdout.splitlines() if l.strip()]
+        if p.returncode != 0:
+            fail(f"{name}: exit status {p.returncode}: {p.stderr}")
+            continue
+        got = lines[:len(want)]
+        # Sentences exactly; stack and header lines by their start.
+        if len(got) != len(want) or any(
+                g != w if w.startswith(("main thread", "deadlock:"))
+                else not g.startswith(w) for g, w in zip(got, want)):
+            fail(f"{name}: the text opens with\n  " + "\n  ".join(got) +
+                 "\nwant\n  " + "\n  ".join(want))
+        else:
+            print(f"ok {name}: {got[0]}")
+
+
 def main():
     script = sys.argv[1]
     work = tempfile.mkdtemp(prefix="snap_lag_report_script.")
@@ -117,6 +216,7 @@ def main():
         fail(f"old report: {p.returncode} {p.stdout[:400]!r}")
     else:
         print("ok old report (no split): rendered, no verdict made up")
+    lock_cases(script, work)
     for f in os.listdir(work):
         os.unlink(os.path.join(work, f))
     os.rmdir(work)
