@@ -96,10 +96,6 @@ typedef struct snap__point {
   snap__plat_sched_t sched; /* its state and counters just before the
                                sample (a sampled thread reads running) */
   int n;                    /* pcs */
-  snap_wait_t wait;         /* what it waited for (kind NONE: nothing);
-                               kept with the point, not yet in reports
-                               (they take main's wait from its own
-                               sample and the dump) */
   uintptr_t pcs[SNAP__RING_DEPTH];
 } snap__point_t;
 

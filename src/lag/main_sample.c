@@ -6,9 +6,9 @@
  * (flags, the exact pc of frame 0), when a point sample is named, and the
  * main thread's scheduler state recorded with each point (read just
  * before the sample; the stretch's first point keeps its counters), and
- * what it waited for at each sample (snap_capture_thread_wait: the wait
- * is copied with the pcs at no cost to the stopped window and decoded
- * after it, with the lock's owner and the owner's name).
+ * what it waited for at the named sample (snap_capture_thread_wait: the
+ * wait is copied with the pcs at no cost to the stopped window and
+ * decoded after it, with the lock's owner and the owner's name).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag, or write anything.
@@ -88,9 +88,11 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
     st->first = sched;
     st->have_first = true;
   }
-  p->wait = (snap_wait_t){.size = sizeof p->wait};
-  int n = snap_capture_thread_wait(main, p->pcs, SNAP__RING_DEPTH,
-                                   snap__lag_capture_flags(), &p->wait);
+  /* No wait record here: reports take main's wait from its detection
+     sample and the dump, and its decode and owner name would cost every
+     point ~8 us (bench_sample). */
+  int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
+                              snap__lag_capture_flags());
   if (n <= 0)
     return;
   p->n = n;

@@ -255,15 +255,13 @@ static bool looks_like_mutex(const mutex_words_t *mw, bool private_futex) {
 
 /* Robust mutexes are locked by an internal function that
    pthread_mutex_lock tail-calls (__pthread_mutex_lock_full), so no entry
-   point is on the stack. Such a word is a robust mutex only when three
-   fields agree: __kind says robust, and __lock's TID and __owner name the
-   same live thread other than the waiter. Its holder, or 0. */
-static int64_t robust_mutex_owner(const mutex_words_t *mw,
-                                  snap_thread_t waiter) {
-  if (!(mw->kind & MUTEX_KIND_ROBUST) ||
-      (mw->word & FUTEX_TID_MASK) != mw->owner)
-    return 0;
-  return mutex_owner(mw, false, waiter);
+   point is on the stack. Such a word is a robust mutex only when its
+   fields agree: __kind says robust (with known flags), and __lock's TID
+   and __owner name the same thread. Whether that thread is a live one
+   other than the waiter is mutex_owner's question. */
+static bool is_robust_mutex(const mutex_words_t *mw) {
+  return (mw->kind & MUTEX_KIND_ROBUST) && kind_ok(mw->kind, false) &&
+         mw->owner != 0 && (mw->word & FUTEX_TID_MASK) == mw->owner;
 }
 
 /* sem_wait tail-calls its slow path too. glibc's sem_t on 64-bit targets
@@ -374,10 +372,11 @@ static void decode_futex(snap_thread_t waiter, const uint64_t *a,
     if (out->kind == SNAP_WAIT_FUTEX) {
       /* No entry point on the stack: a slow path reached by a tail call
          (robust mutexes, semaphores), if the memory agrees. */
-      if (have && (owner = robust_mutex_owner(&mw, waiter)) != 0)
+      if (have && is_robust_mutex(&mw)) {
         out->kind = SNAP_WAIT_MUTEX;
-      else if (cmd == FUTEX_WAIT_BITSET &&
-               looks_like_semaphore(word, a[1], a[2]))
+        owner = mutex_owner(&mw, private_futex, waiter);
+      } else if (cmd == FUTEX_WAIT_BITSET &&
+                 looks_like_semaphore(word, a[1], a[2]))
         out->kind = SNAP_WAIT_SEMAPHORE;
     } else if (out->kind == SNAP_WAIT_MUTEX && have) {
       owner = mutex_owner(&mw, private_futex, waiter);
