@@ -5,7 +5,8 @@
  *
  * Owns: the order and the cap (max_threads) of a report's thread list,
  * the list's memory, and the chain and deadlock computed from it
- * (wait_chain.c). Must not: name a stack or read a thread's name while any
+ * (wait_chain.c), a deadlock confirmed by sampling its threads once more.
+ * Must not: name a stack or read a thread's name while any
  * thread is stopped (all are captured first; each capture returns with
  * its thread running again), or list the watchdog itself.
  *
@@ -32,6 +33,26 @@
 #include <string.h>
 
 #include "lag/lag.h"
+
+/* The threads were sampled one after another (main's wait even before
+   the dump), so a cycle in their waits may mix moments: a lock handed on
+   between two samples. A deadlock stands only if every thread on the
+   cycle, sampled again now, still waits on the same lock held by the same
+   thread; nothing on a true cycle can have moved. */
+static bool cycle_stands(const snap__lag_thread_t *ts,
+                         const snap__wait_chain_t *cycle, unsigned flags) {
+  static uintptr_t pcs[SNAP__DUMP_DEPTH]; /* the watchdog's thread only */
+  for (int i = 0; i < cycle->n; i++) {
+    const snap__lag_thread_t *t = &ts[cycle->at[i]];
+    snap_wait_t now = {.size = sizeof now};
+    if (snap_capture_thread_wait(t->tid, pcs, SNAP__DUMP_DEPTH, flags, &now) <
+            0 ||
+        now.owner_state != SNAP_OWNER_KNOWN || now.owner != t->wait.owner ||
+        now.address != t->wait.address)
+      return false;
+  }
+  return true;
+}
 
 void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
                        snap_thread_t self, unsigned max_threads,
@@ -147,6 +168,8 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   /* Out of memory: no chain, no deadlock (both left empty). */
   snap__wait_analyze(ts, k, k > 0 && ts[0].main ? 0 : -1, &r->main_chain,
                      &r->deadlock);
+  if (r->deadlock.n > 0 && !cycle_stands(ts, &r->deadlock, flags))
+    r->deadlock.n = 0, r->deadlock.truncated = false;
   free(pcs);
   free(npcs);
   free(running);
