@@ -81,6 +81,19 @@ typedef struct snap__plat_wait_regs {
 void snap__plat_wait_decode(snap_thread_t waiter,
                             const snap__plat_wait_regs_t *regs,
                             const uintptr_t *pcs, int n, snap_wait_t *out);
+/* A wait of kind none, no owner, no call (size untouched): where every
+   decoder starts. [signal-safe] */
+static inline void snap__plat_wait_none(snap_wait_t *out) {
+  out->kind = SNAP_WAIT_NONE;
+  out->owner_state = SNAP_OWNER_NONE;
+  out->owner = 0;
+  out->fd = -1;
+  out->address = 0;
+  out->syscall = SNAP_WAIT_NO_SYSCALL;
+  for (int i = 0; i < 6; i++)
+    out->args[i] = 0;
+  out->owner_name[0] = '\0';
+}
 
 /* ---- Sampling another thread -------------------------------------------- */
 

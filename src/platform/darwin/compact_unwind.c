@@ -48,15 +48,15 @@
 #include "platform/platform.h"
 
 #define VERSION 1u
-#define HEADER_SIZE 28u  /* struct unwind_info_section_header */
-#define FIRST_SIZE 12u   /* struct unwind_info_section_header_index_entry */
-#define REGULAR 2u       /* UNWIND_SECOND_LEVEL_REGULAR */
-#define COMPRESSED 3u    /* UNWIND_SECOND_LEVEL_COMPRESSED */
-#define REGULAR_SIZE 8u  /* struct unwind_info_regular_second_level_entry */
+#define HEADER_SIZE 28u /* struct unwind_info_section_header */
+#define FIRST_SIZE 12u  /* struct unwind_info_section_header_index_entry */
+#define REGULAR 2u      /* UNWIND_SECOND_LEVEL_REGULAR */
+#define COMPRESSED 3u   /* UNWIND_SECOND_LEVEL_COMPRESSED */
+#define REGULAR_SIZE 8u /* struct unwind_info_regular_second_level_entry */
 #define COMPRESSED_SIZE 4u
-#define PAGE_HEADER 8u   /* kind, entryPageOffset, entryCount */
+#define PAGE_HEADER 8u /* kind, entryPageOffset, entryCount */
 #define OFFSET_24 0x00ffffffu
-#define CHUNK 64u        /* candidates read at once: 780 bytes of stack */
+#define CHUNK 64u /* candidates read at once: 780 bytes of stack */
 #define MAX_STRIDE 12u
 
 typedef struct section {
@@ -124,8 +124,7 @@ static bool search(const section_t *s, const array_t *a, uint64_t target,
   /* [lo, hi) and the entry after them (the end of the last candidate). */
   uint32_t count = (hi < a->n ? hi + 1 : hi) - lo;
   unsigned char buf[(CHUNK + 1) * MAX_STRIDE];
-  if (!get(s, a->at + (uint64_t)lo * a->stride, buf,
-           (size_t)count * a->stride))
+  if (!get(s, a->at + (uint64_t)lo * a->stride, buf, (size_t)count * a->stride))
     return false;
   uint32_t found = UINT32_MAX;
   for (uint32_t i = 0; i < hi - lo; i++)

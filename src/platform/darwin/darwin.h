@@ -22,6 +22,15 @@
 
 #include "platform/platform.h"
 
+#ifdef __APPLE__ /* the Linux tests compile files that include this */
+#include <mach/mach.h>
+/* Drops the send rights task_threads gave us, and its array
+   (threads_darwin.c): every caller of task_threads must, or the task's
+   port space leaks one right per thread per call. [setup] */
+void snap__darwin_release_threads(thread_act_array_t list,
+                                  mach_msg_type_number_t count);
+#endif
+
 /* What a sampler knows about the thread it has stopped. */
 typedef struct snap__darwin_window {
   uintptr_t stack_lo, stack_hi; /* the target's stack; hi == 0: unknown */

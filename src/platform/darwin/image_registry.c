@@ -55,9 +55,8 @@ enum { FREE = 0, CLAIMED = 1, LIVE = 2, DEAD = 3 };
 static bool claim(snap__image_slot_t *s, uint64_t seq, uintptr_t header,
                   intptr_t slide) {
   uint64_t claimed = NEXT_GEN(seq, CLAIMED);
-  if (!atomic_compare_exchange_strong_explicit(&s->seq, &seq, claimed,
-                                               memory_order_acquire,
-                                               memory_order_relaxed))
+  if (!atomic_compare_exchange_strong_explicit(
+          &s->seq, &seq, claimed, memory_order_acquire, memory_order_relaxed))
     return false;
   atomic_store_explicit(&s->header, header, memory_order_relaxed);
   atomic_store_explicit(&s->slide, slide, memory_order_relaxed);
@@ -109,10 +108,9 @@ void snap__imgreg_remove(snap__image_registry_t *r, uintptr_t header) {
         atomic_load_explicit(&s->header, memory_order_relaxed) != header)
       continue;
     /* Every live slot of that header (a race of two adds can make two). */
-    atomic_compare_exchange_strong_explicit(&s->seq, &seq,
-                                            (seq & ~(uint64_t)3) | DEAD,
-                                            memory_order_release,
-                                            memory_order_relaxed);
+    atomic_compare_exchange_strong_explicit(
+        &s->seq, &seq, (seq & ~(uint64_t)3) | DEAD, memory_order_release,
+        memory_order_relaxed);
   }
 }
 
@@ -167,8 +165,8 @@ static bool copy_image(snap__image_slot_t *s, uint64_t seq,
     sc->cmds = b, sc->cap = total;
   }
   memcpy(sc->cmds, hdr, sizeof hdr);
-  if (sizeofcmds && !read(h + HEADER_64_SIZE, sc->cmds + HEADER_64_SIZE,
-                          sizeofcmds))
+  if (sizeofcmds &&
+      !read(h + HEADER_64_SIZE, sc->cmds + HEADER_64_SIZE, sizeofcmds))
     return false;
   const char *p = name ? name(h) : NULL;
   sc->path[0] = '\0';
@@ -187,8 +185,7 @@ static bool copy_image(snap__image_slot_t *s, uint64_t seq,
   return true;
 }
 
-int snap__imgreg_enumerate(snap__image_registry_t *r,
-                           snap__imgreg_read_fn read,
+int snap__imgreg_enumerate(snap__image_registry_t *r, snap__imgreg_read_fn read,
                            snap__imgreg_name_fn name, snap__imgreg_cb cb,
                            void *ctx) {
   if (!r || !read || !cb)

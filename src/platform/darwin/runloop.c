@@ -154,14 +154,9 @@ static void on_activity(CFRunLoopObserverRef obs, CFRunLoopActivity act,
   const snap__loop_hooks_t *h =
       atomic_load_explicit(&g_hooks, memory_order_acquire);
   switch (snap__rl_nesting_step(info, (unsigned)act)) {
-  case SNAP__RL_BUSY:
-    h->busy();
-    break;
-  case SNAP__RL_IDLE:
-    h->idle();
-    break;
-  case SNAP__RL_NOTHING:
-    break;
+  case SNAP__RL_BUSY: h->busy(); break;
+  case SNAP__RL_IDLE: h->idle(); break;
+  case SNAP__RL_NOTHING: break;
   }
 }
 
@@ -179,10 +174,10 @@ static int attach(CFRunLoopRef rl) {
       NULL, kCFRunLoopEntry | kCFRunLoopAfterWaiting | kCFRunLoopBeforeSources,
       true, LONG_MIN, on_activity, &ctx);
   CFRunLoopObserverRef last =
-      g_cf.observer_create(NULL, kCFRunLoopBeforeWaiting | kCFRunLoopExit,
-                           true, LONG_MAX, on_activity, &ctx);
-  CFStringRef init_mode = g_cf.string_create(NULL, UI_INIT_MODE,
-                                             kCFStringEncodingUTF8);
+      g_cf.observer_create(NULL, kCFRunLoopBeforeWaiting | kCFRunLoopExit, true,
+                           LONG_MAX, on_activity, &ctx);
+  CFStringRef init_mode =
+      g_cf.string_create(NULL, UI_INIT_MODE, kCFStringEncodingUTF8);
   if (!first || !last || !init_mode) {
     if (first)
       g_cf.release(first);

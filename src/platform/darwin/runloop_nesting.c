@@ -60,17 +60,14 @@ enum snap__rl_verdict snap__rl_nesting_step(snap__rl_nesting_t *n,
     n->depth++;
     return n->busy ? SNAP__RL_NOTHING : say(n, true);
   case SNAP__RL_BEFORE_SOURCES:
-  case SNAP__RL_AFTER_WAITING:
-    return say(n, true);
-  case SNAP__RL_BEFORE_WAITING:
-    return say(n, false);
+  case SNAP__RL_AFTER_WAITING: return say(n, true);
+  case SNAP__RL_BEFORE_WAITING: return say(n, false);
   case SNAP__RL_EXIT:
     if (n->depth > 0)
       n->depth--;
     if (n->depth == 0)
       return say(n, false);
     return n->busy ? SNAP__RL_NOTHING : say(n, true);
-  default:
-    return SNAP__RL_NOTHING;
+  default: return SNAP__RL_NOTHING;
   }
 }

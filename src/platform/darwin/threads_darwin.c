@@ -45,9 +45,8 @@ snap_thread_t snap__plat_thread_main(void) {
   return (snap_thread_t)g_main_port;
 }
 
-/* Drops the references task_threads gave us, and its array. */
-static void release_threads(thread_act_array_t list,
-                            mach_msg_type_number_t count) {
+void snap__darwin_release_threads(thread_act_array_t list,
+                                  mach_msg_type_number_t count) {
   for (mach_msg_type_number_t i = 0; i < count; i++)
     mach_port_deallocate(mach_task_self(), list[i]);
   vm_deallocate(mach_task_self(), (vm_address_t)list,
@@ -70,7 +69,7 @@ static void record_main(void) {
     return;
   if (count > 0)
     g_main_port = list[0]; /* the name outlives our reference (above) */
-  release_threads(list, count);
+  snap__darwin_release_threads(list, count);
 }
 
 __attribute__((constructor)) static void threads_init(void) {
@@ -85,7 +84,7 @@ int snap__plat_thread_list(snap_thread_t *out, int max) {
     return SNAP_EIO;
   for (mach_msg_type_number_t i = 0; i < count && (int)i < max; i++)
     out[i] = (snap_thread_t)list[i];
-  release_threads(list, count);
+  snap__darwin_release_threads(list, count);
   return count > 0x7fffffffu ? 0x7fffffff : (int)count;
 }
 

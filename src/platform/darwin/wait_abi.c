@@ -337,13 +337,7 @@ void snap__darwin_wait_abi_decode(const snap__darwin_wait_env_t *env,
                                   snap_thread_t waiter,
                                   const snap__plat_wait_regs_t *regs,
                                   snap_wait_t *out) {
-  out->kind = SNAP_WAIT_NONE;
-  out->owner_state = SNAP_OWNER_NONE;
-  out->owner = 0;
-  out->fd = -1;
-  out->address = 0;
-  out->syscall = SNAP_WAIT_NO_SYSCALL;
-  memset(out->args, 0, sizeof out->args);
+  snap__plat_wait_none(out);
   if (!env || !regs || regs->source != SNAP__WAIT_REGS_THREAD ||
       (env->arch != SNAP__DARWIN_ARCH_ARM64 &&
        env->arch != SNAP__DARWIN_ARCH_X86_64) ||

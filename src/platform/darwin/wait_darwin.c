@@ -22,14 +22,6 @@
 #include "platform/darwin/darwin.h"
 #include "platform/darwin/wait_abi.h"
 
-static void release_threads(thread_act_array_t list,
-                            mach_msg_type_number_t count) {
-  for (mach_msg_type_number_t i = 0; i < count; i++)
-    mach_port_deallocate(mach_task_self(), list[i]);
-  vm_deallocate(mach_task_self(), (vm_address_t)list,
-                (vm_size_t)count * sizeof list[0]);
-}
-
 static bool read_mem(void *ctx, uintptr_t addr, void *dst, size_t n) {
   (void)ctx;
   return snap__plat_read(addr, dst, n);
@@ -44,7 +36,7 @@ static bool thread_of_port(void *ctx, uint32_t port, snap_thread_t *out) {
   bool found = false;
   for (mach_msg_type_number_t i = 0; i < count && !found; i++)
     found = list[i] == (mach_port_t)port;
-  release_threads(list, count);
+  snap__darwin_release_threads(list, count);
   if (found)
     *out = (snap_thread_t)port;
   return found;
@@ -69,7 +61,7 @@ static bool thread_of_tid(void *ctx, uint64_t tid, snap_thread_t *out) {
       *out = (snap_thread_t)list[i];
     }
   }
-  release_threads(list, count);
+  snap__darwin_release_threads(list, count);
   return found;
 }
 

@@ -395,13 +395,7 @@ static void decode_futex(snap_thread_t waiter, const uint64_t *a,
 void snap__plat_wait_decode(snap_thread_t waiter,
                             const snap__plat_wait_regs_t *regs,
                             const uintptr_t *pcs, int n, snap_wait_t *out) {
-  out->kind = SNAP_WAIT_NONE;
-  out->owner_state = SNAP_OWNER_NONE;
-  out->owner = 0;
-  out->fd = -1;
-  out->address = 0;
-  out->syscall = SNAP_WAIT_NO_SYSCALL;
-  memset(out->args, 0, sizeof out->args);
+  snap__plat_wait_none(out);
   int64_t nr;
   int nargs;
   if (!regs || !which_call(regs, &nr, &nargs))
