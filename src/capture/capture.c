@@ -178,11 +178,8 @@ int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
   /* API v1 knows one size: the whole struct. */
   if (wait->size != sizeof(snap_wait_t) || !valid_args(pcs, max, flags))
     return SNAP_EINVAL;
-  snap_wait_t w = {.size = wait->size,
-                   .kind = SNAP_WAIT_NONE,
-                   .owner_state = SNAP_OWNER_NONE,
-                   .fd = -1,
-                   .syscall = SNAP_WAIT_NO_SYSCALL};
+  snap_wait_t w;
+  snap__plat_wait_none(&w);
   int n;
   if (thread == snap__plat_thread_self()) {
     n = snap_capture_self(pcs, max, 1, flags);
@@ -192,12 +189,12 @@ int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
     n = capture_other(thread, pcs, max, flags, &regs);
     if (n >= 0) {
       snap__plat_wait_decode(thread, &regs, pcs, n, &w);
-      w.size = wait->size;
       if (w.owner_state == SNAP_OWNER_KNOWN &&
           !snap__plat_thread_name(w.owner, w.owner_name, sizeof w.owner_name))
         w.owner_name[0] = '\0';
     }
   }
+  w.size = wait->size;
   *wait = w;
   return n;
 }
