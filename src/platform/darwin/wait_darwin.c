@@ -27,42 +27,49 @@ static bool read_mem(void *ctx, uintptr_t addr, void *dst, size_t n) {
   return snap__plat_read(addr, dst, n);
 }
 
-static bool thread_of_port(void *ctx, uint32_t port, snap_thread_t *out) {
-  (void)ctx;
+/* Whether thread `t` is the one wanted: by its port name, or by its
+   64-bit thread id (THREAD_IDENTIFIER_INFO). */
+typedef struct wanted {
+  bool by_port;
+  uint64_t value;
+} wanted_t;
+
+static bool is_wanted(mach_port_t t, const wanted_t *w) {
+  if (w->by_port)
+    return t == (mach_port_t)w->value;
+  thread_identifier_info_data_t info;
+  mach_msg_type_number_t n = THREAD_IDENTIFIER_INFO_COUNT;
+  return thread_info(t, THREAD_IDENTIFIER_INFO, (thread_info_t)&info, &n) ==
+             KERN_SUCCESS &&
+         info.thread_id == w->value;
+}
+
+/* The live thread of this task that is wanted, into *out. Its port name
+   stays valid after we drop our reference: libpthread holds one for the
+   thread's life (threads_darwin.c). */
+static bool find_thread(const wanted_t *w, snap_thread_t *out) {
   thread_act_array_t list;
   mach_msg_type_number_t count;
   if (task_threads(mach_task_self(), &list, &count) != KERN_SUCCESS)
     return false;
   bool found = false;
   for (mach_msg_type_number_t i = 0; i < count && !found; i++)
-    found = list[i] == (mach_port_t)port;
+    if ((found = is_wanted(list[i], w)))
+      *out = (snap_thread_t)list[i];
   snap__darwin_release_threads(list, count);
-  if (found)
-    *out = (snap_thread_t)port;
   return found;
+}
+
+static bool thread_of_port(void *ctx, uint32_t port, snap_thread_t *out) {
+  (void)ctx;
+  const wanted_t w = {true, port};
+  return find_thread(&w, out);
 }
 
 static bool thread_of_tid(void *ctx, uint64_t tid, snap_thread_t *out) {
   (void)ctx;
-  thread_act_array_t list;
-  mach_msg_type_number_t count;
-  if (task_threads(mach_task_self(), &list, &count) != KERN_SUCCESS)
-    return false;
-  bool found = false;
-  for (mach_msg_type_number_t i = 0; i < count && !found; i++) {
-    thread_identifier_info_data_t info;
-    mach_msg_type_number_t n = THREAD_IDENTIFIER_INFO_COUNT;
-    if (thread_info(list[i], THREAD_IDENTIFIER_INFO, (thread_info_t)&info,
-                    &n) == KERN_SUCCESS &&
-        info.thread_id == tid) {
-      found = true;
-      /* The name stays valid after we drop our reference: libpthread
-         holds one for the thread's life (threads_darwin.c). */
-      *out = (snap_thread_t)list[i];
-    }
-  }
-  snap__darwin_release_threads(list, count);
-  return found;
+  const wanted_t w = {false, tid};
+  return find_thread(&w, out);
 }
 
 void snap__plat_wait_decode(snap_thread_t waiter,
