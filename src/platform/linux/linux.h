@@ -20,6 +20,9 @@ void snap__linux_wait_regs_from_ucontext(const void *uc,
 
 /* The kernel thread id of the caller, by system call. [signal-safe] */
 int snap__linux_gettid(void);
+/* Whether thread tid of this process exists now (tgkill with signal 0:
+   nothing is sent). [signal-safe] */
+bool snap__linux_thread_alive(int tid);
 
 /* ---- Small /proc files (proc_files.c) ----------------------------------- */
 

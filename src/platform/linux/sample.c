@@ -270,10 +270,6 @@ static void deadline_after(struct timespec *ts, unsigned ms) {
   }
 }
 
-static bool thread_exists(int tid) {
-  return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
-}
-
 /* One signal, from the claim of a slot to its completion or abandonment:
    under the sampler lock. `stack` goes in; *seen out with NEED_STACK. */
 static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
@@ -329,7 +325,7 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
   if (w != 0 &&
       atomic_compare_exchange_strong(&s->state, &expect, STATE(seq, FREE))) {
     /* The handler never started; a late signal finds FREE and leaves. */
-    return thread_exists(tid) ? SNAP_ETIMEDOUT : SNAP_ENOTHREAD;
+    return snap__linux_thread_alive(tid) ? SNAP_ETIMEDOUT : SNAP_ENOTHREAD;
   }
   if (w != 0 && PHASE(expect) == RUNNING) {
     /* It is walking right now: a walk is bounded, give it a moment more. */

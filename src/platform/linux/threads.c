@@ -55,6 +55,10 @@ snap__linux_stack_t t_window;
 
 int snap__linux_gettid(void) { return (int)syscall(SYS_gettid); }
 
+bool snap__linux_thread_alive(int tid) {
+  return tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+}
+
 snap_thread_t snap__plat_thread_self(void) {
   return (snap_thread_t)snap__linux_gettid();
 }

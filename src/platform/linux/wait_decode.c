@@ -54,11 +54,9 @@
  */
 #include <dlfcn.h>
 #include <link.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <sys/syscall.h> /* SYS_futex, SYS_flock */
 
 #include "platform/linux/linux.h"
 
@@ -85,6 +83,8 @@
 #define MUTEX_KIND_NO_ELISION 512
 #define RWLOCK_CUR_WRITER_OFF 24
 #define RWLOCK_SHARED_OFF 28
+_Static_assert(RWLOCK_SHARED_OFF == RWLOCK_CUR_WRITER_OFF + 4,
+               "rwlock_writer reads __cur_writer and __shared as one pair");
 
 /* ---- glibc's entry points, by kind --------------------------------------- */
 
@@ -183,14 +183,12 @@ static unsigned kind_from_stack(const uintptr_t *pcs, int n) {
   return SNAP_WAIT_FUTEX;
 }
 
-/* ---- Owners ---------------------------------------------------------------
- */
+/* ---- Owners ----------------------------------------------------------- */
 
 /* A live thread of this process other than the waiter. */
 static bool live_other(int64_t tid, snap_thread_t waiter) {
-  if (tid <= 0 || (uint64_t)tid == waiter || !snap__linux_tid_ok(tid))
-    return false;
-  return syscall(SYS_tgkill, getpid(), (int)tid, 0) == 0;
+  return tid > 0 && (uint64_t)tid != waiter && snap__linux_tid_ok(tid) &&
+         snap__linux_thread_alive((int)tid);
 }
 
 static bool read_u32(uintptr_t addr, uint32_t *v) {
