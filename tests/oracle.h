@@ -1,14 +1,19 @@
 /*
  * oracle.h — outside witnesses for the tests: glibc's backtrace() looked up
  * in libc.so.6 itself (linking libunwind would silently replace the symbol),
- * and a printer for pcs with their image and offset.
+ * a printer for pcs with their image and offset, and whether the kernel's
+ * syscall file speaks of this process's code (not under qemu-user).
  */
 #ifndef SNAP_TEST_ORACLE_H
 #define SNAP_TEST_ORACLE_H
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "stacksnap.h"
 
@@ -46,6 +51,31 @@ static inline void oracle_print(const char *title, const uintptr_t *pcs,
     else
       fprintf(stderr, "  %2d 0x%016lx ?\n", i, (unsigned long)pcs[i]);
   }
+}
+
+/* Whether the pc the kernel publishes in /proc/self/task/<tid>/syscall for
+   thread tid, once it is blocked, lies in an image the dynamic linker
+   knows: false under qemu-user, whose file describes the emulator's host
+   thread. Waits up to ~200 ms for the thread to block. */
+static inline bool oracle_kernel_pc_is_ours(int tid) {
+  for (int tries = 0; tries < 200; tries++) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (strncmp(buf, "running", 7) != 0) {
+      const char *last = strrchr(buf, ' ');
+      uintptr_t pc = last ? (uintptr_t)strtoull(last + 1, NULL, 16) : 0;
+      Dl_info info;
+      return pc && dladdr((void *)pc, &info) && info.dli_fname;
+    }
+    usleep(1000);
+  }
+  return false;
 }
 
 #endif

@@ -122,7 +122,7 @@ static const snap_stack_t *sample_in_stretch(wd_t *w) {
     snap_stack_release(s);
     s = NULL;
     w->main.n = w->main.error = SNAP_EENDED;
-    w->main.wait = (snap_wait_t){.size = sizeof w->main.wait}; /* not its */
+    snap__plat_wait_none(&w->main.wait); /* the late sample is not its */
   }
   return s;
 }

@@ -164,29 +164,6 @@ static void *sleeper_main(void *arg) {
   return NULL;
 }
 
-/* Whether the kernel's pc for a thread blocked in a system call lies in an
-   image the dynamic linker knows: false under qemu-user. */
-static bool kernel_pc_is_ours(int tid) {
-  for (int tries = 0; tries < 200; tries++) {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-      return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    if (strncmp(buf, "running", 7) != 0) {
-      const char *last = strrchr(buf, ' ');
-      uintptr_t pc = last ? (uintptr_t)strtoull(last + 1, NULL, 16) : 0;
-      Dl_info info;
-      return pc && dladdr((void *)pc, &info) && info.dli_fname;
-    }
-    usleep(1000);
-  }
-  return false;
-}
-
 /* The sleeper's stack as the sample gave it: it holds quiet_sleeper_loop,
    and above it the frames backtrace() gave above that function. */
 static void check_stack(const sleeper_t *s, const uintptr_t *pcs, int n,
@@ -470,7 +447,7 @@ int main(void) {
   pthread_create(&pt, NULL, sleeper_main, &probe);
   while (!atomic_load(&probe.tid))
     usleep(1000);
-  bool native = kernel_pc_is_ours(atomic_load(&probe.tid));
+  bool native = oracle_kernel_pc_is_ours(atomic_load(&probe.tid));
   atomic_store(&probe.stop, true);
   pthread_join(pt, NULL);
 

@@ -59,6 +59,7 @@
 #endif
 
 #include "check.h"
+#include "oracle.h"
 #include "stacksnap.h"
 
 #define LOCK_MS 800  /* the lock cases' wait */
@@ -544,26 +545,9 @@ static bool kernel_pc_is_ours(void) {
   pthread_t t;
   if (pthread_create(&t, NULL, blocked_main, &tid) != 0)
     return true;
-  bool ours = false, seen = false;
-  for (int tries = 0; tries < 200 && !seen; tries++) {
+  while (!atomic_load(&tid))
     usleep(1000);
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall",
-             atomic_load(&tid));
-    FILE *f = atomic_load(&tid) ? fopen(path, "r") : NULL;
-    if (!f)
-      continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    if (strncmp(buf, "running", 7) != 0) {
-      const char *last = strrchr(buf, ' ');
-      uintptr_t pc = last ? (uintptr_t)strtoull(last + 1, NULL, 16) : 0;
-      Dl_info info;
-      ours = pc && dladdr((void *)pc, &info) && info.dli_fname;
-      seen = true;
-    }
-  }
+  bool ours = oracle_kernel_pc_is_ours(atomic_load(&tid));
   pthread_join(t, NULL);
   return ours;
 }

@@ -79,8 +79,7 @@ static const unsigned char k_syscall[2] = {0x0f, 0x05};
 #define RWLOCK_SIG 0x52574c4bu    /* 'RWLK' */
 #define RWLOCK_TID_OFF 24         /* rw_tid[2], rounded up to 8 bytes */
 
-/* ---- Kinds by number ------------------------------------------------------
- */
+/* ---- Kinds by number ------------------------------------------------- */
 
 /* kind of each BSD call that can block and is not a lock decoded below;
    fd: its first argument is a descriptor. */
@@ -166,8 +165,7 @@ static unsigned mach_kind(int64_t nr) {
   }
 }
 
-/* ---- Reading ---------------------------------------------------------------
- */
+/* ---- Reading ---------------------------------------------------------- */
 
 static bool read_u32(const snap__darwin_wait_env_t *env, uintptr_t addr,
                      uint32_t *v) {
