@@ -45,9 +45,10 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* schedstat: "<ns on a CPU> <ns waiting on a run queue> <timeslices>"
-   (Documentation/scheduler/sched-stats.rst). */
-/* The platform's record is the kept descriptor's, field by field. */
+/* The calling thread's own schedstat, kept open: "<ns on a CPU> <ns
+   waiting on a run queue> <timeslices>"
+   (Documentation/scheduler/sched-stats.rst). The platform's record is the
+   kept descriptor's, field by field. */
 static snap__linux_kept_t kept_of(const snap__plat_self_sched_t *r) {
   return (snap__linux_kept_t){r->handle, r->id[0], r->id[1]};
 }
