@@ -171,8 +171,9 @@ int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
   return capture_other(thread, pcs, max, flags, &wait);
 }
 
-int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
-                             unsigned flags, snap_wait_t *wait) {
+int snap__capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
+                              unsigned flags, snap_wait_t *wait,
+                              bool name_owner) {
   if (!wait)
     return snap_capture_thread(thread, pcs, max, flags);
   /* API v1 knows one size: the whole struct. */
@@ -189,7 +190,7 @@ int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
     n = capture_other(thread, pcs, max, flags, &regs);
     if (n >= 0) {
       snap__plat_wait_decode(thread, &regs, pcs, n, &w);
-      if (w.owner_state == SNAP_OWNER_KNOWN &&
+      if (name_owner && w.owner_state == SNAP_OWNER_KNOWN &&
           !snap__plat_thread_name(w.owner, w.owner_name, sizeof w.owner_name))
         w.owner_name[0] = '\0';
     }
@@ -197,6 +198,11 @@ int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
   w.size = wait->size;
   *wait = w;
   return n;
+}
+
+int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
+                             unsigned flags, snap_wait_t *wait) {
+  return snap__capture_thread_wait(thread, pcs, max, flags, wait, true);
 }
 
 const char *snap_wait_kind_name(unsigned kind) {

@@ -1,16 +1,27 @@
 /*
  * capture.h — what capture.c shares beyond the public API: counts of its
  * SNAP_CAPTURE_QUIET path, for tests that must tell a quiet sample from a
- * signalled one (under qemu-user every one is signalled).
+ * signalled one (under qemu-user every one is signalled), and the wait
+ * capture without the owner's name.
  */
 #ifndef SNAP_CAPTURE_CAPTURE_H
 #define SNAP_CAPTURE_CAPTURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "stacksnap.h"
 
 /* Since the process started: quiet walks kept, and quiet requests that
    fell back to the signal (the thread was running, woke during the walk,
    or the platform's registers could not be verified). */
 void snap__capture_quiet_counts(uint64_t *kept, uint64_t *signalled);
+
+/* snap_capture_thread_wait, with the owner's name read (a /proc read on
+   Linux, ~6 us) only when name_owner: a caller that names every thread
+   of a dump anyway (lag/thread_dump.c) reads each name once. */
+int snap__capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
+                              unsigned flags, snap_wait_t *wait,
+                              bool name_owner);
 
 #endif /* SNAP_CAPTURE_CAPTURE_H */

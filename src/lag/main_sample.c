@@ -6,13 +6,14 @@
  * (flags, the exact pc of frame 0), when a point sample is named, and the
  * main thread's scheduler state recorded with each point (read just
  * before the sample; the stretch's first point keeps its counters), and
- * what it waited for at the named sample (snap_capture_thread_wait: the
+ * what it waited for at the named sample (snap__capture_thread_wait: the
  * wait is copied with the pcs at no cost to the stopped window and
- * decoded after it, with the lock's owner and the owner's name).
+ * decoded after it, with the lock's owner; the dump names the owner).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag, or write anything.
  */
+#include "capture/capture.h"
 #include "lag/lag.h"
 
 const snap_stack_t *snap__lag_name(const uintptr_t *pcs, int n) {
@@ -37,8 +38,8 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
      out of the signal handler, so it would read "running". */
   m->running = snap_thread_is_running(m->tid) == 1;
   m->wait = (snap_wait_t){.size = sizeof m->wait};
-  int n = snap_capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
-                                   snap__lag_capture_flags(), &m->wait);
+  int n = snap__capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
+                                    snap__lag_capture_flags(), &m->wait, false);
   m->n = n; /* kept for the thread dump */
   const snap_stack_t *s =
       n < 0 ? NULL : snap__lag_name(m->pcs, n); /* it runs again */

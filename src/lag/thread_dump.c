@@ -14,7 +14,7 @@
  * sampled is still leaving the signal handler, and would read "running".
  *
  * Order: the main thread's wait names the owner of the lock it waits on
- * (snap_capture_thread_wait); that owner is sampled next, then the owner
+ * (snap__capture_thread_wait); that owner is sampled next, then the owner
  * of what it waits on, and so on until a thread waits on nothing with a
  * known owner, or one already sampled (a cycle). So the cap and the budget
  * never cut the threads that say why main waits. An owner that is not in
@@ -32,7 +32,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/capture.h"
 #include "lag/lag.h"
+
+static bool in_list(const snap__lag_thread_t *ts, int k, snap_thread_t tid) {
+  for (int j = 0; j < k; j++)
+    if (ts[j].tid == tid)
+      return true;
+  return false;
+}
 
 /* The threads were sampled one after another (main's wait even before
    the dump), so a cycle in their waits may mix moments: a lock handed on
@@ -45,8 +53,8 @@ static bool cycle_stands(const snap__lag_thread_t *ts,
   for (int i = 0; i < cycle->n; i++) {
     const snap__lag_thread_t *t = &ts[cycle->at[i]];
     snap_wait_t now = {.size = sizeof now};
-    if (snap_capture_thread_wait(t->tid, pcs, SNAP__DUMP_DEPTH, flags, &now) <
-            0 ||
+    if (snap__capture_thread_wait(t->tid, pcs, SNAP__DUMP_DEPTH, flags, &now,
+                                  false) < 0 ||
         now.owner_state != SNAP_OWNER_KNOWN || now.owner != t->wait.owner ||
         now.address != t->wait.address)
       return false;
@@ -107,10 +115,7 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   while (w && w->kind != SNAP_WAIT_NONE && w->owner_state == SNAP_OWNER_KNOWN &&
          k < max) {
     snap_thread_t owner = w->owner;
-    bool seen = false;
-    for (int j = 0; j < k && !seen; j++)
-      seen = ts[j].tid == owner;
-    if (seen || owner == self)
+    if (in_list(ts, k, owner) || owner == self)
       break; /* a cycle closes (or the watchdog, which waits on no lock) */
     ts[k] = (snap__lag_thread_t){.tid = owner};
     bool listed = false;
@@ -128,8 +133,8 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
     int got = snap__plat_sample_reachable(owner);
     if (got == SNAP_OK)
-      got = snap_capture_thread_wait(owner, pcs[k], SNAP__DUMP_DEPTH, flags,
-                                     &ts[k].wait);
+      got = snap__capture_thread_wait(owner, pcs[k], SNAP__DUMP_DEPTH, flags,
+                                      &ts[k].wait, false);
     ts[k].error = got < 0 ? got : SNAP_OK;
     npcs[k] = got < 0 ? 0 : got;
     w = &ts[k].wait;
@@ -146,14 +151,15 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
       if (snap__plat_now_ns() >= deadline)
         got = SNAP_ETIMEDOUT; /* the budget is spent: listed, not sampled */
       else if ((got = snap__plat_sample_reachable(ts[k].tid)) == SNAP_OK)
-        got = snap_capture_thread_wait(ts[k].tid, pcs[k], SNAP__DUMP_DEPTH,
-                                       flags, &ts[k].wait);
+        got = snap__capture_thread_wait(ts[k].tid, pcs[k], SNAP__DUMP_DEPTH,
+                                        flags, &ts[k].wait, false);
       ts[k].error = got < 0 ? got : SNAP_OK;
       npcs[k] = got < 0 ? 0 : got;
       k++;
     }
   }
-  /* Every thread runs again: name them now. */
+  /* Every thread runs again: name them now, each once. An owner that is
+     not listed (past the cap) is named in the wait that points at it. */
   for (int i = 0; i < k; i++) {
     if (!snap__plat_thread_name(ts[i].tid, ts[i].name, sizeof ts[i].name))
       ts[i].name[0] = '\0';
@@ -162,6 +168,13 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
       if (!ts[i].stack)
         ts[i].error = SNAP_ENOMEM;
     }
+  }
+  for (int i = 0; i < k; i++) {
+    snap_wait_t *wt = &ts[i].wait;
+    if (wt->owner_state == SNAP_OWNER_KNOWN && !in_list(ts, k, wt->owner) &&
+        !snap__plat_thread_name(wt->owner, wt->owner_name,
+                                sizeof wt->owner_name))
+      wt->owner_name[0] = '\0';
   }
   r->threads = ts;
   r->nthreads = k;

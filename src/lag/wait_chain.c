@@ -22,7 +22,7 @@
  * the deadlock (listed from where that walk entered it).
  *
  * Must not: sample, read memory or name threads (pure: the waits were
- * decoded by snap_capture_thread_wait, validated there).
+ * decoded by snap__capture_thread_wait, validated there).
  */
 #include <stdlib.h>
 
