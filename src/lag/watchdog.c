@@ -28,8 +28,10 @@
  * on a run queue: the app ran or waited meanwhile, and that time is lag)
  * or a process that did not run at all (SIGSTOP, a debugger, a suspended
  * VM: that time is "stolen" and does not count as busy, so a stop never
- * makes a lag). The watchdog thread's own CPU time, run-queue wait and
- * sampling waits since its last wake, and the main thread's CPU time, tell
+ * makes a lag). The watchdog thread's own CPU time, run-queue wait,
+ * sampling waits and waits on the disk under its report files (an fsync
+ * on a busy box: 100 ms and more) since its last wake, and the main
+ * thread's CPU time, tell
  * them apart (snap__stolen_ns; past STOP_NOISE_NS); where the OS does not
  * say how long a thread waited for a CPU (Apple), a wake later than
  * `slack` is a stop unless the main thread ran meanwhile. A stretch that
@@ -43,11 +45,11 @@
 #include "lag/lag.h"
 
 #define HEARTBEAT_NS (1000 * SNAP__MS)
-/* Where the watchdog's own running, run-queue wait and sampling waits are
-   known, what they leave unexplained is either a stop or the watchdog
-   blocked on something else: a page-in, a report's fsync. Those are
-   short; 100 ms of it is a stop. (A longer disk stall while the main
-   thread also did not run is taken for one: docs/lag.md.) */
+/* Where the watchdog's own running, run-queue wait, sampling waits and
+   report-file waits are known, what they leave unexplained is either a
+   stop or the watchdog blocked on something else: a page-in. Those are
+   short; 100 ms of it is a stop. (A longer stall while the main thread
+   also did not run is taken for one: docs/lag.md.) */
 #define STOP_NOISE_NS (100 * SNAP__MS)
 
 typedef struct wd {
@@ -181,13 +183,14 @@ static uint64_t stretch_end_ns(const snap__loop_view_t *v,
 }
 
 /* The watchdog thread's own time so far that it spent running, waiting
-   for a CPU, or waiting on samples (all of it time the process ran), or
-   -1 where the OS does not say. */
+   for a CPU, waiting on samples or on the disk under its report files (all
+   of it time the process ran), or -1 where the OS does not say. */
 static int64_t own_ran(const wd_t *w) {
   int64_t cpu, runq;
   if (snap__plat_self_sched_times(&w->sched, &cpu, &runq) != SNAP_OK)
     return -1;
-  return cpu + runq + (int64_t)snap__plat_sample_waited_ns();
+  return cpu + runq + (int64_t)snap__plat_sample_waited_ns() +
+         (int64_t)snap__plat_file_waited_ns();
 }
 
 /* Remembers what this wake saw, for the next (woken_late). */

@@ -528,6 +528,11 @@ int snap__plat_file_read(const char *dir, const char *name, size_t max,
                          char **data, size_t *n);
 /* SNAP_OK, also when it did not exist; SNAP_EIO otherwise. */
 int snap__plat_file_remove(const char *dir, const char *name);
+/* How long the calling thread has spent in the calls above but the listing,
+   wall time: waits on the disk (an fsync behind a busy journal), the
+   caller's own doing, which a watchdog must not take for a stopped
+   process. A stop that lands inside one of them counts as disk time. */
+uint64_t snap__plat_file_waited_ns(void);
 
 /* ---- Loop adapters ----------------------------------------------------- */
 

@@ -12,6 +12,13 @@
  * stretch; the report's duration must match it within 20 ms. Five rounds,
  * each on its own call path (nested a different depth) so that no lag
  * anneals into the one before.
+ *
+ * Built a second time as test_lag_slow_disk (Linux, -Wl,--wrap=fsync):
+ * every fsync of the library's report writes takes 150 ms more, as on a
+ * busy box where an fsync waits for a journal commit full of other
+ * people's writes. The watchdog is blocked on the disk, not stopped: the
+ * durations must not shrink by the time it waited (they did, by exactly
+ * that, before report-file waits were counted as time the process ran).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +31,22 @@
 
 #include "check.h"
 #include "stacksnap.h"
+
+#ifdef TEST_SLOW_DISK
+/* The library's fsync calls land here (--wrap=fsync). */
+int __real_fsync(int fd);
+static atomic_int g_fsyncs;
+int __wrap_fsync(int fd) {
+  atomic_fetch_add(&g_fsyncs, 1);
+  struct timespec t = {0, 150 * 1000000L};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR)
+    ;
+  return __real_fsync(fd);
+}
+#define TEST_NAME "test_lag_slow_disk"
+#else
+#define TEST_NAME "test_lag_end"
+#endif
 
 static char g_path[600];
 static atomic_int g_finals;
@@ -104,9 +127,14 @@ int main(void) {
           "round %d: reported %ld ms for a %ld ms stretch", round, got, want);
   }
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
+#ifdef TEST_SLOW_DISK
+  /* The wrap took: each round's final write alone syncs a file and its
+     directory. */
+  CHECK(atomic_load(&g_fsyncs) >= 10, "%d slow fsyncs", atomic_load(&g_fsyncs));
+#endif
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0)
     return 1;
-  return check_result("test_lag_end");
+  return check_result(TEST_NAME);
 }

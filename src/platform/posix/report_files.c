@@ -28,6 +28,12 @@
  * Runs on the watchdog thread only (never the main thread, never the
  * stopped window): it blocks on the disk and allocates (opendir, the read
  * buffer). Must not: abort or print; every failure is a returned code.
+ *
+ * Each call but the listing (whose callback may make the others) adds its
+ * wall time to its thread's snap__plat_file_waited_ns:
+ * an fsync on a busy disk waits for a journal commit that holds everyone
+ * else's writes too (100 ms and more), and a watchdog that cannot tell
+ * that wait from a stopped process would take it out of a lag.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -61,7 +67,7 @@ static bool is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int snap__plat_dir_make(const char *dir) {
+static int dir_make(const char *dir) {
   if (!dir || !dir[0])
     return SNAP_EINVAL;
   char path[PATH_MAX];
@@ -125,8 +131,8 @@ static int sync_dir(const char *dir) {
   return r == 0 || err == EINVAL ? SNAP_OK : SNAP_EIO;
 }
 
-int snap__plat_file_replace(const char *dir, const char *name, const void *data,
-                            size_t n) {
+static int file_replace(const char *dir, const char *name, const void *data,
+                        size_t n) {
   char tmp[PATH_MAX], dst[PATH_MAX];
   int rc = join(tmp, dir, ".", name, ".tmp");
   if (rc == SNAP_OK)
@@ -155,8 +161,8 @@ int snap__plat_file_replace(const char *dir, const char *name, const void *data,
   return sync_dir(dir);
 }
 
-int snap__plat_file_read(const char *dir, const char *name, size_t max,
-                         char **data, size_t *n) {
+static int file_read(const char *dir, const char *name, size_t max, char **data,
+                     size_t *n) {
   if (!data || !n)
     return SNAP_EINVAL;
   *data = NULL;
@@ -221,10 +227,43 @@ int snap__plat_file_read(const char *dir, const char *name, size_t max,
   return SNAP_OK;
 }
 
-int snap__plat_file_remove(const char *dir, const char *name) {
+static int file_remove(const char *dir, const char *name) {
   char path[PATH_MAX];
   int rc = join(path, dir, "", name, "");
   if (rc != SNAP_OK)
     return rc;
   return unlink(path) == 0 || errno == ENOENT ? SNAP_OK : SNAP_EIO;
+}
+
+/* ---- The exported calls, timed ---------------------------------------- */
+
+static _Thread_local uint64_t t_waited_ns;
+
+static int timed(uint64_t since, int rc) {
+  t_waited_ns += snap__plat_now_ns() - since;
+  return rc;
+}
+
+uint64_t snap__plat_file_waited_ns(void) { return t_waited_ns; }
+
+int snap__plat_dir_make(const char *dir) {
+  uint64_t t0 = snap__plat_now_ns();
+  return timed(t0, dir_make(dir));
+}
+
+int snap__plat_file_replace(const char *dir, const char *name, const void *data,
+                            size_t n) {
+  uint64_t t0 = snap__plat_now_ns();
+  return timed(t0, file_replace(dir, name, data, n));
+}
+
+int snap__plat_file_read(const char *dir, const char *name, size_t max,
+                         char **data, size_t *n) {
+  uint64_t t0 = snap__plat_now_ns();
+  return timed(t0, file_read(dir, name, max, data, n));
+}
+
+int snap__plat_file_remove(const char *dir, const char *name) {
+  uint64_t t0 = snap__plat_now_ns();
+  return timed(t0, file_remove(dir, name));
 }
