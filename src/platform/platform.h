@@ -199,6 +199,10 @@ typedef struct snap__plat_ident {
    when the answer covers addr alone. [signal-safe] */
 void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out);
 
+/* The longest build id kept: SHA-1 notes are 20 bytes, UUIDs 16; a longer
+   --build-id=0x... is allowed by the linker but rare. */
+#define SNAP__BUILD_ID_MAX 32
+
 /* One executable range of a loaded image, as the platform reports it. */
 typedef struct snap__plat_range {
   uintptr_t start, end; /* executable range [start, end) */
@@ -215,6 +219,16 @@ typedef struct snap__plat_range {
   uint64_t content; /* a hash of the image's build ID (Linux), 0 if none:
                        tells a rebuilt library loaded again at the same
                        place, with the same layout, from the one before */
+  /* What names the image's build later (a debug file, a dSYM): Linux, the
+     NT_GNU_BUILD_ID note's bytes; Apple, LC_UUID's 16. build_id_len 0:
+     none (or longer than SNAP__BUILD_ID_MAX: not kept). Read at
+     enumeration, never in the stopped window. */
+  uint8_t build_id[SNAP__BUILD_ID_MAX];
+  uint8_t build_id_len;
+  /* The image's extent from base: every loaded segment lies in
+     [base, base + size) (Linux: the highest PT_LOAD's p_vaddr + p_memsz;
+     Apple: the highest segment's end but __PAGEZERO's, from the header). */
+  uintptr_t size;
 } snap__plat_range_t;
 
 typedef void (*snap__plat_range_cb)(const snap__plat_range_t *r, void *ctx);
