@@ -233,6 +233,15 @@ typedef struct snap__plat_range {
 
 typedef void (*snap__plat_range_cb)(const snap__plat_range_t *r, void *ctx);
 
+/* A build id as the platform's own tools print it, NUL-terminated into
+   out[size] (size >= 2 * SNAP__BUILD_ID_MAX + 5 always suffices): Linux,
+   lowercase hex of the note's bytes (the name under .build-id/, what
+   `readelf -n` and `file` show); Apple, LC_UUID as
+   8-4-4-4-12 uppercase hex (what `dwarfdump --uuid` prints and Spotlight
+   indexes dSYMs by). "" when len is 0. [setup] */
+void snap__plat_build_id_text(const uint8_t *id, size_t len, char *out,
+                              size_t size);
+
 /* The function holding pc, [*start, *end), from an image's func_index
    (snap__plat_range_t) at load address base: what tells a stale link
    register from a live one when the image has no call-frame information
