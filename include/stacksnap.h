@@ -268,6 +268,16 @@ typedef struct snap_image_info {
   const char *path; /* full path; valid for the life of the process */
   const char *name; /* base name of path */
   bool in_app;
+  /* API 1.1 (callers built against 1.0 pass the smaller size and get the
+     fields above only): */
+  uintptr_t image_size; /* the image's extent: every segment lies in
+                           [base, base + image_size) */
+  /* What names this build later, NULL if the image has none: Linux, the
+     GNU build-id note in lowercase hex (the file name under
+     /usr/lib/debug/.build-id/, as `readelf -n` shows it); Apple, LC_UUID
+     as 8-4-4-4-12 uppercase hex (as `dwarfdump --uuid` prints it). Valid
+     for the life of the process. */
+  const char *build_id;
 } snap_image_info_t;
 
 /* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, out->size not
@@ -290,6 +300,15 @@ typedef struct snap_frame {
      tables; NULL / 0 otherwise. */
   const char *source_file;
   unsigned source_line;
+  /* API 1.1: the containing image's full path, its build id (as in
+     snap_image_info_t; NULL if none) and its extent from image_base, so a
+     stack printed or stored now can be named later from the image's
+     separate debug file (stacksnap-symbolicate). NULL / 0 when pc is in no
+     image. (Frames are reached through snap_stack_frame only: the struct
+     may grow at its end.) */
+  const char *image_path;
+  const char *build_id;
+  uintptr_t image_size;
 } snap_frame_t;
 
 typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """lag-report.py — prints stacksnap lag reports as text a person reads.
 
-Owns: turning "stacksnap.lag/1" JSON files (docs/lag.md) into a text
+Owns: turning "stacksnap.lag/1" and "/2" JSON files (docs/lag.md) into a text
 layout in the spirit of an Apple hang report: a header, the costliest
 stack, the main thread's stack at detection, then every other thread.
 When the main thread waited on something (main_blocked_on) the text
@@ -11,7 +11,10 @@ preceded by "deadlock: threads A → B → A" when the report found one,
 and followed by the stacks of the threads it waited through (the holder
 first), before the header.
 Frames print one per line in the layout of Apple's callStackSymbols
-(index, image, pc, "symbol + offset"; "image + offset" when unnamed).
+(index, image, pc, "symbol + offset"; "image + offset" when unnamed),
+with "(file:line)" after it when the report was named by
+stacksnap-symbolicate from a debug file. A /2 report ends with its images
+(base, end, name, build id, path): what names an unnamed frame later.
 
 Must not: change, move or delete a report, or need anything beyond the
 Python 3 standard library (it runs where the reports are, often a
@@ -20,7 +23,7 @@ machine with no build tools).
     lag-report.py FILE|DIR...   a directory: every *.json in it, by name
 
 Exit status: 0 when every file was rendered; 1 when one could not be
-read, is not valid JSON, or is not schema "stacksnap.lag/1" (the others
+read, is not valid JSON, or is not schema "stacksnap.lag/1" or "/2" (the others
 are still rendered); 2 on bad usage.
 """
 import datetime
@@ -28,7 +31,7 @@ import json
 import os
 import sys
 
-SCHEMA = "stacksnap.lag/1"
+SCHEMAS = ("stacksnap.lag/1", "stacksnap.lag/2")
 LEGEND = "Frames: * = the app's own image (in_app), innermost first"
 
 
@@ -48,10 +51,10 @@ def load(path):
         report = json.loads(text)
     except json.JSONDecodeError as e:
         raise BadReport(f"not valid JSON: {e}")
-    if not isinstance(report, dict) or report.get("schema") != SCHEMA:
+    if not isinstance(report, dict) or report.get("schema") not in SCHEMAS:
         found = report.get("schema") if isinstance(report, dict) else None
         raise BadReport(f'not a lag report: schema is {found!r}, '
-                        f'expected "{SCHEMA}"')
+                        f'expected one of {", ".join(SCHEMAS)}')
     return report
 
 
@@ -160,10 +163,23 @@ def frame_line(i, fr):
     except ValueError:
         pc = 0
     symbol = fr.get("symbol") or image
-    offset = fr.get("offset")
-    offset = offset if isinstance(offset, int) else 0
+    # /2 says which offset it is; /1's "offset" is the symbol's when there
+    # is one, else the image's.
+    if fr.get("symbol") and isinstance(fr.get("symbol_offset"), int):
+        offset = fr["symbol_offset"]
+    elif not fr.get("symbol") and isinstance(fr.get("image_offset"), str):
+        try:
+            offset = int(fr["image_offset"], 16)
+        except ValueError:
+            offset = 0
+    else:
+        offset = fr.get("offset")
+        offset = offset if isinstance(offset, int) else 0
     mark = "*" if fr.get("in_app") else " "
-    return f"{mark} {i:<4d}{image:<30s} 0x{pc:016x} {symbol} + {offset}"
+    line = f"{mark} {i:<4d}{image:<30s} 0x{pc:016x} {symbol} + {offset}"
+    if fr.get("source_file"):
+        line += f" ({fr['source_file']}:{fr.get('source_line', 0)})"
+    return line
 
 
 def frames(out, frs):
@@ -330,7 +346,26 @@ def render(path, r):
         out.append(head + ":")
         if not t.get("error") or t.get("frames"):
             frames(out, t.get("frames"))
+    images = r.get("images")
+    if isinstance(images, list) and images:
+        out.append("")
+        out.append("Images (base - end, name, build id, path):")
+        for im in images:
+            if isinstance(im, dict):
+                out.append(image_line(im))
     return "\n".join(out)
+
+
+def image_line(im):
+    """One image, as Apple's Binary Images list has it."""
+    try:
+        base = int(str(im.get("base", "0")), 16)
+    except ValueError:
+        base = 0
+    size = im.get("size") if isinstance(im.get("size"), int) else 0
+    mark = "*" if im.get("in_app") else " "
+    return (f"{mark} 0x{base:x} - 0x{base + size:x} {im.get('name') or '???'} "
+            f"<{im.get('build_id') or 'no build id'}> {im.get('path') or ''}")
 
 
 def expand(args):

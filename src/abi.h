@@ -34,6 +34,17 @@ typedef struct snap__image_info_v1 {
   bool in_app;
 } snap__image_info_v1_t;
 
+/* snap_image_info_t as API 1.1 declared it: 1.0's, then the extent and
+   the build id. */
+typedef struct snap__image_info_v2 {
+  uint32_t size;
+  uintptr_t base, start, end;
+  const char *path, *name;
+  bool in_app;
+  uintptr_t image_size;
+  const char *build_id;
+} snap__image_info_v2_t;
+
 /* snap_symbol_cache_stats_t as API 1.0 declared it. */
 typedef struct snap__cache_stats_v1 {
   uint32_t size;
@@ -56,6 +67,11 @@ SNAP__SAME_FIELD(snap_image_info_t, snap__image_info_v1_t, end);
 SNAP__SAME_FIELD(snap_image_info_t, snap__image_info_v1_t, path);
 SNAP__SAME_FIELD(snap_image_info_t, snap__image_info_v1_t, name);
 SNAP__SAME_FIELD(snap_image_info_t, snap__image_info_v1_t, in_app);
+_Static_assert(sizeof(snap_image_info_t) >= sizeof(snap__image_info_v2_t),
+               "later versions only append");
+SNAP__SAME_FIELD(snap_image_info_t, snap__image_info_v2_t, in_app);
+SNAP__SAME_FIELD(snap_image_info_t, snap__image_info_v2_t, image_size);
+SNAP__SAME_FIELD(snap_image_info_t, snap__image_info_v2_t, build_id);
 
 _Static_assert(offsetof(snap_symbol_cache_stats_t, size) == 0,
                "size is the first field");
@@ -71,7 +87,8 @@ SNAP__SAME_FIELD(snap_symbol_cache_stats_t, snap__cache_stats_v1_t, bytes);
 
 /* The sizes each struct accepts: one per released version, oldest first
    (add the next version's sizeof at the end of the list). */
-#define SNAP__IMAGE_INFO_SIZES sizeof(snap__image_info_v1_t)
+#define SNAP__IMAGE_INFO_SIZES                                                 \
+  sizeof(snap__image_info_v1_t), sizeof(snap__image_info_v2_t)
 #define SNAP__CACHE_STATS_SIZES sizeof(snap__cache_stats_v1_t)
 
 /* True when size is one of the listed sizes. [async-signal-safe] */

@@ -37,10 +37,11 @@ static struct snap__images g_slots[SLOTS];
 static struct snap__images g_empty; /* before the first build, or on ENOMEM */
 static _Atomic(struct snap__images *) g_current;
 
-/* Paths are interned for the life of the process: a name handed to a user
-   (snap_image_info_t, later a symbolicated frame) must outlive table
-   rebuilds. Distinct paths are few, and a library loaded again reuses its
-   entry, so the set stays small. Guarded by g_writer; read freely. */
+/* Paths and build ids are interned for the life of the process: a name
+   handed to a user (snap_image_info_t, later a symbolicated frame) must
+   outlive table rebuilds. Distinct ones are few, and a library loaded
+   again reuses its entries, so the set stays small. Guarded by g_writer; read
+   freely. */
 typedef struct interned {
   struct interned *next;
   char str[];
@@ -149,8 +150,13 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
     c->v = v;
     c->cap = cap;
   }
+  char id[2 * SNAP__BUILD_ID_MAX + 8];
+  snap__plat_build_id_text(r->build_id, r->build_id_len, id, sizeof id);
   char *path = strdup(r->path ? r->path : "");
-  if (!path) {
+  char *build_id = id[0] ? strdup(id) : NULL;
+  if (!path || (id[0] && !build_id)) {
+    free(path);
+    free(build_id);
     c->oom = true;
     return;
   }
@@ -166,7 +172,10 @@ static void collect_cb(const snap__plat_range_t *r, void *ctx) {
   img->func_index_size = r->func_index_size;
   img->ident = r->ident;
   img->content = r->content;
-  img->path = path; /* a copy until build() interns it and sets name */
+  img->size = r->size;
+  /* Copies until build() interns them and sets name. */
+  img->path = path;
+  img->build_id = build_id;
 }
 
 static int by_start(const void *a, const void *b) {
@@ -212,9 +221,14 @@ static struct snap__images *free_slot(struct snap__images *current) {
   return NULL;
 }
 
+/* Frees what collect_cb copied and build() has not interned yet (an
+   image without its name). */
 static void free_collected(collect_t *c) {
   for (int i = 0; i < c->n; i++)
-    free((char *)c->v[i].path);
+    if (!c->v[i].name) {
+      free((char *)c->v[i].path);
+      free((char *)c->v[i].build_id);
+    }
   free(c->v);
 }
 
@@ -243,12 +257,15 @@ static int build(bool force, uint64_t stamp) {
   snap__plat_lazy_lock(&g_writer);
   for (int i = 0; i < c.n && rc == SNAP_OK; i++) {
     const char *interned = intern(c.v[i].path);
-    if (!interned) {
+    const char *id = c.v[i].build_id ? intern(c.v[i].build_id) : NULL;
+    if (!interned || (c.v[i].build_id && !id)) {
       rc = SNAP_ENOMEM;
       break;
     }
     free((char *)c.v[i].path);
+    free((char *)c.v[i].build_id);
     c.v[i].path = interned;
+    c.v[i].build_id = id;
     const char *slash = strrchr(interned, '/');
     c.v[i].name = slash ? slash + 1 : interned;
     c.v[i].in_app = is_app_path(interned, app_root);
@@ -259,10 +276,7 @@ static int build(bool force, uint64_t stamp) {
   if (rc == SNAP_OK && !slot)
     rc = SNAP_EBUSY; /* every other slot still read (a stopped reader) */
   if (rc != SNAP_OK) {
-    for (int i = 0; i < c.n; i++) /* not interned yet: ours to free */
-      if (!c.v[i].name)
-        free((char *)c.v[i].path);
-    free(c.v);
+    free_collected(&c);
     snap__plat_lazy_unlock(&g_writer);
     return rc;
   }
@@ -355,7 +369,9 @@ int snap_image_lookup(uintptr_t pc, snap_image_info_t *out) {
                              .end = img->end,
                              .path = img->path,
                              .name = img->name,
-                             .in_app = img->in_app};
+                             .in_app = img->in_app,
+                             .image_size = img->size,
+                             .build_id = img->build_id};
     snap__abi_copy_out(out, &all, out->size);
     rc = SNAP_OK;
   }

@@ -31,6 +31,9 @@ typedef struct snap__image {
   uint64_t ident;   /* who the image was (snap__plat_ident_t.id): a pc whose
                        live identity differs is no longer this image's */
   uint64_t content; /* snap__plat_range_t.content */
+  const char *build_id; /* its text (snap__plat_build_id_text), interned
+                           like path; NULL if the image has none */
+  uintptr_t size;       /* extent from base (snap__plat_range_t.size) */
   bool in_app;
   /* Set only on a record the walker makes from the loader's lock-free
      answer where the table is stale (live_images.h): its bounds are the

@@ -314,9 +314,13 @@ void snap__lag_report_clear(snap__lag_report_t *r);
    The text starts with the fixed prefix snap__lag_json_prefix writes, so a
    later start can find an ongoing report without a JSON parser. */
 char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len);
-/* Writes the prefix `{"schema":"stacksnap.lag/1","kind":"K","ongoing":B`. */
-int snap__lag_json_prefix(char *buf, size_t size, snap__lag_kind_t kind,
-                          bool ongoing);
+/* The schema version reports are written in (docs/lag.md): 2 added the
+   images and each frame's image_offset / symbol_offset. */
+#define SNAP__LAG_SCHEMA 2
+/* Writes the prefix `{"schema":"stacksnap.lag/V","kind":"K","ongoing":B`
+   of schema version V (a later start recovers reports of every version). */
+int snap__lag_json_prefix(char *buf, size_t size, unsigned schema,
+                          snap__lag_kind_t kind, bool ongoing);
 
 /* ---- Report directory (report_store.c) ----------------------------------- */
 

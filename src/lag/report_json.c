@@ -105,6 +105,10 @@ static void json_string(buf_t *b, const char *s) {
   puts_(b, "\"");
 }
 
+/* A frame (docs/lag.md): image_offset is pc - image base whenever the
+   image is known (what addr2line and a debug file take), symbol_offset pc
+   - symbol start when a symbol is; offset keeps schema 1's meaning (the
+   symbol's offset, else the image's) for readers of /1. */
 static void json_frames(buf_t *b, const snap_stack_t *s) {
   puts_(b, "[");
   int n = snap_stack_count(s);
@@ -116,11 +120,78 @@ static void json_frames(buf_t *b, const snap_stack_t *s) {
     json_string(b, f->image);
     puts_(b, ",\"symbol\":");
     json_string(b, f->symbol);
-    printf_(b, ",\"offset\":%" PRIuPTR ",\"in_app\":%s}",
-            base && f->pc >= base ? f->pc - base : f->pc,
-            f->in_app ? "true" : "false");
+    printf_(b, ",\"offset\":%" PRIuPTR,
+            base && f->pc >= base ? f->pc - base : f->pc);
+    if (f->image_path && f->pc >= f->image_base)
+      printf_(b, ",\"image_offset\":\"0x%" PRIxPTR "\"", f->pc - f->image_base);
+    else
+      puts_(b, ",\"image_offset\":null");
+    if (f->symbol && f->pc >= f->symbol_addr)
+      printf_(b, ",\"symbol_offset\":%" PRIuPTR, f->pc - f->symbol_addr);
+    else
+      puts_(b, ",\"symbol_offset\":null");
+    printf_(b, ",\"in_app\":%s}", f->in_app ? "true" : "false");
   }
   puts_(b, "]");
+}
+
+/* The images the report's frames point into, each once (by path and
+   base), in order of first appearance. */
+typedef struct image_set {
+  const snap_frame_t **v; /* a frame of each image */
+  int n, cap;
+  bool failed;
+} image_set_t;
+
+static void images_add(image_set_t *set, const snap_stack_t *s) {
+  int n = snap_stack_count(s);
+  for (int i = 0; i < n && !set->failed; i++) {
+    const snap_frame_t *f = snap_stack_frame(s, i);
+    if (!f->image_path)
+      continue;
+    int k = 0;
+    while (k < set->n && !(set->v[k]->image_path == f->image_path &&
+                           set->v[k]->image_base == f->image_base))
+      k++;
+    if (k < set->n)
+      continue;
+    if (set->n == set->cap) {
+      int cap = set->cap ? 2 * set->cap : 16;
+      const snap_frame_t **v = realloc(set->v, (size_t)cap * sizeof *v);
+      if (!v) {
+        set->failed = true;
+        return;
+      }
+      set->v = v;
+      set->cap = cap;
+    }
+    set->v[set->n++] = f;
+  }
+}
+
+static void json_images(buf_t *b, const snap__lag_report_t *r) {
+  image_set_t set = {0};
+  images_add(&set, r->main_stack);
+  images_add(&set, r->costliest.stack);
+  for (int i = 0; i < r->nthreads; i++)
+    images_add(&set, r->threads[i].stack);
+  if (set.failed)
+    b->failed = true;
+  puts_(b, ",\n\"images\":[");
+  for (int i = 0; i < set.n; i++) {
+    const snap_frame_t *f = set.v[i];
+    printf_(b, "%s\n  {\"name\":", i ? "," : "");
+    json_string(b, f->image);
+    puts_(b, ",\"path\":");
+    json_string(b, f->image_path);
+    printf_(b,
+            ",\"base\":\"0x%" PRIxPTR "\",\"size\":%" PRIuPTR ",\"build_id\":",
+            f->image_base, f->image_size);
+    json_string(b, f->build_id);
+    printf_(b, ",\"in_app\":%s}", f->in_app ? "true" : "false");
+  }
+  puts_(b, "]");
+  free(set.v);
 }
 
 static int64_t ms_or_unknown(int64_t ns) { return ns < 0 ? -1 : ns / 1000000; }
@@ -220,18 +291,20 @@ const char *snap__lag_kind_name(snap__lag_kind_t kind) {
   return (unsigned)kind < SNAP__KIND_COUNT ? names[kind] : NULL;
 }
 
-int snap__lag_json_prefix(char *out, size_t size, snap__lag_kind_t kind,
-                          bool ongoing) {
+int snap__lag_json_prefix(char *out, size_t size, unsigned schema,
+                          snap__lag_kind_t kind, bool ongoing) {
   return snprintf(out, size,
-                  "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"%s\","
+                  "{\"schema\":\"stacksnap.lag/%u\",\"kind\":\"%s\","
                   "\"ongoing\":%s",
-                  snap__lag_kind_name(kind), ongoing ? "true" : "false");
+                  schema, snap__lag_kind_name(kind),
+                  ongoing ? "true" : "false");
 }
 
 char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   buf_t b = {0};
   char prefix[128];
-  snap__lag_json_prefix(prefix, sizeof prefix, r->kind, r->ongoing);
+  snap__lag_json_prefix(prefix, sizeof prefix, SNAP__LAG_SCHEMA, r->kind,
+                        r->ongoing);
   puts_(&b, prefix);
   printf_(&b, ",\n\"start_unix_ms\":%" PRId64, r->start_unix_ms);
   printf_(&b, ",\n\"updated_unix_ms\":%" PRId64, r->updated_unix_ms);
@@ -246,6 +319,10 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
     puts_(&b, ",\n\"pid_start\":");
     json_string(&b, start);
   }
+  puts_(&b, ",\n\"os\":");
+  json_string(&b, snap__plat_os_name());
+  puts_(&b, ",\"arch\":");
+  json_string(&b, snap__plat_arch_name());
   printf_(&b, ",\n\"repeats\":%u", r->repeats);
   printf_(&b,
           ",\n\"main_thread\":{\"tid\":%" PRIu64 ",\"cpu_ms\":%" PRId64
@@ -298,6 +375,7 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
     puts_(&b, "}");
   }
   puts_(&b, "]");
+  json_images(&b, r);
   /* The chain from main (it waits on something), and a deadlock. */
   if (r->main_chain.n > 0 &&
       r->threads[r->main_chain.at[0]].wait.kind != SNAP_WAIT_NONE) {

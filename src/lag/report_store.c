@@ -174,15 +174,23 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
       SNAP_OK)
     return;
   char was[128], now[128];
-  snap__lag_json_prefix(was, sizeof was, kind, true);
-  size_t wl = strlen(was);
+  size_t wl = 0;
   writer_t writer = WRITER_ALIVE;
-  if (n >= wl && memcmp(text, was, wl) == 0)
-    writer = writer_of(st, text);
+  /* Of any schema version: an app updated since the kill wrote an older
+     one. Its text stays in its version (only the prefix changes). */
+  unsigned schema = SNAP__LAG_SCHEMA;
+  for (; schema >= 1; schema--) {
+    snap__lag_json_prefix(was, sizeof was, schema, kind, true);
+    wl = strlen(was);
+    if (n >= wl && memcmp(text, was, wl) == 0) {
+      writer = writer_of(st, text);
+      break;
+    }
+  }
   if (writer != WRITER_ALIVE) {
     snap__lag_kind_t to_kind =
         writer == WRITER_US ? kind : SNAP__KIND_HANG_KILLED;
-    int nl = snap__lag_json_prefix(now, sizeof now, to_kind, false);
+    int nl = snap__lag_json_prefix(now, sizeof now, schema, to_kind, false);
     size_t out_n = (size_t)nl + (n - wl);
     char *out = malloc(out_n);
     if (out) {

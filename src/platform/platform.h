@@ -199,6 +199,30 @@ typedef struct snap__plat_ident {
    when the answer covers addr alone. [signal-safe] */
 void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out);
 
+/* What a report says it was taken on, for the tools that name it later:
+   the OS ("linux", "darwin") and the architecture as that OS's tools spell
+   it (atos -arch wants arm64 / arm64e / x86_64; Linux says aarch64). */
+static inline const char *snap__plat_os_name(void) {
+#if defined(__APPLE__)
+  return "darwin";
+#else
+  return "linux";
+#endif
+}
+static inline const char *snap__plat_arch_name(void) {
+#if defined(__arm64e__)
+  return "arm64e";
+#elif defined(__aarch64__) && defined(__APPLE__)
+  return "arm64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#elif defined(__x86_64__)
+  return "x86_64";
+#else
+  return "unknown";
+#endif
+}
+
 /* The longest build id kept: SHA-1 notes are 20 bytes, UUIDs 16; a longer
    --build-id=0x... is allowed by the linker but rare. */
 #define SNAP__BUILD_ID_MAX 32

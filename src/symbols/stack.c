@@ -108,9 +108,14 @@ typedef struct rec {
 } rec_t;
 #define IN_APP 0x8000u
 
+/* A frame's image as a user sees it: its strings are the image table's
+   (interned: they live as long as the process). */
 typedef struct name_pair {
-  const char *name; /* the image table's, lives as long as the process */
+  const char *name;
+  const char *path;
+  const char *build_id;
   uintptr_t base;
+  uintptr_t size;
 } name_pair_t;
 
 typedef struct line_rec {
@@ -197,10 +202,12 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
     const snap_frame_t *f = &frames[i];
     int k = 0;
     while (k < n_names &&
-           !(names[k].name == f->image && names[k].base == f->image_base))
+           !(names[k].path == f->image_path && names[k].name == f->image &&
+             names[k].base == f->image_base))
       k++;
     if (k == n_names)
-      names[n_names++] = (name_pair_t){f->image, f->image_base};
+      names[n_names++] = (name_pair_t){f->image, f->image_path, f->build_id,
+                                       f->image_base, f->image_size};
     pair[i] = (uint16_t)k;
     wide |= f->symbol &&
             (f->symbol_addr > f->pc || f->pc - f->symbol_addr > UINT32_MAX);
@@ -266,6 +273,9 @@ static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i) {
   f.pc = p->pcs[r->pc];
   f.image = np->name;
   f.image_base = np->base;
+  f.image_path = np->path;
+  f.build_id = np->build_id;
+  f.image_size = np->size;
   f.symbol = snap__intern_get(r->symbol);
   if (f.symbol)
     f.symbol_addr = s->wide ? p->wide_addrs[i] : f.pc - r->delta;

@@ -121,6 +121,9 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
     f->pc = pc;
     f->image = img ? img->name : "???";
     f->image_base = img ? img->base : 0;
+    f->image_path = img ? img->path : NULL;
+    f->build_id = img ? img->build_id : NULL;
+    f->image_size = img ? img->size : 0;
     f->in_app = img && img->in_app;
     q[i].addr = addr;
     q[i].image_base = f->image_base;

@@ -1,11 +1,18 @@
 /*
  * test_images.c — the image table: executable ranges agree with the dynamic
- * linker's dladdr (the oracle), app-or-system follows the prefix rule, and
- * the table follows dlopen/dlclose of a library built for this test.
+ * linker's dladdr (the oracle), build ids agree with binutils' readelf -n
+ * (the vdso's too, copied out of memory into a file), app-or-system follows
+ * the prefix rule, and the table follows dlopen/dlclose of a library built
+ * for this test.
  */
 #include <dlfcn.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "stacksnap.h"
@@ -13,6 +20,76 @@
 #ifndef TEST_LIB_PATH
 #error "TEST_LIB_PATH must name the test library"
 #endif
+
+#ifndef TEST_READELF
+#error "TEST_READELF must name binutils' readelf"
+#endif
+
+static int g_data[64] = {1}; /* in the executable's data segment */
+
+/* The build id `readelf -n FILE` prints, into out. */
+static bool readelf_build_id(const char *file, char *out, size_t size) {
+  char cmd[4200], line[512];
+  snprintf(cmd, sizeof cmd, "'%s' -n '%s' 2>/dev/null", TEST_READELF, file);
+  FILE *p = popen(cmd, "r");
+  bool found = false;
+  while (p && fgets(line, sizeof line, p)) {
+    const char *at = strstr(line, "Build ID: ");
+    if (at && !found) {
+      snprintf(out, size, "%s", at + 10);
+      out[strcspn(out, "\r\n ")] = '\0';
+      found = true;
+    }
+  }
+  if (p)
+    pclose(p);
+  return found;
+}
+
+/* The vdso has no file: its image is copied out of memory into one, and
+   readelf reads that. Where there is no vdso (or it has no build id
+   note), nothing is claimed. */
+static void check_vdso(void) {
+  uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  if (!ehdr)
+    return;
+  const ElfW(Ehdr) *eh = (const void *)ehdr;
+  const ElfW(Phdr) *ph = (const void *)(ehdr + eh->e_phoff);
+  uintptr_t text = 0, bias = 0, end = 0;
+  bool has_text = false;
+  for (int i = 0; i < eh->e_phnum; i++) {
+    if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
+      bias = ehdr - ph[i].p_vaddr;
+    if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+      text = ph[i].p_vaddr;
+      has_text = true;
+    }
+  }
+  for (int i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
+      end = ph[i].p_offset + ph[i].p_filesz;
+  snap_image_info_t info = {.size = sizeof info};
+  if (!has_text || snap_image_lookup(bias + text, &info) != SNAP_OK)
+    return; /* a vdso the loader does not list (qemu-user's) */
+  char path[] = "/tmp/snap_vdso.XXXXXX", want[200];
+  int fd = mkstemp(path);
+  CHECK(fd >= 0, "mkstemp");
+  if (fd < 0)
+    return;
+  bool written = write(fd, (const void *)ehdr, end) == (ssize_t)end;
+  close(fd);
+  bool has = written && readelf_build_id(path, want, sizeof want);
+  unlink(path);
+  if (!has) {
+    CHECK(info.build_id == NULL, "vdso: build id %s where readelf sees none",
+          info.build_id);
+    return;
+  }
+  CHECK(info.build_id && strcmp(info.build_id, want) == 0,
+        "vdso build id %s, readelf -n says %s",
+        info.build_id ? info.build_id : "-", want);
+  printf("vdso %s: build id %s\n", info.name, want);
+}
 
 int main(void) {
   snap_image_info_t info = {.size = sizeof info};
@@ -39,6 +116,27 @@ int main(void) {
   CHECK(!info.in_app, "libc is not the app");
   CHECK(!snap_is_app_address(libc_fn), "libc is not app code");
   CHECK(strstr(info.name, "libc") != NULL, "libc's name: %s", info.name);
+
+  /* The build id, as binutils' readelf -n prints it for the same file
+     (the oracle), and an extent that holds the image's data too. */
+  CHECK_EQ(snap_image_lookup((uintptr_t)main, &info), SNAP_OK);
+  char want[200];
+  CHECK(readelf_build_id(info.path, want, sizeof want), "readelf -n %s",
+        info.path);
+  CHECK(info.build_id && strcmp(info.build_id, want) == 0,
+        "build id %s, readelf -n says %s", info.build_id ? info.build_id : "-",
+        want);
+  CHECK(info.base + info.image_size >= (uintptr_t)&g_data + sizeof g_data &&
+            (uintptr_t)&g_data >= info.base,
+        "extent [0x%zx, +0x%zx) does not hold the image's data", info.base,
+        info.image_size);
+  CHECK_EQ(snap_image_lookup(libc_fn, &info), SNAP_OK);
+  CHECK(readelf_build_id(info.path, want, sizeof want), "readelf -n %s",
+        info.path);
+  CHECK(info.build_id && strcmp(info.build_id, want) == 0,
+        "libc build id %s, readelf -n says %s",
+        info.build_id ? info.build_id : "-", want);
+  check_vdso();
 
   /* Not code at all. */
   int local;

@@ -5,7 +5,7 @@ Runs lag_churn (a loop whose iterations are lags and hangs, so report files
 are written, updated, renamed and converted all the time) N times, each
 killed with SIGKILL after a random delay. Then checks, with Python's json
 module (not stacksnap's code):
-  - every *.json in the report dir parses and is a stacksnap.lag/1 report
+  - every *.json in the report dir parses and is a stacksnap.lag/2 report
     whose kind matches its file name;
   - every file the process announced (after its rename) still exists, or
     was superseded by design: <ms>-lag -> <ms>-hang -> <ms>-hang_killed;
@@ -35,7 +35,7 @@ SUPERSEDED_BY = {"lag": ["hang", "hang_killed"], "hang": ["hang_killed"]}
 
 def wait_for_ongoing(rdir, deadline):
     """Waits until some report in rdir is written as ongoing."""
-    prefix = b'{"schema":"stacksnap.lag/1","kind":"'
+    prefix = b'{"schema":"stacksnap.lag/2","kind":"'
     while time.time() < deadline:
         for f in glob.glob(os.path.join(rdir, "*.json")):
             try:
@@ -94,7 +94,7 @@ def main():
             missing = [k for k in REQUIRED if k not in r]
             if missing:
                 failures.append(f"{when}: {name} lacks {missing}")
-            elif r["schema"] != "stacksnap.lag/1" or \
+            elif r["schema"] != "stacksnap.lag/2" or \
                     not name.endswith(f"-{r['kind']}.json") or \
                     not name.startswith(f"{r['start_unix_ms']}-"):
                 failures.append(f"{when}: {name}: schema/kind/start mismatch")

@@ -9,8 +9,10 @@ the main stack (an app frame, its offset inside the function's size as
 thread's mutex (blocked_on, main_blocked_on), a deadlock of two and of
 three threads reported while the process stays stuck, class keys stable across
 two runs, annealing (one report for a lag repeated with the same stack),
-a SIGSTOP of 2 s giving nothing, and a SIGKILL mid-hang turned into a
-hang_killed report by the next start.
+a SIGSTOP of 2 s giving nothing, a SIGKILL mid-hang turned into a
+hang_killed report by the next start, and (schema 2) every frame's
+image_offset against the listed images, whose build ids readelf -n
+confirms.
 
 usage: scenarios.py DEMO [--run-with "EMULATOR ARGS"] [--nm NM]
 """
@@ -116,6 +118,56 @@ def check_app_frame(demo, scenario, frames, name, where):
                  f"{size} bytes (nm -S)")
 
 
+BUILD_IDS = {}  # path -> the build id `readelf -n` prints, or None
+
+
+def readelf_build_id(path):
+    """The oracle: binutils' readelf, not stacksnap's note reader."""
+    if path not in BUILD_IDS:
+        BUILD_IDS[path] = None
+        readelf = shutil.which("readelf")
+        if readelf and os.path.isfile(path):
+            out = subprocess.run([readelf, "-n", path], capture_output=True,
+                                 text=True).stdout
+            for line in out.splitlines():
+                if "Build ID:" in line:
+                    BUILD_IDS[path] = line.split("Build ID:")[1].strip()
+    return BUILD_IDS[path]
+
+
+def check_images(scenario, r):
+    """Schema 2: every frame in a known image has image_offset = pc - the
+    base of a listed image that holds it; every listed image's build id is
+    what readelf -n says of its file (the vdso has no file)."""
+    images = r.get("images")
+    if not isinstance(images, list) or not images:
+        fail(f"{scenario}: {r['_file']} lists no images")
+        return
+    for im in images:
+        want = readelf_build_id(im["path"])
+        if os.path.isfile(im["path"]) and want != im["build_id"]:
+            fail(f"{scenario}: {im['name']} build id {im['build_id']}, "
+                 f"readelf -n says {want}")
+    stacks = [r["main_stack"], r["costliest_stack"]["frames"]] + \
+        [t["frames"] for t in r["threads"]]
+    for f in [f for frs in stacks for f in frs]:
+        pc = int(f["pc"], 16)
+        if f["symbol"] is not None and f["symbol_offset"] != f["offset"]:
+            fail(f"{scenario}: {f['symbol']}: symbol_offset "
+                 f"{f['symbol_offset']} vs offset {f['offset']}")
+        if f["image_offset"] is None:
+            continue
+        holders = [im for im in images if im["name"] == f["image"] and
+                   int(im["base"], 16) <= pc <
+                   int(im["base"], 16) + im["size"]]
+        if len(holders) != 1:
+            fail(f"{scenario}: pc {f['pc']} in {f['image']}: "
+                 f"{len(holders)} listed images hold it")
+        elif int(f["image_offset"], 16) != pc - int(holders[0]["base"], 16):
+            fail(f"{scenario}: pc {f['pc']}: image_offset "
+                 f"{f['image_offset']} is not pc - {holders[0]['base']}")
+
+
 def check_schema(scenario, r):
     for k in ["schema", "kind", "ongoing", "start_unix_ms", "duration_ms",
               "threshold_ms", "main_stack", "costliest_stack", "class",
@@ -123,7 +175,7 @@ def check_schema(scenario, r):
         if k not in r:
             fail(f"{scenario}: {r['_file']} lacks {k}")
             return False
-    if r["schema"] != "stacksnap.lag/1":
+    if r["schema"] != "stacksnap.lag/2":
         fail(f"{scenario}: schema {r['schema']}")
     if r["_file"] != f"{r['start_unix_ms']}-{r['kind']}.json":
         fail(f"{scenario}: file name {r['_file']} vs content")
@@ -132,6 +184,7 @@ def check_schema(scenario, r):
     for f in r["main_stack"] + r["costliest_stack"]["frames"]:
         if not (isinstance(f["pc"], str) and f["pc"].startswith("0x")):
             fail(f"{scenario}: bad pc {f['pc']}")
+    check_images(scenario, r)
     return True
 
 

@@ -263,7 +263,9 @@ static void test_store(void) {
   snprintf(kkilled, sizeof kkilled, "%" PRId64 "-hang_killed.json", now - 5000);
   touch(klag, "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"lag\","
               "\"ongoing\":true,\"duration_ms\":750}");
-  touch(khang, "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"hang\","
+  /* The lag in schema 1 (written before an update), the hang in 2: both
+     are recovered, each keeping its version. */
+  touch(khang, "{\"schema\":\"stacksnap.lag/2\",\"kind\":\"hang\","
                "\"ongoing\":true,\"duration_ms\":1000}");
   touch("notes.txt", "not ours");
   touch("123-lag.json.bak", "not ours");
@@ -301,7 +303,7 @@ static void test_store(void) {
     ktext[fread(ktext, 1, sizeof ktext - 1, kf)] = '\0';
     fclose(kf);
   }
-  CHECK(strcmp(ktext, "{\"schema\":\"stacksnap.lag/1\",\"kind\":"
+  CHECK(strcmp(ktext, "{\"schema\":\"stacksnap.lag/2\",\"kind\":"
                       "\"hang_killed\",\"ongoing\":false,"
                       "\"duration_ms\":1000}") == 0,
         "hang_killed from the wrong file: %s", ktext);

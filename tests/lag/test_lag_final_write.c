@@ -218,9 +218,9 @@ static int count_suffix(const char *dir, const char *suffix) {
 }
 
 static const char ongoing_lag[] =
-    "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"lag\",\"ongoing\":true";
+    "{\"schema\":\"stacksnap.lag/2\",\"kind\":\"lag\",\"ongoing\":true";
 static const char ended_lag[] =
-    "{\"schema\":\"stacksnap.lag/1\",\"kind\":\"lag\",\"ongoing\":false";
+    "{\"schema\":\"stacksnap.lag/2\",\"kind\":\"lag\",\"ongoing\":false";
 
 /* ---- The lags ------------------------------------------------------------ */
 

@@ -11,6 +11,7 @@
  * the struct unchanged.
  */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -60,6 +61,15 @@ static void test_image_info(void) {
   CHECK(buf.info.in_app, "the test is the app");
   CHECK(untouched(buf.bytes + sizeof(snap_image_info_t), SLACK),
         "bytes past the caller's struct were written");
+  /* A caller built against API 1.0: its struct ends before image_size
+     (1.1): accepted, and 1.1's fields are not written. */
+  size_t v1 = offsetof(snap_image_info_t, image_size);
+  memset(&buf, PATTERN, sizeof buf);
+  buf.info.size = (uint32_t)v1;
+  CHECK_EQ(snap_image_lookup(pc, &buf.info), SNAP_OK);
+  CHECK_EQ(buf.info.base, (uintptr_t)dl.dli_fbase);
+  CHECK(untouched(buf.bytes + v1, sizeof buf - v1),
+        "a 1.0 caller's struct was written past its %zu bytes", v1);
 }
 
 static void test_cache_stats(void) {

@@ -18,9 +18,11 @@
  * objects that dlclose updates before it unmaps anything. We keep a mix of
  * the values it copies out and never follow the link-map pointer among
  * them: a concurrent dlclose frees that record (the symbol cache once read
- * its l_name there: a use-after-free). Each range's identity, and the hash
- * of its build ID, are taken inside dl_iterate_phdr's callback, with the
- * loader's lock held, so they belong to the image the callback describes.
+ * its l_name there: a use-after-free). Each range's identity, its build ID
+ * (kept for reports named later, and hashed to tell a rebuilt library from
+ * the one before) and its extent are taken inside dl_iterate_phdr's
+ * callback, with the loader's lock held, so they belong to the image the
+ * callback describes.
  *
  * Must not: run in the stopped window (but for snap__plat_image_ident).
  * dl_iterate_phdr takes the loader lock, which a stopped thread may hold.
@@ -95,12 +97,14 @@ static bool loaded(const struct dl_phdr_info *info, uintptr_t lo,
   return false;
 }
 
-/* A hash of the image's GNU build ID note (0 if it has none). Read from
-   the image's memory inside dl_iterate_phdr's callback: the image cannot
-   be unmapped while the loader's lock is held; every read is inside a
-   loaded segment and inside the note segment, sizes checked in uintptr_t
-   (a 32-bit size field plus padding must not wrap). */
-static uint64_t build_id_hash(const struct dl_phdr_info *info) {
+/* The image's GNU build ID note into r (build_id, build_id_len; nothing
+   when it has none, or one longer than SNAP__BUILD_ID_MAX) and r->content,
+   a hash of it. Read from the image's memory inside dl_iterate_phdr's
+   callback: the image cannot be unmapped while the loader's lock is held;
+   every read is inside a loaded segment and inside the note segment, sizes
+   checked in uintptr_t (a 32-bit size field plus padding must not wrap). */
+static void read_build_id(const struct dl_phdr_info *info,
+                          snap__plat_range_t *r) {
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     uintptr_t p = info->dlpi_addr + ph->p_vaddr, end = p + ph->p_memsz;
@@ -116,15 +120,43 @@ static uint64_t build_id_hash(const struct dl_phdr_info *info) {
       uintptr_t desc = name + namesz;
       if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
           memcmp((const void *)name, "GNU", 4) == 0) {
+        const uint8_t *id = (const uint8_t *)desc;
         uint64_t h = 0xCBF29CE484222325ull; /* FNV-1a */
         for (uint32_t k = 0; k < n->n_descsz; k++)
-          h = (h ^ ((const uint8_t *)desc)[k]) * 0x100000001B3ull;
-        return h;
+          h = (h ^ id[k]) * 0x100000001B3ull;
+        r->content = h;
+        if (n->n_descsz > 0 && n->n_descsz <= SNAP__BUILD_ID_MAX) {
+          memcpy(r->build_id, id, n->n_descsz);
+          r->build_id_len = (uint8_t)n->n_descsz;
+        }
+        return;
       }
       p = desc + descsz;
     }
   }
-  return 0;
+}
+
+/* The image's extent from its load bias: the end of its highest PT_LOAD. */
+static uintptr_t image_size(const struct dl_phdr_info *info) {
+  uintptr_t size = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && ph->p_vaddr + ph->p_memsz > size)
+      size = ph->p_vaddr + ph->p_memsz;
+  }
+  return size;
+}
+
+void snap__plat_build_id_text(const uint8_t *id, size_t len, char *out,
+                              size_t size) {
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  for (size_t i = 0; i < len && o + 2 < size; i++) {
+    out[o++] = hex[id[i] >> 4];
+    out[o++] = hex[id[i] & 15];
+  }
+  if (size)
+    out[o] = '\0';
 }
 
 static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -140,7 +172,8 @@ static int each_image(struct dl_phdr_info *info, size_t size, void *arg) {
   /* The main program has an empty name; name it by its file. */
   r.path =
       (info->dlpi_name && info->dlpi_name[0]) ? info->dlpi_name : e->exe_path;
-  r.content = build_id_hash(info);
+  read_build_id(info, &r);
+  r.size = image_size(info);
   if (eh) {
     uintptr_t hdr_vaddr = eh->p_vaddr;
     for (int i = 0; i < info->dlpi_phnum; i++) {
