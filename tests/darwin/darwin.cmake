@@ -22,6 +22,10 @@
 #                         register sets and lock memory laid out as xnu,
 #                         libplatform and libpthread write them (always;
 #                         darwin-contract)
+#   test_macho_uuid       an image's LC_UUID and extent from stand-in load
+#                         commands laid out as <mach-o/loader.h> says,
+#                         hostile variants, and the UUID's text form
+#                         (always; darwin-contract)
 #   check_darwin          scripts/check-darwin.sh: the Apple build against
 #                         the SDKs (only when an SDK variable was set when
 #                         this build was configured)
@@ -62,6 +66,11 @@ snap_darwin_pure_test(test_wait_abi ${SNAP_DARWIN_SRC}/wait_abi.c)
 target_include_directories(test_wait_abi PRIVATE ${PROJECT_SOURCE_DIR}/include)
 add_test(NAME test_wait_abi COMMAND test_wait_abi)
 set_tests_properties(test_wait_abi PROPERTIES LABELS darwin-contract)
+snap_darwin_pure_test(test_macho_uuid ${SNAP_DARWIN_SRC}/macho_ranges.c
+  ${SNAP_DARWIN_SRC}/build_id_text.c)
+target_include_directories(test_macho_uuid PRIVATE ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME test_macho_uuid COMMAND test_macho_uuid)
+set_tests_properties(test_macho_uuid PROPERTIES LABELS darwin-contract)
 
 # The Apple naming code itself, compiled for GCC's runtime (objc_messaging.h)
 # and linked with callstack_standin.m, a _NSCallStackArray built by gcc as
