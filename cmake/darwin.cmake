@@ -23,6 +23,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/image_ident.c
   src/platform/darwin/image_registry.c
   src/platform/darwin/macho_ranges.c
+  src/platform/darwin/build_id_text.c
   src/platform/darwin/signal_frames_darwin.c
   src/platform/darwin/async_task.c
   src/platform/darwin/callstack_symbols.c

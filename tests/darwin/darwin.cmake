@@ -22,11 +22,16 @@
 #                         register sets and lock memory laid out as xnu,
 #                         libplatform and libpthread write them (always;
 #                         darwin-contract)
+#   test_macho_uuid       an image's LC_UUID and extent from stand-in load
+#                         commands laid out as <mach-o/loader.h> says,
+#                         hostile variants, and the UUID's text form
+#                         (always; darwin-contract)
 #   check_darwin          scripts/check-darwin.sh: the Apple build against
 #                         the SDKs (only when an SDK variable was set when
 #                         this build was configured)
-#   test_macho_ranges     __TEXT ranges and app-or-system from the Mach-O
-#                         files check_darwin linked for iOS arm64 (only with
+#   test_macho_ranges     __TEXT ranges, app-or-system, LC_UUID and extent
+#                         (llvm-dwarfdump/llvm-objdump the oracles) of the
+#                         Mach-O files check_darwin linked for iOS arm64 (only with
 #                         SNAP_DARWIN_SDK; it needs those files, so without
 #                         the SDK it is not registered at all rather than
 #                         skipped and counted as a pass)
@@ -62,6 +67,11 @@ snap_darwin_pure_test(test_wait_abi ${SNAP_DARWIN_SRC}/wait_abi.c)
 target_include_directories(test_wait_abi PRIVATE ${PROJECT_SOURCE_DIR}/include)
 add_test(NAME test_wait_abi COMMAND test_wait_abi)
 set_tests_properties(test_wait_abi PROPERTIES LABELS darwin-contract)
+snap_darwin_pure_test(test_macho_uuid ${SNAP_DARWIN_SRC}/macho_ranges.c
+  ${SNAP_DARWIN_SRC}/build_id_text.c)
+target_include_directories(test_macho_uuid PRIVATE ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME test_macho_uuid COMMAND test_macho_uuid)
+set_tests_properties(test_macho_uuid PROPERTIES LABELS darwin-contract)
 
 # The Apple naming code itself, compiled for GCC's runtime (objc_messaging.h)
 # and linked with callstack_standin.m, a _NSCallStackArray built by gcc as
@@ -118,18 +128,28 @@ if(snap_ios_sdk OR snap_mac_sdk)
     FIXTURES_SETUP snap_darwin_build RUN_SERIAL ON)
 endif()
 if(snap_ios_sdk)
-  snap_darwin_pure_test(test_macho_ranges ${SNAP_DARWIN_SRC}/macho_ranges.c)
+  snap_darwin_pure_test(test_macho_ranges ${SNAP_DARWIN_SRC}/macho_ranges.c
+    ${SNAP_DARWIN_SRC}/build_id_text.c)
+  target_include_directories(test_macho_ranges PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_definitions(test_macho_ranges PRIVATE _GNU_SOURCE) # popen
   set(d ${snap_darwin_out}/ios-arm64)
-  add_test(NAME test_macho_ranges COMMAND test_macho_ranges
-    ${d}/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke
-    ${d}/libsnapsmoke_embedded.dylib ${d}/libsnapsmoke_system.dylib)
-  set_tests_properties(test_macho_ranges PROPERTIES FIXTURES_REQUIRED snap_darwin_build)
-  # The same lookup over the real __unwind_info of those files, with
-  # llvm-objdump --unwind-info as the oracle (lld/llvm: install-deps).
+  # llvm-objdump --unwind-info / --private-headers and llvm-dwarfdump --uuid
+  # are the oracles of the tests over real files (lld/llvm: install-deps).
   find_program(SNAP_LLVM_OBJDUMP NAMES llvm-objdump PATHS /usr/bin NO_DEFAULT_PATH)
   if(NOT SNAP_LLVM_OBJDUMP)
     find_program(SNAP_LLVM_OBJDUMP NAMES llvm-objdump)
   endif()
+  find_program(SNAP_LLVM_DWARFDUMP NAMES llvm-dwarfdump PATHS /usr/bin NO_DEFAULT_PATH)
+  if(NOT SNAP_LLVM_DWARFDUMP)
+    find_program(SNAP_LLVM_DWARFDUMP NAMES llvm-dwarfdump)
+  endif()
+  add_test(NAME test_macho_ranges COMMAND test_macho_ranges
+    ${d}/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke
+    ${d}/libsnapsmoke_embedded.dylib ${d}/libsnapsmoke_system.dylib)
+  set_tests_properties(test_macho_ranges PROPERTIES FIXTURES_REQUIRED snap_darwin_build
+    ENVIRONMENT "SNAP_LLVM_OBJDUMP=${SNAP_LLVM_OBJDUMP};SNAP_LLVM_DWARFDUMP=${SNAP_LLVM_DWARFDUMP}")
+  # The same lookup over the real __unwind_info of those files, with
+  # llvm-objdump --unwind-info as the oracle.
   if(SNAP_LLVM_OBJDUMP)
     add_test(NAME test_compact_unwind_real COMMAND test_compact_unwind
       ${SNAP_LLVM_OBJDUMP}

@@ -11,7 +11,9 @@
  *
  * The oracle for the __TEXT range is independent of the parser: LC_MAIN's
  * entry offset (the file offset of main's code) must fall inside __TEXT,
- * which starts at file offset 0. Then every truncation and a set of
+ * which starts at file offset 0. LC_UUID's text and the image's extent are
+ * compared with llvm-dwarfdump --uuid and llvm-objdump's segment list.
+ * Then every truncation and a set of
  * corruptions of the real bytes must be rejected without a read outside
  * them (the ASan configuration proves the "without").
  */
@@ -22,6 +24,7 @@
 
 #include "check.h"
 #include "platform/darwin/macho_ranges.h"
+#include "platform/platform.h"
 
 #define CPU_TYPE_ARM64 0x0100000cu
 #define LC_MAIN 0x80000028u
@@ -78,6 +81,64 @@ static bool name_is(const snap__macho_info_t *m, const char *want) {
          memcmp(m->install_name, want, m->install_name_len) == 0;
 }
 
+/* The image's LC_UUID and extent against LLVM's Mach-O tools, which share
+   no code with ours: `llvm-dwarfdump --uuid` prints "UUID: <text> (arch)
+   path" in the form Apple's dwarfdump does (docs/apple.md, [U2]), and
+   `llvm-objdump --macho --private-headers` lists each segment's segname,
+   vmaddr and vmsize. Paths come from SNAP_LLVM_DWARFDUMP and
+   SNAP_LLVM_OBJDUMP (tests/darwin/darwin.cmake); a tool not found there is
+   said, and its check left out. */
+static void check_identity(const char *path, const snap__macho_info_t *m) {
+  char cmd[4096], line[512];
+  const char *dd = getenv("SNAP_LLVM_DWARFDUMP");
+  if (dd && *dd) {
+    snprintf(cmd, sizeof cmd, "'%s' --uuid '%s'", dd, path);
+    FILE *p = popen(cmd, "r");
+    char want[64] = "";
+    while (p && fgets(line, sizeof line, p))
+      if (sscanf(line, "UUID: %63s", want) == 1)
+        break;
+    if (p)
+      pclose(p);
+    char got[2 * SNAP__BUILD_ID_MAX + 5];
+    snap__plat_build_id_text(m->uuid, m->has_uuid ? 16 : 0, got, sizeof got);
+    CHECK(want[0] && strcmp(got, want) == 0, "%s: UUID %s, llvm-dwarfdump %s",
+          path, got, want);
+  } else {
+    fprintf(stderr, "test_macho_ranges: no llvm-dwarfdump: UUID unchecked\n");
+  }
+  const char *od = getenv("SNAP_LLVM_OBJDUMP");
+  if (od && *od) {
+    snprintf(cmd, sizeof cmd, "'%s' --macho --private-headers '%s'", od, path);
+    FILE *p = popen(cmd, "r");
+    char seg[64] = "";
+    unsigned long long v, addr = 0, text = 0, end = 0;
+    int nseg = 0;
+    while (p && fgets(line, sizeof line, p)) {
+      if (sscanf(line, " segname %63s", seg) == 1)
+        continue;
+      if (sscanf(line, " vmaddr %llx", &v) == 1)
+        addr = v;
+      else if (sscanf(line, " vmsize %llx", &v) == 1 && seg[0]) {
+        nseg++;
+        if (strcmp(seg, "__TEXT") == 0)
+          text = addr;
+        if (strcmp(seg, "__PAGEZERO") != 0 && addr + v > end)
+          end = addr + v;
+        seg[0] = '\0';
+      }
+    }
+    if (p)
+      pclose(p);
+    CHECK(nseg >= 2, "%s: llvm-objdump listed %d segments", path, nseg);
+    CHECK(m->image_size == end - text,
+          "%s: extent %#llx, llvm-objdump's segments %#llx", path,
+          (unsigned long long)m->image_size, end - text);
+  } else {
+    fprintf(stderr, "test_macho_ranges: no llvm-objdump: extent unchecked\n");
+  }
+}
+
 static void check_executable(const char *path) {
   size_t size;
   unsigned char *b = slurp(path, &size);
@@ -99,6 +160,8 @@ static void check_executable(const char *path) {
         (unsigned long long)entry);
   CHECK(m.install_name == NULL, "an executable has no install name");
   CHECK(snap__macho_origin(&m, path) == SNAP__MACHO_APP, "executable is app");
+  CHECK(m.has_uuid, "ld64.lld writes LC_UUID by default");
+  check_identity(path, &m);
 
   /* Every truncation: rejected until the load commands are all there. */
   size_t need = 32 + rd32(b + 20);
@@ -153,6 +216,8 @@ static void check_dylib(const char *path, const char *install_name,
   snap__macho_info_t cached = m;
   cached.flags |= SNAP__MH_DYLIB_IN_CACHE;
   CHECK(snap__macho_origin(&cached, NULL) == SNAP__MACHO_SYSTEM, "in cache");
+  CHECK(m.has_uuid, "%s: no LC_UUID", path);
+  check_identity(path, &m);
   free(b);
 }
 

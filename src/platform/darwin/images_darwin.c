@@ -14,7 +14,8 @@
  * images (iOS prefixes /private/var/... or /var/... alike).
  *
  * Each image gives one range, its whole __TEXT segment (macho_ranges.c),
- * slid by the image's slide; its base is its header's address. There is
+ * slid by the image's slide; its base is its header's address, its size
+ * the extent of its segments from there, its build id its LC_UUID. There is
  * no .eh_frame_hdr in a Mach-O image (Apple's unwind tables are
  * __unwind_info, plus __eh_frame for a few functions), so unwind_hdr is 0
  * and the walker follows frame records, which the arm64 and x86_64 Apple
@@ -95,6 +96,13 @@ static void report_range(const snap__imgreg_image_t *img, void *arg) {
   }
   r.path = img->path;
   r.ident = SNAP__IDENT_UNKNOWN;
+  /* Parsed from the registry's copy of the load commands, here at
+     enumeration: the stopped window only ever sees the table. */
+  r.size = (uintptr_t)info->image_size;
+  if (info->has_uuid) {
+    memcpy(r.build_id, info->uuid, SNAP__MACHO_UUID_SIZE);
+    r.build_id_len = SNAP__MACHO_UUID_SIZE;
+  }
   rc->cb(&r, rc->ctx);
 }
 

@@ -12,9 +12,17 @@
  * bytes given), then step through the commands by cmdsize (each at least 8,
  * 8-byte multiple per the ABI, inside sizeofcmds), keeping LC_SEGMENT_64
  * "__TEXT" (and, among its section headers, all inside cmdsize,
- * "__unwind_info": compact_unwind.c reads it for function bounds) and
- * LC_ID_DYLIB. Reads are memcpy from checked offsets: the
- * bytes may come from a file with any alignment.
+ * "__unwind_info": compact_unwind.c reads it for function bounds),
+ * LC_ID_DYLIB, the first LC_UUID (cmdsize exactly 24, so its 16 bytes lie
+ * inside it) and the highest end of any segment but __PAGEZERO (the
+ * image's extent, measured from the header: __TEXT starts at file offset
+ * 0, so at the header). Reads are memcpy from checked offsets: the bytes
+ * may come from a file with any alignment. A malformed command chain
+ * leaves nothing behind (*out zeroed).
+ *
+ * The extent of a library in the dyld shared cache reaches the cache's
+ * shared __LINKEDIT, far past its own code: it bounds every segment, as
+ * promised, but is no "which image holds pc" answer (__TEXT is).
  *
  * Must not: name an Apple API or header (tested on Linux), read past the
  * size it was given, or allocate.
@@ -39,6 +47,7 @@ static uint64_t u64(const unsigned char *p) {
 #define SEGMENT_64_SIZE 72u /* struct segment_command_64 */
 #define SECTION_64_SIZE 80u /* struct section_64 */
 #define DYLIB_CMD_SIZE 24u  /* struct dylib_command */
+#define UUID_CMD_SIZE 24u   /* struct uuid_command: cmd, cmdsize, uuid[16] */
 #define MAX_CMDS 100000u    /* more than any linker writes */
 
 /* The __unwind_info section header of the __TEXT segment command c: its
@@ -73,18 +82,32 @@ bool snap__macho_parse(const void *hdr, size_t size, snap__macho_info_t *out) {
 
   const unsigned char *cmds = b + HEADER_64_SIZE;
   size_t off = 0;
+  uint64_t seg_end = 0; /* highest vmaddr + vmsize but __PAGEZERO's */
   for (uint32_t i = 0; i < ncmds; i++) {
     if (sizeofcmds - off < 8)
-      return false;
+      goto malformed;
     const unsigned char *c = cmds + off;
     uint32_t cmd = u32(c), cmdsize = u32(c + 4);
     if (cmdsize < 8 || cmdsize > sizeofcmds - off)
-      return false;
-    if (cmd == SNAP__LC_SEGMENT_64 && cmdsize >= SEGMENT_64_SIZE &&
-        memcmp(c + 8, "__TEXT\0\0\0\0\0\0\0\0\0\0", 16) == 0) {
-      out->text_vmaddr = u64(c + 24);
-      out->text_vmsize = u64(c + 32);
-      find_unwind_info(c, cmdsize, out);
+      goto malformed;
+    if (cmd == SNAP__LC_SEGMENT_64 && cmdsize >= SEGMENT_64_SIZE) {
+      uint64_t vmaddr = u64(c + 24), vmsize = u64(c + 32);
+      /* __PAGEZERO reserves the low 4 GiB of an executable's address space
+         and maps nothing; a wrapped end is a corrupt command. */
+      if (memcmp(c + 8, "__PAGEZERO\0\0\0\0\0\0", 16) != 0 &&
+          vmsize <= UINT64_MAX - vmaddr && vmaddr + vmsize > seg_end)
+        seg_end = vmaddr + vmsize;
+      if (memcmp(c + 8, "__TEXT\0\0\0\0\0\0\0\0\0\0", 16) == 0) {
+        out->text_vmaddr = vmaddr;
+        out->text_vmsize = vmsize;
+        find_unwind_info(c, cmdsize, out);
+      }
+    } else if (cmd == SNAP__LC_UUID && cmdsize == UUID_CMD_SIZE &&
+               !out->has_uuid) {
+      /* cmdsize is sizeof(struct uuid_command) exactly (<mach-o/loader.h>);
+         dyld refuses an image whose LC_UUID says otherwise. */
+      memcpy(out->uuid, c + 8, SNAP__MACHO_UUID_SIZE);
+      out->has_uuid = true;
     } else if (cmd == SNAP__LC_ID_DYLIB && cmdsize > DYLIB_CMD_SIZE) {
       uint32_t name_off = u32(c + 8);
       if (name_off >= DYLIB_CMD_SIZE && name_off < cmdsize) {
@@ -97,7 +120,14 @@ bool snap__macho_parse(const void *hdr, size_t size, snap__macho_info_t *out) {
     }
     off += cmdsize;
   }
+  if (out->text_vmsize && seg_end > out->text_vmaddr)
+    out->image_size = seg_end - out->text_vmaddr;
   return true;
+malformed:
+  /* Nothing read before the bad command is kept: a UUID from an image
+     whose commands do not hold together names no build. */
+  memset(out, 0, sizeof *out);
+  return false;
 }
 
 static bool starts(const char *s, size_t len, const char *prefix) {

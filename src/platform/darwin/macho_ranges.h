@@ -1,7 +1,8 @@
 /*
  * macho_ranges.h — what the image table needs from a Mach-O image's load
  * commands: its __TEXT range, where its __TEXT,__unwind_info section is,
- * and whether it belongs to the app or to the system.
+ * its LC_UUID and extent (what names its build in a report), and whether
+ * it belongs to the app or to the system.
  *
  * Pure: no Apple API and no Apple header (the constants are the documented
  * <mach-o/loader.h> values, spelled out here), so the parser is built and
@@ -23,15 +24,25 @@
 #define SNAP__MH_DYLIB_IN_CACHE 0x80000000u
 #define SNAP__LC_SEGMENT_64 0x19u
 #define SNAP__LC_ID_DYLIB 0xdu
+#define SNAP__LC_UUID 0x1bu
+#define SNAP__MACHO_UUID_SIZE 16u /* uuid_command's uint8_t uuid[16] */
 
 typedef struct snap__macho_info {
   uint32_t cputype, filetype, flags;
-  uint64_t text_vmaddr;     /* __TEXT as linked (add the slide when loaded) */
-  uint64_t text_vmsize;     /* 0 if the image has no __TEXT segment */
+  uint64_t text_vmaddr;      /* __TEXT as linked (add the slide when loaded) */
+  uint64_t text_vmsize;      /* 0 if the image has no __TEXT segment */
   uint64_t unwind_info_addr; /* __TEXT,__unwind_info as linked, 0 if none */
   uint64_t unwind_info_size;
   const char *install_name; /* LC_ID_DYLIB inside the parsed bytes, or NULL */
   size_t install_name_len;
+  /* The image's extent from its header (the start of __TEXT): the highest
+     end, vmaddr + vmsize, of any segment but __PAGEZERO, minus
+     text_vmaddr. 0 if there is no __TEXT. */
+  uint64_t image_size;
+  /* LC_UUID's bytes (the first LC_UUID of the right size), the key
+     of the image's dSYM; has_uuid false if the image has none. */
+  bool has_uuid;
+  uint8_t uuid[SNAP__MACHO_UUID_SIZE];
 } snap__macho_info_t;
 
 /* Parses the 64-bit Mach-O header and load commands at hdr, of which only
