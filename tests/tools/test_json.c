@@ -470,9 +470,13 @@ static void time_check(const char *what, double t0) {
   CHECK(t < HOSTILE_CPU_LIMIT, "%s took %.1f s CPU", what, t);
 }
 
-/* A real lag report cut at every byte: every cut before the last
-   non-space byte fails with an error inside the cut, the rest parse. */
-static void test_truncated(const char *path) {
+/* A lag report cut at every stride-th byte (and at each of its last 16):
+   every cut before the last non-space byte fails with an error inside the
+   cut, the rest parse. The cost is quadratic in the report's size, and
+   qemu emulating pointer authentication (the arm64-pac configuration) runs
+   this parser ~75x slower than the host: every byte of a 4 KB report, a
+   sample of the larger ones. */
+static void test_truncated(const char *path, size_t stride) {
   size_t len = 0;
   char *text = read_file(path, &len);
   CHECK(text && len > 1000, "%s", path);
@@ -483,7 +487,10 @@ static void test_truncated(const char *path) {
     last--;
   double t0 = cpu_seconds();
   size_t bad = 0;
-  for (size_t cut = 0; cut <= len; cut++) {
+  size_t cuts = 0;
+  for (size_t cut = 0; cut <= len;
+       cut += cut + 16 >= len || cut + stride > len ? 1 : stride) {
+    cuts++;
     /* A copy of exactly cut bytes: ASan sees any read past it. */
     char *piece = malloc(cut ? cut : 1);
     memcpy(piece, text, cut);
@@ -498,7 +505,7 @@ static void test_truncated(const char *path) {
   }
   CHECK(bad == 0, "%zu cuts of %s wrong", bad, path);
   char what[80];
-  snprintf(what, sizeof what, "%zu cuts of a %zu-byte report", len + 1, len);
+  snprintf(what, sizeof what, "%zu cuts of a %zu-byte report", cuts, len);
   time_check(what, t0);
   /* And whole: written back compact, it parses to the same text. */
   snap_json_error_t err;
@@ -716,8 +723,9 @@ int main(int argc, char **argv) {
   test_edits();
   test_write_errors();
   printf("hostile input:\n");
-  test_truncated(TEST_JSON_CORPUS "/lag_report_v1.json");
-  test_truncated(TEST_JSON_CORPUS "/lag_report_v2.json");
+  test_truncated(TEST_JSON_CORPUS "/lag_report_small.json", 1);
+  test_truncated(TEST_JSON_CORPUS "/lag_report_v1.json", 61);
+  test_truncated(TEST_JSON_CORPUS "/lag_report_v2.json", 61);
   test_hostile();
   return check_result("test_json");
 }
