@@ -239,7 +239,7 @@ static const struct {
     {"\"abc", 0, "end of input in a string", 4},
     {"\"a\tb\"", 0, "control character", 2},
     {"\"a\nb\"", 0, "control character", 2},
-    {"\"a\\x\"", 0, "invalid escape", 2},
+    {"\"a\\x\"", 0, "invalid escape: a backslash and 'x'", 2},
     {"\"\\u12\"", 0, "invalid \\u escape", 1},
     {"\"\\u12G4\"", 0, "invalid \\u escape", 1},
     {"\"\\", 0, "end of input in an escape", 2},

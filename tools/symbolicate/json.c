@@ -69,7 +69,7 @@ struct snap_json_doc {
 static void *arena_alloc(snap_json_doc_t *doc, size_t size) {
   if (size > SIZE_MAX / 2)
     return NULL;
-  size = (size + 15) & ~(size_t)15;
+  size = (size + 7) & ~(size_t)7; /* nodes hold pointers and size_t */
   chunk_t *c = doc->chunks;
   if (!c || c->cap - c->used < size) {
     size_t cap = doc->next_chunk;
@@ -355,7 +355,8 @@ static char *parse_string(parser_t *p, size_t *out_len) {
       continue;
     }
     if (e != 'u') {
-      fail_at(p, i, "invalid escape '\\%s'", describe(p, i + 1, what));
+      fail_at(p, i, "invalid escape: a backslash and %s",
+              describe(p, i + 1, what));
       return NULL;
     }
     int cp = p->len - i >= 6 ? hex4(s + i + 2) : -1;
@@ -491,8 +492,6 @@ static snap_json_t *parse_scalar(parser_t *p) {
             describe(p, p->pos, what));
   else if (c == '/')
     fail_at(p, p->pos, "expected a value, got '/' (JSON has no comments)");
-  else if (p->pos == 0 && p->len >= 3 && !memcmp(p->s, "\xEF\xBB\xBF", 3))
-    fail_at(p, 0, "a byte order mark (JSON text has none)");
   else
     fail_at(p, p->pos, "expected a value, got %s", describe(p, p->pos, what));
   return NULL;
@@ -1035,29 +1034,34 @@ snap_json_t *snap_json_set_string(snap_json_doc_t *doc, snap_json_t *obj,
   return v;
 }
 
+/* A number into a detached node first, then set: a failed set changes
+   nothing. */
 static snap_json_t *set_number(snap_json_doc_t *doc, snap_json_t *obj,
-                               const char *key, bool is_signed, uint64_t u) {
-  /* The number into a detached node first: a failed set changes nothing. */
-  if (!doc || !snap_json_is(obj, SNAP_JSON_OBJECT))
-    return NULL;
-  snap_json_t tmp;
-  make(&tmp, SNAP_JSON_NULL);
-  bool ok = is_signed ? snap_json_assign_int64(doc, &tmp, (int64_t)u)
-                      : snap_json_assign_uint64(doc, &tmp, u);
-  snap_json_t *v = ok ? snap_json_set(doc, obj, key) : NULL;
+                               const char *key, const snap_json_t *number) {
+  snap_json_t *v = snap_json_set(doc, obj, key);
   if (v)
-    *v = tmp;
+    *v = *number;
   return v;
 }
 
 snap_json_t *snap_json_set_int64(snap_json_doc_t *doc, snap_json_t *obj,
                                  const char *key, int64_t value) {
-  return set_number(doc, obj, key, true, (uint64_t)value);
+  snap_json_t tmp;
+  make(&tmp, SNAP_JSON_NULL);
+  if (!snap_json_is(obj, SNAP_JSON_OBJECT) ||
+      !snap_json_assign_int64(doc, &tmp, value))
+    return NULL;
+  return set_number(doc, obj, key, &tmp);
 }
 
 snap_json_t *snap_json_set_uint64(snap_json_doc_t *doc, snap_json_t *obj,
                                   const char *key, uint64_t value) {
-  return set_number(doc, obj, key, false, value);
+  snap_json_t tmp;
+  make(&tmp, SNAP_JSON_NULL);
+  if (!snap_json_is(obj, SNAP_JSON_OBJECT) ||
+      !snap_json_assign_uint64(doc, &tmp, value))
+    return NULL;
+  return set_number(doc, obj, key, &tmp);
 }
 
 snap_json_t *snap_json_set_bool(snap_json_doc_t *doc, snap_json_t *obj,

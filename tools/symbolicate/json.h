@@ -24,10 +24,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The largest input snap_json_parse reads when the caller passes 0. Memory
-   is at most ~20 bytes per input byte (the worst case is an array of
-   one-digit numbers: a node and a slot each); a real report of 1 MiB takes
-   a few MiB. */
+/* The largest input snap_json_parse reads when the caller passes 0.
+   Memory peaks at ~20 bytes per input byte in the worst case, an array of
+   one-digit numbers (a node, its text and a slot each; measured: 642 MiB
+   for 32 MiB), so a hostile input at this default can take ~1.3 GiB; a
+   caller that cannot afford that passes a smaller maximum. A real report
+   (mostly strings) takes a few times its size. */
 #define SNAP_JSON_DEFAULT_MAX_INPUT ((size_t)64 << 20)
 /* A hard ceiling on any caller's maximum: counts inside are 32-bit. */
 #define SNAP_JSON_MAX_INPUT_CEILING ((size_t)1 << 30)
