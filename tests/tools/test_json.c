@@ -92,6 +92,10 @@ static void test_scalars(void) {
   snap_json_t *a = snap_json_root(doc);
   CHECK_EQ(snap_json_type(a), SNAP_JSON_ARRAY);
   CHECK_EQ(snap_json_count(a), 17);
+  CHECK(!strcmp(snap_json_type_name(snap_json_type(a)), "array") &&
+            !strcmp(snap_json_type_name(SNAP_JSON_OBJECT), "object") &&
+            !strcmp(snap_json_type_name((snap_json_type_t)99), "unknown"),
+        "type names");
   CHECK_EQ(snap_json_type(snap_json_at(a, 0)), SNAP_JSON_NULL);
   CHECK(snap_json_is(snap_json_at(a, 0), SNAP_JSON_NULL), "null");
   bool b = false;

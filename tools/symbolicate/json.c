@@ -728,6 +728,13 @@ bool snap_json_is(const snap_json_t *v, snap_json_type_t type) {
   return v && v->type == type;
 }
 
+const char *snap_json_type_name(snap_json_type_t type) {
+  static const char *const names[] = {"null",   "bool",  "number",
+                                      "string", "array", "object"};
+  return (unsigned)type < sizeof names / sizeof names[0] ? names[type]
+                                                         : "unknown";
+}
+
 size_t snap_json_count(const snap_json_t *v) {
   return v && (v->type == SNAP_JSON_ARRAY || v->type == SNAP_JSON_OBJECT)
              ? v->count

@@ -69,6 +69,8 @@ typedef struct snap_json_error {
    comments, trailing commas, NaN/Infinity, leading zeros, byte order mark,
    raw control characters in strings, invalid UTF-8 (overlong, surrogates,
    beyond U+10FFFF) or \u escapes that leave a lone surrogate.
+   The document keeps no pointer into text (free it at will). Nodes are at
+   most len (each takes at least one input byte).
    Returns the document, or NULL with *err filled (err may be NULL). */
 snap_json_doc_t *snap_json_parse(const char *text, size_t len, size_t max_input,
                                  snap_json_error_t *err);
@@ -87,6 +89,8 @@ snap_json_t *snap_json_root(const snap_json_doc_t *doc);
 snap_json_type_t
 snap_json_type(const snap_json_t *v); /* NULL: SNAP_JSON_NULL */
 bool snap_json_is(const snap_json_t *v, snap_json_type_t type); /* v && type */
+/* "null", "bool", "number", "string", "array", "object": for messages. */
+const char *snap_json_type_name(snap_json_type_t type);
 
 /* Members of an object or elements of an array; 0 for anything else. */
 size_t snap_json_count(const snap_json_t *v);
