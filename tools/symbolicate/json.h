@@ -7,7 +7,8 @@
  * array) and serialisation to a growing buffer or a FILE *.
  * Must not: crash, recurse without bound, or accept what RFC 8259 rejects
  * on any input; call any OS API (plain C11 and libc: it builds wherever the
- * program does); print. Errors are values: NULL with a message, or false.
+ * program does); print. Errors are values: NULL with a message, false, or
+ * an errno from the writers.
  *
  * Why our own: the program reads one small format, must survive any bytes,
  * and the project takes no new dependency (issue 15). Numbers keep their
