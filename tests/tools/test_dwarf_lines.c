@@ -1,0 +1,437 @@
+/*
+ * test_dwarf_lines.c — tools/symbolicate/dwarf_lines.c against binutils'
+ * addr2line, and over broken files.
+ *
+ * Oracle: for each fixture built by dwarf_tests.cmake (gcc and clang,
+ * DWARF 2/4/5 and 64-bit DWARF, -O0/-O1/-O2, a program of two units with
+ * code in a header and a shared library, split by objcopy --only-keep-debug,
+ * plus unstripped files), the addresses are every function's first, second
+ * and last byte and 5 random ones inside each (from the file's .symtab),
+ * 400 random addresses inside .text and
+ * a few outside any code. `addr2line -e FILE` reads them all on stdin; every
+ * answer must be ours: same path, same line, same discriminator; "??:0" /
+ * "??:?" where we find nothing (and nothing else may be missing).
+ * Hostile: truncations, random bytes, mutations of the debug sections and
+ * hand-broken line headers give an error code or an index, never a crash;
+ * compressed sections (objcopy --compress-debug-sections, both kinds) give
+ * SNAP_DWL_ECOMPRESSED.
+ *
+ * argv: DWL_FIXTURES (oracle files), DWL_COMPRESSED (files that must be
+ * refused), DWL_ADDR2LINE — compile definitions from dwarf_tests.cmake.
+ */
+#include "check.h"
+#include "xorshift.h"
+
+#include "../../tools/symbolicate/dwarf_lines.h"
+
+#include <elf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+  if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- The test's own small ELF walk (section headers, .symtab) ---------- */
+
+static const Elf64_Shdr *section(const unsigned char *f, size_t len,
+                                 const char *want) {
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+  if (len < sizeof *eh || eh->e_shoff + (uint64_t)eh->e_shnum * 64 > len)
+    return NULL;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
+  const char *names = (const char *)f + sh[eh->e_shstrndx].sh_offset;
+  for (unsigned i = 0; i < eh->e_shnum; i++)
+    if (strcmp(names + sh[i].sh_name, want) == 0)
+      return &sh[i];
+  return NULL;
+}
+
+typedef struct addrs {
+  uint64_t *v;
+  size_t n, cap;
+} addrs_t;
+
+static void add(addrs_t *a, uint64_t x) {
+  if (a->n == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 256;
+    a->v = realloc(a->v, a->cap * sizeof *a->v);
+    if (!a->v)
+      abort();
+  }
+  a->v[a->n++] = x;
+}
+
+static void pick_addresses(const unsigned char *f, size_t len, addrs_t *a,
+                           uint64_t *rng) {
+  const Elf64_Shdr *symtab = section(f, len, ".symtab");
+  const Elf64_Shdr *text = section(f, len, ".text");
+  CHECK(symtab && text, "no .symtab or .text");
+  if (!symtab || !text)
+    return;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + ((Elf64_Ehdr *)f)->e_shoff);
+  const char *strs = (const char *)f + sh[symtab->sh_link].sh_offset;
+  const Elf64_Sym *sym = (const Elf64_Sym *)(f + symtab->sh_offset);
+  size_t nsym = symtab->sh_size / sizeof *sym, funcs = 0;
+  for (size_t i = 0; i < nsym; i++) {
+    if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC || sym[i].st_value == 0)
+      continue;
+    (void)strs;
+    funcs++;
+    add(a, sym[i].st_value);
+    add(a, sym[i].st_value + 1);
+    for (int k = 0; k < 6 && sym[i].st_size > 1; k++)
+      add(a, sym[i].st_value + (k == 0 ? sym[i].st_size - 1
+                                       : snap_xorshift(rng) % sym[i].st_size));
+  }
+  CHECK(funcs >= 3, "only %zu functions in .symtab", funcs);
+  for (int i = 0; i < 400; i++)
+    add(a, text->sh_addr + snap_xorshift(rng) % text->sh_size);
+  /* Outside any sequence: below the image, past its text, far away. */
+  add(a, 0);
+  add(a, 0x10);
+  add(a, text->sh_addr + text->sh_size + 0x4000);
+  add(a, 0x7fff00000000ull);
+  add(a, 0xfffffffffffff000ull);
+}
+
+/* ---- Oracle ------------------------------------------------------------- */
+
+typedef struct tally {
+  size_t total, equal, both_none, unit_only;
+} tally_t;
+
+static void oracle_file(const char *path, const char *addr2line, uint64_t *rng,
+                        tally_t *all) {
+  size_t len;
+  unsigned char *f = read_all(path, &len);
+  CHECK(f != NULL, "cannot read %s", path);
+  if (!f)
+    return;
+  double t0 = now_s();
+  snap__dwarf_lines_t *dl = NULL;
+  int rc = snap__dwarf_lines_open(f, len, &dl);
+  double t1 = now_s();
+  CHECK(rc == SNAP_DWL_OK, "%s: %s", path, snap__dwarf_lines_strerror(rc));
+  if (rc != SNAP_DWL_OK) {
+    free(f);
+    return;
+  }
+  addrs_t a = {0};
+  pick_addresses(f, len, &a, rng);
+  free(f); /* the index owns what it returns */
+
+  char tmpl[] = "/tmp/test_dwarf_lines.XXXXXX";
+  int fd = mkstemp(tmpl);
+  CHECK(fd >= 0, "mkstemp");
+  FILE *in = fdopen(fd, "w");
+  for (size_t i = 0; i < a.n; i++)
+    fprintf(in, "%#llx\n", (unsigned long long)a.v[i]);
+  fclose(in);
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' -e '%s' < '%s'", addr2line, path, tmpl);
+  FILE *p = popen(cmd, "r");
+  CHECK(p != NULL, "popen %s", cmd);
+  tally_t t = {0, 0, 0, 0};
+  char line[8192];
+  for (size_t i = 0; p && i < a.n && fgets(line, sizeof line, p); i++) {
+    line[strcspn(line, "\n")] = 0;
+    /* "path:line", "path:line (discriminator d)", "path:?", "??:0". */
+    unsigned disc = 0;
+    char *d = strstr(line, " (discriminator ");
+    if (d) {
+      disc = (unsigned)strtoul(d + 16, NULL, 10);
+      *d = 0;
+    }
+    char *colon = strrchr(line, ':');
+    CHECK(colon != NULL, "addr2line said \"%s\"", line);
+    if (!colon)
+      continue;
+    *colon = 0;
+    const char *want_file = line, *want_line = colon + 1;
+    bool none = strcmp(want_file, "??") == 0;
+    snap__dwarf_line_t got;
+    int lr = snap__dwarf_lines_lookup(dl, a.v[i], &got);
+    t.total++;
+    if (lr == SNAP_DWL_ENOTFOUND) {
+      /* addr2line names a unit whose ranges hold the address but whose
+         line table does not ("crtstuff.c:?": gcc's crt objects have a
+         unit and no lines): no line either way. */
+      bool unit_only = !none && strcmp(want_line, "?") == 0;
+      CHECK(none || unit_only, "%s %#llx: addr2line %s:%s, we found nothing",
+            path, (unsigned long long)a.v[i], want_file, want_line);
+      t.both_none += none;
+      t.unit_only += unit_only;
+      continue;
+    }
+    CHECK(lr == SNAP_DWL_OK, "lookup: %s", snap__dwarf_lines_strerror(lr));
+    if (lr != SNAP_DWL_OK)
+      continue;
+    char got_line[16];
+    if (got.line)
+      snprintf(got_line, sizeof got_line, "%u", got.line);
+    else
+      snprintf(got_line, sizeof got_line, "?");
+    bool eq = strcmp(got.file, want_file) == 0 &&
+              strcmp(got_line, want_line) == 0 && got.discriminator == disc;
+    CHECK(eq, "%s %#llx: addr2line %s:%s (d %u), we %s:%s (d %u)", path,
+          (unsigned long long)a.v[i], want_file, want_line, disc, got.file,
+          got_line, got.discriminator);
+    t.equal += eq;
+  }
+  if (p)
+    CHECK(pclose(p) == 0, "%s failed", cmd);
+  unlink(tmpl);
+  CHECK(t.total == a.n, "addr2line answered %zu of %zu", t.total, a.n);
+  printf("%s: %zu addresses: %zu file:line equal to addr2line's, %zu "
+         "??:0 in both, %zu unit:? (no line) in addr2line and none here; "
+         "%zu rows, %zu sequences, open %.2f ms\n",
+         path, t.total, t.equal, t.both_none, t.unit_only,
+         snap__dwarf_lines_rows(dl), snap__dwarf_lines_sequences(dl),
+         (t1 - t0) * 1e3);
+  CHECK(t.equal + t.both_none + t.unit_only == t.total,
+        "%s: every answer accounted for", path);
+  CHECK(t.equal > a.n / 4, "%s: too few addresses with lines", path);
+  all->unit_only += t.unit_only;
+  all->total += t.total;
+  all->equal += t.equal;
+  all->both_none += t.both_none;
+  free(a.v);
+  snap__dwarf_lines_close(dl);
+}
+
+static void same_answers(const char *p64, const char *p32, uint64_t *rng) {
+  size_t l64, l32;
+  unsigned char *f64 = read_all(p64, &l64), *f32 = read_all(p32, &l32);
+  CHECK(f64 && f32, "cannot read %s or %s", p64, p32);
+  snap__dwarf_lines_t *d64 = NULL, *d32 = NULL;
+  if (f64 && f32) {
+    CHECK_EQ(snap__dwarf_lines_open(f64, l64, &d64), SNAP_DWL_OK);
+    CHECK_EQ(snap__dwarf_lines_open(f32, l32, &d32), SNAP_DWL_OK);
+  }
+  addrs_t a = {0};
+  if (d64 && d32)
+    pick_addresses(f32, l32, &a, rng);
+  size_t same = 0, found = 0;
+  for (size_t i = 0; i < a.n; i++) {
+    snap__dwarf_line_t x, y;
+    int r64 = snap__dwarf_lines_lookup(d64, a.v[i], &x);
+    int r32 = snap__dwarf_lines_lookup(d32, a.v[i], &y);
+    bool eq = r64 == r32 &&
+              (r64 != SNAP_DWL_OK ||
+               (strcmp(x.file, y.file) == 0 && x.line == y.line &&
+                x.column == y.column && x.discriminator == y.discriminator));
+    CHECK(eq, "%#llx: 64-bit DWARF %d %s:%u, 32-bit %d %s:%u",
+          (unsigned long long)a.v[i], r64, r64 ? "-" : x.file, r64 ? 0 : x.line,
+          r32, r32 ? "-" : y.file, r32 ? 0 : y.line);
+    same += eq;
+    found += eq && r64 == SNAP_DWL_OK;
+  }
+  printf("%s (64-bit DWARF) vs %s: %zu of %zu addresses the same (%zu with "
+         "a line)\n",
+         p64, p32, same, a.n, found);
+  CHECK(found > a.n / 4, "too few lines in %s", p64);
+  free(a.v);
+  snap__dwarf_lines_close(d64);
+  snap__dwarf_lines_close(d32);
+  free(f64);
+  free(f32);
+}
+
+/* ---- Hostile ------------------------------------------------------------ */
+
+static bool valid_code(int rc) {
+  return rc == SNAP_DWL_OK || rc == SNAP_DWL_ENOTELF ||
+         rc == SNAP_DWL_ENOLINES || rc == SNAP_DWL_ECOMPRESSED ||
+         rc == SNAP_DWL_EMALFORMED || rc == SNAP_DWL_EVERSION ||
+         rc == SNAP_DWL_ELIMIT;
+}
+
+/* Opens a copy (exactly len bytes on the heap, so ASan sees any overread)
+   and looks a few addresses up. */
+static int try_open(const unsigned char *buf, size_t len, uint64_t *rng) {
+  unsigned char *copy = malloc(len ? len : 1);
+  memcpy(copy, buf, len);
+  snap__dwarf_lines_t *dl = NULL;
+  int rc = snap__dwarf_lines_open(copy, len, &dl);
+  CHECK(valid_code(rc), "open gave %d", rc);
+  CHECK((rc == SNAP_DWL_OK) == (dl != NULL), "rc %d with index %p", rc,
+        (void *)dl);
+  for (int i = 0; dl && i < 64; i++) {
+    snap__dwarf_line_t l;
+    uint64_t x = i < 32 ? snap_xorshift(rng) % 0x10000 : snap_xorshift(rng);
+    int lr = snap__dwarf_lines_lookup(dl, x, &l);
+    CHECK(lr == SNAP_DWL_OK || lr == SNAP_DWL_ENOTFOUND, "lookup %d", lr);
+    if (lr == SNAP_DWL_OK)
+      CHECK(l.file && l.row_address <= x, "row above the address");
+  }
+  snap__dwarf_lines_close(dl);
+  free(copy);
+  return rc;
+}
+
+static void hostile(const char *path, uint64_t *rng) {
+  size_t len;
+  unsigned char *f = read_all(path, &len);
+  CHECK(f != NULL, "cannot read %s", path);
+  if (!f)
+    return;
+  CHECK_EQ(try_open(f, len, rng), SNAP_DWL_OK);
+  CHECK_EQ(try_open(f, 0, rng), SNAP_DWL_ENOTELF);
+  CHECK_EQ(try_open((const unsigned char *)"\177ELF", 4, rng),
+           SNAP_DWL_ENOTELF);
+
+  /* Every truncation (in steps): headers at the end, so errors. */
+  size_t step = len / 700 + 1, truncs = 0;
+  for (size_t n = 0; n < len; n += step, truncs++)
+    CHECK(try_open(f, n, rng) != SNAP_DWL_OK, "truncated at %zu opened", n);
+
+  /* Random bytes behind a valid ELF header. */
+  unsigned char *r = malloc(len);
+  for (int i = 0; i < 200; i++) {
+    size_t n = 64 + snap_xorshift(rng) % 4096;
+    if (n > len)
+      n = len;
+    memcpy(r, f, 64);
+    for (size_t k = 64; k < n; k++)
+      r[k] = (unsigned char)snap_xorshift(rng);
+    try_open(r, n, rng);
+  }
+
+  /* Mutations inside the sections the reader reads. */
+  const char *names[] = {".debug_line", ".debug_info", ".debug_abbrev",
+                         ".debug_line_str", ".debug_str"};
+  size_t opened = 0, mutations = 0;
+  for (size_t s = 0; s < sizeof names / sizeof names[0]; s++) {
+    const Elf64_Shdr *sh = section(f, len, names[s]);
+    if (!sh || sh->sh_size == 0)
+      continue;
+    for (int i = 0; i < 600; i++, mutations++) {
+      memcpy(r, f, len);
+      int flips = 1 + (int)(snap_xorshift(rng) % 4);
+      for (int k = 0; k < flips; k++) {
+        uint64_t at = sh->sh_offset + snap_xorshift(rng) % sh->sh_size;
+        uint64_t v = snap_xorshift(rng);
+        r[at] = (v & 0x300) == 0       ? 0xff
+                : (v & 0x300) == 0x100 ? 0
+                                       : (unsigned char)v;
+      }
+      opened += try_open(r, len, rng) == SNAP_DWL_OK;
+    }
+  }
+
+  /* Hand-broken headers of the first line program (DWARF 5 layout:
+     length 4, version 2, address and selector sizes 1 each, header
+     length 4, min_inst, max_ops, default_is_stmt, line_base, line_range,
+     opcode_base). */
+  const Elf64_Shdr *line = section(f, len, ".debug_line");
+  CHECK(line != NULL, "no .debug_line");
+  if (line) {
+    uint64_t o = line->sh_offset;
+    unsigned version = f[o + 4] | f[o + 5] << 8;
+    CHECK_EQ(version, 5);
+    struct {
+      uint64_t at;
+      unsigned char bytes[4];
+      size_t n;
+      int want;
+    } cases[] = {
+        {4, {1, 0}, 2, SNAP_DWL_EVERSION},
+        {4, {6, 0}, 2, SNAP_DWL_EVERSION},
+        {0, {0xf5, 0xff, 0xff, 0xff}, 4, SNAP_DWL_EMALFORMED},
+        {0, {0xff, 0xff, 0xff, 0x7f}, 4, SNAP_DWL_EMALFORMED},
+        {8, {0xff, 0xff, 0xff, 0x0f}, 4, SNAP_DWL_EMALFORMED},
+        {13, {0}, 1, SNAP_DWL_EMALFORMED}, /* max_ops 0 */
+        {16, {0}, 1, SNAP_DWL_EMALFORMED}, /* line_range 0 */
+        {17, {0}, 1, SNAP_DWL_EMALFORMED}, /* opcode_base 0 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      memcpy(r, f, len);
+      memcpy(r + o + cases[i].at, cases[i].bytes, cases[i].n);
+      CHECK_EQ(try_open(r, len, rng), cases[i].want);
+    }
+    /* Compressed by its flag; no line table at all. */
+    Elf64_Shdr *rl = (Elf64_Shdr *)(r + ((const unsigned char *)line - f));
+    memcpy(r, f, len);
+    rl->sh_flags |= SHF_COMPRESSED;
+    CHECK_EQ(try_open(r, len, rng), SNAP_DWL_ECOMPRESSED);
+    memcpy(r, f, len);
+    const Elf64_Shdr *sh0 =
+        (const Elf64_Shdr *)(f + ((Elf64_Ehdr *)f)->e_shoff);
+    r[sh0[((Elf64_Ehdr *)f)->e_shstrndx].sh_offset + rl->sh_name + 1] = 'X';
+    CHECK_EQ(try_open(r, len, rng), SNAP_DWL_ENOLINES);
+  }
+  printf("hostile %s: %zu truncations, 200 random, %zu mutations (%zu "
+         "still opened): no crash\n",
+         path, truncs, mutations, opened);
+  free(r);
+  free(f);
+}
+
+int main(void) {
+  uint64_t rng = 0x5eed15d3a4f00d01ull;
+  tally_t all = {0, 0, 0, 0};
+  char fixtures[] = DWL_FIXTURES;
+  for (char *save, *p = strtok_r(fixtures, " ", &save); p;
+       p = strtok_r(NULL, " ", &save))
+    oracle_file(p, DWL_ADDR2LINE, &rng, &all);
+  printf("all: %zu addresses: %zu file:line equal to addr2line's, %zu ??:0 "
+         "in both, %zu unit:? in addr2line and none here, 0 different\n",
+         all.total, all.equal, all.both_none, all.unit_only);
+
+  /* 64-bit DWARF: addr2line 2.40 reads none of it (it answers "??:?"), so
+     the oracle is the same program built with 32-bit DWARF (same code,
+     checked against addr2line above): every answer the same. */
+  char pairs[] = DWL_DWARF64_PAIRS;
+  for (char *save, *p = strtok_r(pairs, " ", &save); p;
+       p = strtok_r(NULL, " ", &save)) {
+    char *eq = strchr(p, '=');
+    CHECK(eq != NULL, "pair %s", p);
+    if (eq) {
+      *eq = 0;
+      same_answers(p, eq + 1, &rng);
+    }
+  }
+  CHECK(all.total > 1000, "too few addresses: %zu", all.total);
+
+  char compressed[] = DWL_COMPRESSED;
+  for (char *save, *p = strtok_r(compressed, " ", &save); p;
+       p = strtok_r(NULL, " ", &save)) {
+    size_t len;
+    unsigned char *f = read_all(p, &len);
+    CHECK(f != NULL, "cannot read %s", p);
+    snap__dwarf_lines_t *dl = NULL;
+    int rc = f ? snap__dwarf_lines_open(f, len, &dl) : 0;
+    CHECK(rc == SNAP_DWL_ECOMPRESSED && !dl, "%s: %d (%s)", p, rc,
+          snap__dwarf_lines_strerror(rc));
+    printf("%s: %s\n", p, snap__dwarf_lines_strerror(rc));
+    free(f);
+  }
+
+  hostile(DWL_HOSTILE, &rng);
+  return check_result("test_dwarf_lines");
+}
