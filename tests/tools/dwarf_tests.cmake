@@ -83,6 +83,17 @@ foreach(f gcc_g5_O0 gcc_g4_O2 gcc_g2_O1 gcc_g5_O1 gcc_g5_O2_nopie clang_g5_O2
 endforeach()
 # Unstripped files too (the debug sections beside the code).
 string(APPEND dwl_oracle "${dwl_dir}/gcc_g4_O2 ${dwl_dir}/clang_lib_g4_O1")
+# A big real one: libc's debug file (libc6-dbg; symbols/elf.cmake finds it
+# by build id), decompressed by objcopy since Debian ships it compressed.
+# None under the arm64 cross build (no libc6-dbg:arm64 here).
+if(elf_libc_debug)
+  add_custom_command(OUTPUT ${dwl_dir}/libc.debug
+    COMMAND ${dwl_objcopy} --decompress-debug-sections ${elf_libc_debug} ${dwl_dir}/libc.debug
+    COMMENT "test_dwarf_lines: libc's debug file, decompressed")
+  add_custom_target(snap_dwarf_libc DEPENDS ${dwl_dir}/libc.debug)
+  add_dependencies(snap_dwarf_fixtures snap_dwarf_libc)
+  string(APPEND dwl_oracle " ${dwl_dir}/libc.debug")
+endif()
 
 snap_test(test_dwarf_lines tools/test_dwarf_lines.c)
 target_link_libraries(test_dwarf_lines PRIVATE snap_symbolicate_dwarf)
