@@ -33,9 +33,12 @@
  *     an absolute name as is, else comp_dir/dir/name (dir dropped when
  *     absent, comp_dir dropped when dir is absolute or there is none;
  *     DWARF < 5 indexes files and dirs from 1, 5 from 0). Rows before a
-     sequence's first set_file take file 0 in DWARF 5 (binutils does; the
-     standard says 1: for gcc+gas -O0 code from a header, addr2line and
-     we say the .c file where llvm-addr2line says the header).
+ *     sequence's first set_file take file 0 in DWARF 5, as binutils 2.40
+ *     does (the standard says 1: for gcc+gas code from a header before
+ *     any set_file, addr2line and we say the .c file, llvm-addr2line the
+ *     header). is_stmt is ignored (addr2line keeps every row). Programs
+ *     of two units may not overlap (EMALFORMED): so rows number at most
+ *     the bytes of .debug_line.
  *  4. Sequences are sorted by start (longer first on ties); one nested in
  *     an earlier one is dropped and one overlapping it starts where the
  *     earlier ends (bfd's sort_line_sequences). Rows inside a sequence
@@ -43,6 +46,12 @@
  *  5. Lookup: binary search for the sequence with start <= addr < end,
  *     then for the last row at or below addr (the last one of rows
  *     sharing an address, as bfd keeps).
+ *
+ * Not done: a unit's address ranges. addr2line answers "unit.c:?" for an
+ * address a unit covers without a line row (gcc's crtstuff.c); here that
+ * is SNAP_DWL_ENOTFOUND, as is every address outside the line sequences.
+ * Nor .debug_types, split DWARF's .dwo files, or supplementary files
+ * (DW_FORM_GNU_strp_alt: no comp_dir then).
  */
 #include "dwarf_lines.h"
 
