@@ -112,7 +112,7 @@ static void pick_addresses(const unsigned char *f, size_t len, addrs_t *a,
       add(a, sym[i].st_value + (k == 0 ? sym[i].st_size - 1
                                        : snap_xorshift(rng) % sym[i].st_size));
   }
-  CHECK(funcs >= 3, "only %zu functions in .symtab", funcs);
+  CHECK(funcs >= 1, "no function in .symtab");
   for (int i = 0; i < 400; i++)
     add(a, text->sh_addr + snap_xorshift(rng) % text->sh_size);
   /* Outside any sequence: below the image, past its text, far away. */

@@ -36,13 +36,20 @@
  *     sequence's first set_file take file 0 in DWARF 5, as binutils 2.40
  *     does (the standard says 1: for gcc+gas code from a header before
  *     any set_file, addr2line and we say the .c file, llvm-addr2line the
- *     header). is_stmt is ignored (addr2line keeps every row). Programs
+ *     header). is_stmt is ignored (addr2line keeps every row). An
+ *     extended opcode ends where its length says (bfd reads the operands
+ *     of the four it knows and ignores the length: they differ only on a
+ *     length that lies). Programs
  *     of two units may not overlap (EMALFORMED): so rows number at most
  *     the bytes of .debug_line.
  *  4. Sequences are sorted by start (longer first on ties); one nested in
  *     an earlier one is dropped and one overlapping it starts where the
  *     earlier ends (bfd's sort_line_sequences). Rows inside a sequence
- *     are put in address order (stable) if the producer did not.
+ *     are put in address order (stable) if the producer did not, and the
+ *     sequence starts at its lowest row (bfd's insertion list may keep a
+ *     later start when the first row is not the lowest: then addr2line
+ *     finds nothing below it where we do; no current compiler emits
+ *     rows out of order).
  *  5. Lookup: binary search for the sequence with start <= addr < end,
  *     then for the last row at or below addr (the last one of rows
  *     sharing an address, as bfd keeps).
