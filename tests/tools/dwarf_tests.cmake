@@ -35,7 +35,7 @@ set(dwl_dir ${CMAKE_CURRENT_BINARY_DIR}/dwarf_fixtures)
 file(MAKE_DIRECTORY ${dwl_dir})
 file(GLOB dwl_inputs ${dwl_src}/*.c ${dwl_src}/*.s ${dwl_src}/*/*.c ${dwl_src}/*/*.h)
 set(dwl_outputs "")
-# dwl_fixture(name exe|lib|asm gcc|clang LDFLAGS flags...): ${dwl_dir}/name and
+# dwl_fixture(name exe|lib|FILE.s gcc|clang LDFLAGS flags...): ${dwl_dir}/name and
 # ${dwl_dir}/name.debug.
 function(dwl_fixture name kind compiler ldflags)
   if(compiler STREQUAL "gcc")
@@ -66,8 +66,10 @@ dwl_fixture(clang_g5_O2 exe clang "" -gdwarf-5 -O2)
 dwl_fixture(clang_g4_O0 exe clang "" -gdwarf-4 -O0)
 dwl_fixture(gcc_lib_g5_O2 lib gcc "" -gdwarf-5 -O2)
 dwl_fixture(clang_lib_g4_O1 lib clang "" -gdwarf-4 -O1)
-# What compilers no longer emit (define_file, unknown opcodes, ...): hand.s.
-dwl_fixture(hand_g3 asm gcc "")
+# What compilers here do not emit (define_file, unknown opcodes, other
+# forms in a DWARF 5 header, ...): hand.s and hand5.s.
+dwl_fixture(hand_g3 hand.s gcc "")
+dwl_fixture(hand_g5 hand5.s gcc "")
 
 # Compressed debug sections, both kinds (SHF_COMPRESSED, .zdebug_*).
 add_custom_command(OUTPUT ${dwl_dir}/gcc_g5_O0.zlib.debug ${dwl_dir}/gcc_g5_O0.zlib-gnu.debug
@@ -80,7 +82,7 @@ add_custom_target(snap_dwarf_fixtures DEPENDS ${dwl_outputs}
 
 set(dwl_oracle "")
 foreach(f gcc_g5_O0 gcc_g4_O2 gcc_g2_O1 gcc_g5_O1 gcc_g5_O2_nopie clang_g5_O2
-          clang_g4_O0 gcc_lib_g5_O2 clang_lib_g4_O1 hand_g3)
+          clang_g4_O0 gcc_lib_g5_O2 clang_lib_g4_O1 hand_g3 hand_g5)
   string(APPEND dwl_oracle "${dwl_dir}/${f}.debug ")
 endforeach()
 # Unstripped files too (the debug sections beside the code).
