@@ -15,7 +15,9 @@
  * Hostile: truncations, random bytes, mutations of the debug sections and
  * hand-broken line headers give an error code or an index, never a crash;
  * compressed sections (objcopy --compress-debug-sections, both kinds) give
- * SNAP_DWL_ECOMPRESSED.
+ * SNAP_DWL_ECOMPRESSED. Synthetic files: the joined paths' budget
+ * (ELIMIT, and the same file with a short directory opening), and
+ * DW_FORM_strp paths in a DWARF 5 header (which addr2line cannot read).
  *
  * argv: DWL_FIXTURES (oracle files), DWL_COMPRESSED (files that must be
  * refused), DWL_ADDR2LINE — compile definitions from dwarf_tests.cmake.
@@ -157,7 +159,8 @@ static void oracle_file(const char *path, const char *addr2line, uint64_t *rng,
     fprintf(in, "%#llx\n", (unsigned long long)a.v[i]);
   fclose(in);
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s' -e '%s' < '%s' 2>/dev/null", addr2line, path, tmpl);
+  snprintf(cmd, sizeof cmd, "'%s' -e '%s' < '%s' 2>/dev/null", addr2line, path,
+           tmpl);
   FILE *p = popen(cmd, "r");
   CHECK(p != NULL, "popen %s", cmd);
   tally_t t = {0, 0, 0, 0};
@@ -396,6 +399,225 @@ static void hostile(const char *path, uint64_t *rng) {
   free(f);
 }
 
+/* ---- Synthetic files: limits, and forms no oracle reads ----------------- */
+
+typedef struct buf {
+  unsigned char *p;
+  size_t n, cap;
+} buf_t;
+
+static void put(buf_t *b, const void *v, size_t n) {
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2;
+    b->p = realloc(b->p, b->cap);
+    if (!b->p)
+      abort();
+  }
+  memcpy(b->p + b->n, v, n);
+  b->n += n;
+}
+static void put8(buf_t *b, unsigned v) {
+  unsigned char c = (unsigned char)v;
+  put(b, &c, 1);
+}
+static void put_le(buf_t *b, uint64_t v, int n) {
+  for (int i = 0; i < n; i++)
+    put8(b, (unsigned)(v >> (8 * i)) & 0xff);
+}
+static void put_uleb(buf_t *b, uint64_t v) {
+  do {
+    put8(b, (unsigned)(v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+    v >>= 7;
+  } while (v);
+}
+static void put_str(buf_t *b, const char *s) { put(b, s, strlen(s) + 1); }
+
+/* An ELF64 LE file of the given sections (name, bytes) and a .shstrtab. */
+static unsigned char *make_elf(const char **names, buf_t *secs, int n,
+                               size_t *len) {
+  buf_t f = {0}, strtab = {0};
+  put8(&strtab, 0);
+  Elf64_Ehdr eh = {0};
+  memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_version = EV_CURRENT;
+  eh.e_ehsize = sizeof eh;
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  put(&f, &eh, sizeof eh);
+  Elf64_Shdr sh[8] = {{0}};
+  for (int i = 0; i < n; i++) {
+    sh[i + 1].sh_name = (Elf64_Word)strtab.n;
+    put_str(&strtab, names[i]);
+    sh[i + 1].sh_type = SHT_PROGBITS;
+    sh[i + 1].sh_offset = f.n;
+    sh[i + 1].sh_size = secs[i].n;
+    put(&f, secs[i].p, secs[i].n);
+  }
+  sh[n + 1].sh_name = (Elf64_Word)strtab.n;
+  put_str(&strtab, ".shstrtab");
+  sh[n + 1].sh_type = SHT_STRTAB;
+  sh[n + 1].sh_offset = f.n;
+  sh[n + 1].sh_size = strtab.n;
+  put(&f, strtab.p, strtab.n);
+  while (f.n % 8)
+    put8(&f, 0);
+  Elf64_Ehdr *e = (Elf64_Ehdr *)f.p;
+  e->e_shoff = f.n;
+  e->e_shnum = (Elf64_Half)(n + 2);
+  e->e_shstrndx = (Elf64_Half)(n + 1);
+  put(&f, sh, (size_t)(n + 2) * sizeof sh[0]);
+  free(strtab.p);
+  *len = f.n;
+  return f.p;
+}
+
+/* A DWARF 4 line program: one include directory `dir`, `nfiles` files
+   "f" in it, and one row per file at 0x1000 + i, in one sequence. */
+static buf_t line_v4(const char *dir, unsigned nfiles) {
+  buf_t b = {0};
+  put_le(&b, 0, 4); /* unit_length, patched below */
+  put_le(&b, 4, 2);
+  size_t hlen_at = b.n;
+  put_le(&b, 0, 4);
+  size_t hstart = b.n;
+  put8(&b, 1);    /* min_inst */
+  put8(&b, 1);    /* max_ops */
+  put8(&b, 1);    /* default_is_stmt */
+  put8(&b, 0xfb); /* line_base -5 */
+  put8(&b, 14);   /* line_range */
+  put8(&b, 13);   /* opcode_base */
+  const unsigned char lens[12] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1};
+  put(&b, lens, 12);
+  put_str(&b, dir);
+  put8(&b, 0);
+  for (unsigned i = 0; i < nfiles; i++) {
+    put_str(&b, "f");
+    put_uleb(&b, 1);
+    put_uleb(&b, 0);
+    put_uleb(&b, 0);
+  }
+  put8(&b, 0);
+  uint64_t hlen = b.n - hstart;
+  memcpy(b.p + hlen_at, &(uint32_t){(uint32_t)hlen}, 4);
+  put8(&b, 0); /* set_address 0x1000 */
+  put8(&b, 9);
+  put8(&b, 2);
+  put_le(&b, 0x1000, 8);
+  for (unsigned i = 0; i < nfiles; i++) {
+    put8(&b, 4); /* set_file i + 1 */
+    put_uleb(&b, i + 1);
+    put8(&b, 1); /* copy */
+    put8(&b, 2); /* advance_pc 1 */
+    put_uleb(&b, 1);
+  }
+  put8(&b, 0);
+  put8(&b, 1);
+  put8(&b, 1); /* end_sequence */
+  memcpy(b.p, &(uint32_t){(uint32_t)(b.n - 4)}, 4);
+  return b;
+}
+
+static void synthetic(void) {
+  /* The joined paths' budget: 20000 files in a 64 KiB directory would be
+     1.3 GB of paths from a 300 KB file. The same with a short directory
+     opens, and names each row by its file. */
+  char *longdir = malloc(65537);
+  memset(longdir, 'd', 65536);
+  longdir[0] = '/';
+  longdir[65536] = 0;
+  const char *names[] = {".debug_line", ".debug_str"};
+  for (int big = 1; big >= 0; big--) {
+    buf_t line = line_v4(big ? longdir : "/d", 20000);
+    size_t len;
+    unsigned char *f = make_elf(names, &line, 1, &len);
+    snap__dwarf_lines_t *dl = NULL;
+    double t0 = now_s();
+    int rc = snap__dwarf_lines_open(f, len, &dl);
+    double t1 = now_s();
+    if (big) {
+      CHECK(rc == SNAP_DWL_ELIMIT, "%zu-byte file of 1.3 GB of paths: %s", len,
+            snap__dwarf_lines_strerror(rc));
+      printf("path budget: %zu-byte file naming 1.3 GB of paths: %s "
+             "(%.1f ms)\n",
+             len, snap__dwarf_lines_strerror(rc), (t1 - t0) * 1e3);
+    } else {
+      CHECK_EQ(rc, SNAP_DWL_OK);
+      CHECK_EQ(snap__dwarf_lines_rows(dl), 20001);
+      snap__dwarf_line_t l;
+      CHECK_EQ(snap__dwarf_lines_lookup(dl, 0x1000 + 777, &l), SNAP_DWL_OK);
+      CHECK(l.file && strcmp(l.file, "/d/f") == 0 && l.line == 1, "got %s:%u",
+            l.file ? l.file : "-", l.line);
+      CHECK_EQ(snap__dwarf_lines_lookup(dl, 0x1000 + 20000, &l),
+               SNAP_DWL_ENOTFOUND);
+    }
+    snap__dwarf_lines_close(dl);
+    free(f);
+    free(line.p);
+  }
+  free(longdir);
+
+  /* DWARF 5 paths as DW_FORM_strp (addr2line 2.40 reads none), a
+     directory index as data2, no .debug_info (no comp_dir). */
+  buf_t str = {0};
+  put_str(&str, "/s");
+  put_str(&str, "x.c");
+  buf_t b = {0};
+  put_le(&b, 0, 4);
+  put_le(&b, 5, 2);
+  put8(&b, 8);
+  put8(&b, 0);
+  size_t hlen_at = b.n;
+  put_le(&b, 0, 4);
+  size_t hstart = b.n;
+  const unsigned char hdr[] = {1, 1, 1, 0xfb, 14, 13, 0, 1, 1,
+                               1, 1, 0, 0,    0,  1,  0, 0, 1};
+  put(&b, hdr, sizeof hdr);
+  put8(&b, 1); /* directories: path, strp */
+  put_uleb(&b, 1);
+  put_uleb(&b, 0x0e);
+  put_uleb(&b, 1);
+  put_le(&b, 0, 4);
+  put8(&b, 2); /* files: path strp, directory_index data2 */
+  put_uleb(&b, 1);
+  put_uleb(&b, 0x0e);
+  put_uleb(&b, 2);
+  put_uleb(&b, 0x05);
+  put_uleb(&b, 1);
+  put_le(&b, 3, 4);
+  put_le(&b, 0, 2);
+  memcpy(b.p + hlen_at, &(uint32_t){(uint32_t)(b.n - hstart)}, 4);
+  const unsigned char prog[] = {0, 9, 2, 0, 0x20, 0, 0,
+                                0, 0, 0, 0, 3,    6, /* line 7 */
+                                1,                   /* copy */
+                                2, 4,                /* advance_pc 4 */
+                                0, 1, 1};
+  put(&b, prog, sizeof prog);
+  memcpy(b.p, &(uint32_t){(uint32_t)(b.n - 4)}, 4);
+  buf_t secs[2] = {b, str};
+  size_t len;
+  unsigned char *f = make_elf(names, secs, 2, &len);
+  snap__dwarf_lines_t *dl = NULL;
+  CHECK_EQ(snap__dwarf_lines_open(f, len, &dl), SNAP_DWL_OK);
+  snap__dwarf_line_t l = {0};
+  CHECK_EQ(snap__dwarf_lines_lookup(dl, 0x2003, &l), SNAP_DWL_OK);
+  CHECK(l.file && strcmp(l.file, "/s/x.c") == 0 && l.line == 7,
+        "strp paths: got %s:%u", l.file ? l.file : "-", l.line);
+  CHECK_EQ(snap__dwarf_lines_lookup(dl, 0x2004, &l), SNAP_DWL_ENOTFOUND);
+  snap__dwarf_lines_close(dl);
+  /* A string offset out of .debug_str: malformed. */
+  memcpy(b.p + hstart + sizeof hdr + 4, &(uint32_t){4096}, 4);
+  free(f);
+  secs[0] = b;
+  f = make_elf(names, secs, 2, &len);
+  CHECK_EQ(snap__dwarf_lines_open(f, len, &dl), SNAP_DWL_EMALFORMED);
+  free(f);
+  free(b.p);
+  free(str.p);
+}
+
 int main(void) {
   uint64_t rng = 0x5eed15d3a4f00d01ull;
   tally_t all = {0, 0, 0, 0};
@@ -437,5 +659,6 @@ int main(void) {
   }
 
   hostile(DWL_HOSTILE, &rng);
+  synthetic();
   return check_result("test_dwarf_lines");
 }
