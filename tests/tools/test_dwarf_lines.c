@@ -559,6 +559,45 @@ static void synthetic(void) {
   }
   free(longdir);
 
+  /* The abbreviation search's budget: 20000 units whose first DIE uses
+     the last of 5000 abbreviations would search 600 MB. */
+  {
+    buf_t abbrev = {0}, info = {0}, line = line_v4("/d", 1);
+    for (unsigned code = 1; code <= 5000; code++) {
+      put_uleb(&abbrev, code);
+      put_uleb(&abbrev, 0x11); /* DW_TAG_compile_unit */
+      put8(&abbrev, 0);
+      put8(&abbrev, 0);
+      put8(&abbrev, 0);
+    }
+    put8(&abbrev, 0);
+    for (int u = 0; u < 20000; u++) {
+      put_le(&info, 9, 4); /* unit_length */
+      put_le(&info, 4, 2); /* version */
+      put_le(&info, 0, 4); /* abbrev offset */
+      put8(&info, 8);
+      put_uleb(&info, 5000);
+    }
+    const char *n3[] = {".debug_line", ".debug_info", ".debug_abbrev"};
+    buf_t s3[3] = {line, info, abbrev};
+    size_t len;
+    unsigned char *f = make_elf(n3, s3, 3, &len);
+    snap__dwarf_lines_t *dl = NULL;
+    double t0 = now_s();
+    int rc = snap__dwarf_lines_open(f, len, &dl);
+    double t1 = now_s();
+    CHECK(rc == SNAP_DWL_ELIMIT, "600 MB of abbreviation search: %s",
+          snap__dwarf_lines_strerror(rc));
+    printf("abbreviation budget: %zu-byte file, 600 MB to search: %s "
+           "(%.1f ms)\n",
+           len, snap__dwarf_lines_strerror(rc), (t1 - t0) * 1e3);
+    snap__dwarf_lines_close(dl);
+    free(f);
+    free(abbrev.p);
+    free(info.p);
+    free(line.p);
+  }
+
   /* DWARF 5 paths as DW_FORM_strp (addr2line 2.40 reads none), a
      directory index as data2, no .debug_info (no comp_dir). */
   buf_t str = {0};

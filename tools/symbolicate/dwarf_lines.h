@@ -26,7 +26,7 @@
     "decompress with objcopy --decompress-debug-sections")                     \
   X(EMALFORMED, -4, "malformed ELF or DWARF data")                             \
   X(EVERSION, -5, "unsupported DWARF version (2 to 5 are read)")               \
-  X(ELIMIT, -6, "the file asks for more memory than any real one needs")       \
+  X(ELIMIT, -6, "the file asks for more memory or work than a real one needs") \
   X(ENOMEM, -7, "out of memory")                                               \
   X(ENOTFOUND, -8, "the address is in no line sequence (addr2line: ??:0)")     \
   X(EINVAL, -9, "invalid argument")
