@@ -3,7 +3,7 @@
  * any bytes as a whole ELF file. The index is built and looked up at the
  * addresses the input's last 64 bytes name, at 0 and at the top of the
  * address space; every answer must be an error code or a row at or below
- * the address with a file. ASan/UBSan find the rest (the asan
+ * the address with a file (possibly empty). ASan/UBSan find the rest (the asan
  * configuration, tests/tools/dwarf_tests.cmake).
  */
 #include "../../tools/symbolicate/dwarf_lines.h"
@@ -30,7 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       snap__dwarf_line_t l;
       int lr = snap__dwarf_lines_lookup(dl, probes[i] + d, &l);
       if (lr == SNAP_DWL_OK) {
-        if (!l.file || l.row_address > probes[i] + d || strlen(l.file) == 0)
+        /* An empty path is an answer (a file entry named ""; addr2line
+           prints ":N" for it). */
+        if (!l.file || l.row_address > probes[i] + d)
           abort();
       } else if (lr != SNAP_DWL_ENOTFOUND) {
         abort();
