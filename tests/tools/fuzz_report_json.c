@@ -1,7 +1,9 @@
 /*
- * fuzz_report_json.c — libFuzzer over stacksnap-symbolicate's JSON reader
- * and writer (tools/symbolicate/json.c): the reader meets a report from
- * anyone, so it meets any bytes here.
+ * fuzz_report_json.c — libFuzzer over stacksnap-symbolicate's report
+ * reader: the JSON reader and writer (tools/symbolicate/json.c), then the
+ * report's checks and naming pass (report_names.c, without files) and its
+ * text (report_text.c): the program meets a report from anyone, so it
+ * meets any bytes here.
  *
  * Each input: parse. A refusal must carry a message "line L col C (byte
  * B): ..." with B inside the input. A document must survive its own
@@ -19,6 +21,8 @@
 #include <string.h>
 
 #include "json.h"
+#include "report_names.h"
+#include "report_text.h"
 
 static void finding(const char *what, const char *detail) {
   fprintf(stderr, "fuzz_report_json: %s%s%s\n", what, detail ? ": " : "",
@@ -81,6 +85,27 @@ static void check_node(const snap_json_t *v, int depth) {
   }
 }
 
+/* The report reader on the document (no files: a NULL finder), then the
+   text writer: every report either names (nothing here) and prints, or is
+   refused with a message naming the value. */
+static void name_report(snap_json_doc_t *doc) {
+  snap__report_summary_t sum;
+  char why[512];
+  if (snap__report_name(doc, NULL, &sum, why, sizeof why) != 0) {
+    if (!why[0])
+      finding("a report refused without a reason", NULL);
+    return;
+  }
+  if (sum.in_image > sum.frames || sum.named != 0)
+    finding("summary", NULL);
+  FILE *sink = fopen("/dev/null", "w");
+  if (!sink)
+    finding("/dev/null", NULL);
+  if (snap__report_text(sink, doc, &sum) != 0)
+    finding("text to /dev/null failed", NULL);
+  fclose(sink);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   snap_json_error_t err;
@@ -117,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   free(texts[0]);
   free(texts[1]);
+  name_report(doc);
   snap_json_free(doc);
   return 0;
 }

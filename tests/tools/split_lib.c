@@ -15,7 +15,7 @@ volatile int split_build_marker = 1;
 #endif
 
 __attribute__((noinline)) static uint64_t lib_static_relay(uint64_t (*fn)(int),
-                                                          int n) {
+                                                           int n) {
   uint64_t r = fn(n);
   __asm__ volatile("" ::: "memory");
   return r + (uint64_t)split_build_marker;

@@ -20,15 +20,23 @@ add_test(NAME test_json_python
           $<TARGET_FILE:test_json> --run-with "${SNAP_RUN_WITH}")
 set_tests_properties(test_json_python PROPERTIES TIMEOUT 120)
 
-# libFuzzer over the reader and writer (the asan configuration with
+# libFuzzer over the report reader (the asan configuration with
 # SNAP_FUZZ_SECONDS, like fuzz_unwind), for half that budget: parse, and
-# what parses must write, re-parse and write to the identical text.
-# json.c is compiled in (not linked from the library) so that libFuzzer's
-# coverage sees it. The committed corpus: real lag reports and edge cases.
+# what parses must write, re-parse and write to the identical text, then
+# the report's checks, naming pass (no files) and text. The sources are
+# compiled in (not linked from the libraries) so that libFuzzer's coverage
+# sees them. The committed corpus: real lag reports and edge cases.
 if(SNAP_FUZZ_SECONDS GREATER 0)
-  add_executable(fuzz_report_json tools/fuzz_report_json.c
-                 ${PROJECT_SOURCE_DIR}/tools/symbolicate/json.c)
-  target_include_directories(fuzz_report_json PRIVATE ${PROJECT_SOURCE_DIR}/tools/symbolicate)
+  set(symb ${PROJECT_SOURCE_DIR}/tools/symbolicate)
+  add_executable(fuzz_report_json tools/fuzz_report_json.c ${symb}/json.c
+                 ${symb}/report_names.c ${symb}/report_text.c
+                 ${symb}/symbol_files.c ${symb}/atos.c ${symb}/dwarf_lines.c
+                 ${fuzz_sources})
+  target_include_directories(fuzz_report_json PRIVATE ${symb}
+                             ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
+                             ${SNAP_UTHASH_INCLUDE})
+  target_compile_definitions(fuzz_report_json PRIVATE _GNU_SOURCE)
+  target_link_libraries(fuzz_report_json PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
   target_compile_options(fuzz_report_json PRIVATE -fsanitize=fuzzer -fno-omit-frame-pointer)
   target_link_options(fuzz_report_json PRIVATE -fsanitize=fuzzer)
   math(EXPR json_fuzz_seconds "(${SNAP_FUZZ_SECONDS} + 1) / 2")

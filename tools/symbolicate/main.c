@@ -116,8 +116,7 @@ int main(int argc, char **argv) {
 
   FILE *in = strcmp(report, "-") == 0 ? stdin : fopen(report, "rb");
   if (!in) {
-    fprintf(stderr, "stacksnap-symbolicate: %s: %s\n", report,
-            strerror(errno));
+    fprintf(stderr, "stacksnap-symbolicate: %s: %s\n", report, strerror(errno));
     return 1;
   }
   size_t len = 0;
@@ -156,8 +155,8 @@ int main(int argc, char **argv) {
     const char *unused = snap__symfinder_unused_binary(finder, i, &why);
     if (!unused)
       break;
-    fprintf(stderr, "stacksnap-symbolicate: --binary %s not used: %s\n",
-            unused, why);
+    fprintf(stderr, "stacksnap-symbolicate: --binary %s not used: %s\n", unused,
+            why);
   }
   if (rc == 0 && out_path) {
     FILE *out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "w");

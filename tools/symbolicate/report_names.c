@@ -6,7 +6,8 @@
  * images array (types, counts), each frame's pc and its image_offset
  * against the listed images (a report whose offsets disagree with its own
  * image list is refused, never named from a guess); then one pass over
- * every frame, naming it from its image's files (symbol_files.c).
+ * every frame, naming it from its image's files (symbol_files.c), with
+ * the names printed as the library prints them (demangled, unversioned).
  * Must not: open files itself (the finder does), name a frame from an
  * image whose file's build id differs (the finder refuses those), or
  * recurse deeper than the JSON reader allows (SNAP_JSON_MAX_DEPTH).
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "platform/platform.h"
 
 typedef struct image {
   unsigned long long base, size;
@@ -46,8 +49,7 @@ static int fail(pass_t *p, const char *fmt, ...) {
   char msg[256];
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  snprintf(p->why, p->why_size, "%s%s%s", p->path, p->path[0] ? ": " : "",
-           msg);
+  snprintf(p->why, p->why_size, "%s%s%s", p->path, p->path[0] ? ": " : "", msg);
   return -1;
 }
 
@@ -152,6 +154,24 @@ static bool set_str(pass_t *p, snap_json_t *obj, const char *key,
   return snap_json_set_string(p->doc, obj, key, s, strlen(s)) != NULL;
 }
 
+/* A function's name as the library prints it: without a symbol version
+   (binutils >= 2.35 writes "memcpy@@GLIBC_2.14" into .symtab; no C, C++
+   or Swift name holds '@'), demangled (C++, and Swift where its runtime
+   is loaded: the library's own demangler). */
+static bool set_name(pass_t *p, snap_json_t *f, const char *raw) {
+  size_t len = strcspn(raw, "@");
+  char *bare = malloc(len + 1);
+  if (!bare)
+    return false;
+  memcpy(bare, raw, len);
+  bare[len] = '\0';
+  char *demangled = snap__plat_demangle(bare);
+  bool ok = set_str(p, f, "symbol", demangled ? demangled : bare);
+  free(demangled);
+  free(bare);
+  return ok;
+}
+
 /* One frame, at index `index` of its array. */
 static int frame(pass_t *p, snap_json_t *f, size_t index) {
   size_t len;
@@ -170,12 +190,13 @@ static int frame(pass_t *p, snap_json_t *f, size_t index) {
       if (!snap__parse_hex(t, len, &o))
         return fail(p, "image_offset: not a hex string or null");
       if (!m)
-        return fail(p, "pc %s: no listed image holds it, yet it has an "
-                       "image_offset",
+        return fail(p,
+                    "pc %s: no listed image holds it, yet it has an "
+                    "image_offset",
                     pc_text);
       if (o != pc - m->base)
-        return fail(p, "image_offset %s is not pc %s - base 0x%llx", t,
-                    pc_text, m->base);
+        return fail(p, "image_offset %s is not pc %s - base 0x%llx", t, pc_text,
+                    m->base);
     }
     if (m) {
       p->sum->in_image++;
@@ -192,7 +213,7 @@ static int frame(pass_t *p, snap_json_t *f, size_t index) {
   bool ok = true;
   if (nm.function && nm.function_start <= offset) {
     p->sum->named++;
-    ok = set_str(p, f, "symbol", nm.function) &&
+    ok = set_name(p, f, nm.function) &&
          snap_json_set_uint64(p->doc, f, "symbol_offset",
                               offset - nm.function_start) &&
          snap_json_set_uint64(p->doc, f, "offset", offset - nm.function_start);

@@ -66,8 +66,8 @@ static void frame_line(out_t *o, size_t i, const snap_json_t *fr) {
     image = "???";
   bool in_app = false;
   snap_json_bool(snap_json_get(fr, "in_app"), &in_app);
-  say(o, "%s %-4zu%-30s 0x%016llx %s + %llu", in_app ? "*" : " ", i, image,
-      pc, symbol ? symbol : image, offset);
+  say(o, "%s %-4zu%-30s 0x%016llx %s + %llu", in_app ? "*" : " ", i, image, pc,
+      symbol ? symbol : image, offset);
   const char *file = str(fr, "source_file");
   if (file && snap_json_uint64(snap_json_get(fr, "source_line"), &u))
     say(o, " (%s:%" PRIu64 ")", file, u);

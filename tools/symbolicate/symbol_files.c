@@ -26,6 +26,7 @@
  * Must not: read a file larger than MAX_FILE, name from a file whose build
  * id differs, or exit: every failure is a status text.
  */
+#define _POSIX_C_SOURCE 200809L /* fileno */
 #include "symbol_files.h"
 
 #include <errno.h>
@@ -45,7 +46,7 @@ struct snap__symfile {
   size_t size;
   bool parsed; /* elf holds symbols */
   snap__elf_t elf;
-  char build_id[2 * 64 + 1]; /* "" if none */
+  char build_id[2 * 64 + 1];  /* "" if none */
   bool read;                  /* its bytes were read (it exists) */
   snap__dwarf_lines_t *lines; /* NULL if none */
   int lines_error;            /* why there are none (SNAP_DWL_*) */
@@ -391,8 +392,11 @@ static void search(snap__symfinder_t *fd, const char *path,
     done = offer_debuglink(&s, at);
 
   if (out->names || out->lines) {
-    int n = snprintf(out->status, sizeof out->status, "named from %s",
-                     out->names ? out->names->path : "(no symbols)");
+    int n = snprintf(out->status, sizeof out->status, "named from %s%s",
+                     out->names ? out->names->path : "(no symbols)",
+                     out->names && !out->names->elf.from_symtab
+                         ? " (exported functions only: no .symtab)"
+                         : "");
     if (out->lines && out->lines != out->names && n > 0 &&
         (size_t)n < sizeof out->status)
       snprintf(out->status + n, sizeof out->status - (size_t)n,
@@ -401,6 +405,10 @@ static void search(snap__symfinder_t *fd, const char *path,
       snprintf(out->status + n, sizeof out->status - (size_t)n,
                " (no file:line: %s)",
                snap__dwarf_lines_strerror(out->names->lines_error));
+    size_t used = strlen(out->status);
+    if (s.tried[0] && used < sizeof out->status)
+      snprintf(out->status + used, sizeof out->status - used,
+               "; not used, of another build than %s: %s", build_id, s.tried);
   } else if (s.identified) {
     snprintf(out->status, sizeof out->status,
              "not named: the files with build id %s have no symbols (a "
@@ -475,10 +483,9 @@ const char *snap__symfinder_unused_binary(const snap__symfinder_t *fd, int i,
     if (i-- == 0) {
       const snap__symfile_t *b = fd->binaries[k];
       if (why)
-        *why = b->why[0] ? b->why
-               : b->build_id[0]
-                   ? "its build id is no image's in the report"
-                   : "it has no build id";
+        *why = b->why[0]        ? b->why
+               : b->build_id[0] ? "its build id is no image's in the report"
+                                : "it has no build id";
       return b->path;
     }
   }

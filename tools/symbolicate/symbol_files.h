@@ -45,8 +45,8 @@ typedef struct snap__symfound {
    hex; NULL or "" when the report has none: then only a --binary of the
    same base name is used, and the status says it could not be checked).
    Results are cached per (path, build id). */
-void snap__symfind(snap__symfinder_t *f, const char *path,
-                   const char *build_id, snap__symfound_t *out);
+void snap__symfind(snap__symfinder_t *f, const char *path, const char *build_id,
+                   snap__symfound_t *out);
 
 /* A frame's name from a file's symbols: function (NULL if none holds the
    address), its start, and file:line (NULL / 0 when the file has no line

@@ -1,0 +1,30 @@
+# stacksnap-symbolicate's stripped-build round trip (test_split_roundtrip.py):
+# split_app and libsplit_lib built with -g, then split, stripped, run
+# under the watchdog and named later against addr2line; another build of
+# the library (SPLIT_OTHER_BUILD: another build id) must never be used;
+# hostile reports exit 1 with a message. Included from the Linux part of
+# tests/CMakeLists.txt, after dwarf_tests.cmake (whose GNU objcopy and
+# addr2line it uses).
+add_library(split_lib SHARED tools/split_lib.c)
+add_library(split_lib_other SHARED tools/split_lib.c)
+target_compile_definitions(split_lib_other PRIVATE SPLIT_OTHER_BUILD)
+set_target_properties(split_lib_other PROPERTIES OUTPUT_NAME split_lib
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/other_build)
+add_executable(split_app tools/split_app.c)
+foreach(t split_lib split_lib_other split_app)
+  target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
+  target_compile_options(${t} PRIVATE -g -O1 -fno-omit-frame-pointer
+                         -Wno-missing-prototypes)
+  # Build ids (Debian's gcc adds one by default; clang does not).
+  target_link_options(${t} PRIVATE -Wl,--build-id)
+endforeach()
+target_link_libraries(split_app PRIVATE split_lib stacksnap_static
+                      Threads::Threads ${CMAKE_DL_LIBS})
+add_test(NAME test_split_roundtrip
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_split_roundtrip.py
+          $<TARGET_FILE:stacksnap-symbolicate> $<TARGET_FILE:split_app>
+          $<TARGET_FILE:split_lib> $<TARGET_FILE:split_lib_other>
+          --objcopy ${dwl_objcopy} --addr2line ${dwl_addr2line}
+          --run-with "${SNAP_RUN_WITH}")
+set_tests_properties(test_split_roundtrip PROPERTIES TIMEOUT 300
+                     RESOURCE_LOCK lag_processes)
