@@ -22,6 +22,7 @@ execute_process(
     LD_PRELOAD=${PRELOAD}
     STACKSNAP_AUDIT_PREFIX=${WORK_DIR}/private/
     STACKSNAP_AUDIT_OUT=${report}
+    STACKSNAP_AUDIT_JSON=${WORK_DIR}/report.json
     STACKSNAP_AUDIT_APP=${TARGET}
     ASAN_OPTIONS=verify_asan_link_order=0
     ${TARGET} ${data}
@@ -84,3 +85,29 @@ if(NOT sites EQUAL 3 OR NOT counts STREQUAL "profile1;resolve1;settings2")
                       "audit_resolve_server); got ${sites}: ${counts}")
 endif()
 message(STATUS "demo_audit: 3 sites, counts 2, 1, 1, names match nm")
+
+# Issue 15: the report lists its images with build ids (readelf -n is the
+# oracle), and its JSON form is named by stacksnap-symbolicate like a lag
+# report: the sites' innermost frames come out named for the program's
+# functions, from the program's file (same build id).
+execute_process(COMMAND ${READELF} -n ${TARGET} OUTPUT_VARIABLE notes)
+if(NOT notes MATCHES "Build ID: ([0-9a-f]+)")
+  message(FATAL_ERROR "readelf -n ${TARGET}: no build id")
+endif()
+set(id ${CMAKE_MATCH_1})
+if(NOT text MATCHES "<${id}> ${TARGET}")
+  message(FATAL_ERROR "the report's images do not list ${TARGET} with build id ${id}")
+endif()
+execute_process(
+  COMMAND ${TOOL} --no-default-dirs -o ${WORK_DIR}/named.json ${WORK_DIR}/report.json
+  RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "stacksnap-symbolicate on the audit's JSON: ${rc}: ${err}")
+endif()
+file(READ ${WORK_DIR}/named.json named)
+foreach(fn audit_read_settings audit_read_profile audit_resolve_server)
+  if(NOT named MATCHES "\"symbol\": \"${fn}\"")
+    message(FATAL_ERROR "the named JSON lacks ${fn}: ${named}")
+  endif()
+endforeach()
+message(STATUS "demo_audit: images with build ids; its JSON named by stacksnap-symbolicate")

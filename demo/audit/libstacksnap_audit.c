@@ -23,6 +23,15 @@
  *   STACKSNAP_AUDIT_OUT     the report's file (appended to, so the reports
  *                           of forked or exec'ed children add up instead
  *                           of overwriting each other); default stderr
+ *   STACKSNAP_AUDIT_JSON    also the same sites as JSON to this file
+ *                           (replaced; "-<pid>" appended when it exists
+ *                           already, for children): frames and images in
+ *                           the lag report's schema-2 shape, so
+ *                           stacksnap-symbolicate names a stripped
+ *                           program's sites later (issue 15)
+ *
+ * The text report ends with the images its frames point into, with their
+ * build ids: what names an "image + offset" frame later.
  *
  * What a call site is: the stack of app frames above the hook, from
  * snap_callstack_symbols(.., SNAP_CAPTURE_APP_ONLY). That is what a user
@@ -56,6 +65,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -94,6 +104,7 @@ static const char *g_prefix = "/etc/";
 static size_t g_prefix_len = 5;
 static bool g_full;
 static const char *g_out;
+static const char *g_json; /* STACKSNAP_AUDIT_JSON */
 static uintptr_t g_self_base;              /* this library's load address */
 static uintptr_t g_self_start, g_self_end; /* its code: [start, end) */
 
@@ -106,6 +117,7 @@ static void setup(void) {
   p = getenv("STACKSNAP_AUDIT_FULL");
   g_full = p && strcmp(p, "1") == 0;
   g_out = getenv("STACKSNAP_AUDIT_OUT");
+  g_json = getenv("STACKSNAP_AUDIT_JSON");
   snap_image_info_t self = {.size = sizeof self};
   if (snap_image_lookup((uintptr_t)setup, &self) == SNAP_OK) {
     g_self_base = self.base;
@@ -477,6 +489,121 @@ EXPORT FILE *fopen(const char *path, const char *how) {
  * Written once, at exit, as one write (so the reports of several processes
  * appending to one file do not interleave line by line). */
 
+/* ---- The images of the report, and its JSON ---------------------------- */
+
+/* The frames of the sites' stacks that are not this library's, each image
+   once (by path and base). */
+typedef struct images {
+  const snap_frame_t *v[256];
+  int n;
+} images_t;
+
+static void images_add(images_t *im, const snap_stack_t *s) {
+  for (int i = 0; i < snap_stack_count(s); i++) {
+    const snap_frame_t *f = snap_stack_frame(s, i);
+    if (!f->image_path || f->image_base == g_self_base)
+      continue;
+    int k = 0;
+    while (k < im->n && !(im->v[k]->image_path == f->image_path &&
+                          im->v[k]->image_base == f->image_base))
+      k++;
+    if (k == im->n && im->n < 256)
+      im->v[im->n++] = f;
+  }
+}
+
+/* A JSON string. Bytes past ASCII are written as \u00XX (read as
+   Latin-1): a path need not be UTF-8, and the output must stay JSON. */
+static void json_str(FILE *f, const char *s) {
+  if (!s) {
+    fputs("null", f);
+    return;
+  }
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static void json_frames(FILE *f, const snap_stack_t *s) {
+  fputs("[", f);
+  int k = 0;
+  for (int i = 0; i < snap_stack_count(s); i++) {
+    const snap_frame_t *fr = snap_stack_frame(s, i);
+    if (fr->image_base == g_self_base)
+      continue;
+    fprintf(f, "%s\n    {\"pc\":\"0x%" PRIxPTR "\",\"image\":", k++ ? "," : "",
+            fr->pc);
+    json_str(f, fr->image);
+    fputs(",\"symbol\":", f);
+    json_str(f, fr->symbol);
+    if (fr->image_path)
+      fprintf(f, ",\"image_offset\":\"0x%" PRIxPTR "\"",
+              fr->pc - fr->image_base);
+    else
+      fputs(",\"image_offset\":null", f);
+    if (fr->symbol)
+      fprintf(f, ",\"symbol_offset\":%" PRIuPTR, fr->pc - fr->symbol_addr);
+    else
+      fputs(",\"symbol_offset\":null", f);
+    fprintf(f, ",\"in_app\":%s}", fr->in_app ? "true" : "false");
+  }
+  fputs("]", f);
+}
+
+/* The JSON form of the report into path (see STACKSNAP_AUDIT_JSON). */
+static void write_json(const char *path, const images_t *im, const char *exe) {
+  char name[4200];
+  snprintf(name, sizeof name, "%s", path);
+  if (access(name, F_OK) == 0) /* a parent's: ours beside it */
+    snprintf(name, sizeof name, "%s-%d", path, (int)getpid());
+  FILE *f = fopen(name, "w");
+  if (!f)
+    return;
+#if defined(__aarch64__)
+  const char *arch = "aarch64";
+#else
+  const char *arch = "x86_64";
+#endif
+  fprintf(f, "{\"schema\":\"stacksnap.audit/1\",\"os\":\"linux\",\"arch\":");
+  json_str(f, arch);
+  fprintf(f, ",\"pid\":%d,\"exe\":", (int)getpid());
+  json_str(f, exe);
+  fputs(",\n\"images\":[", f);
+  for (int i = 0; i < im->n; i++) {
+    const snap_frame_t *fr = im->v[i];
+    fprintf(f, "%s\n  {\"name\":", i ? "," : "");
+    json_str(f, fr->image);
+    fputs(",\"path\":", f);
+    json_str(f, fr->image_path);
+    fprintf(f, ",\"base\":\"0x%" PRIxPTR "\",\"size\":%" PRIuPTR ",\"build_id\":",
+            fr->image_base, fr->image_size);
+    json_str(f, fr->build_id);
+    fprintf(f, ",\"in_app\":%s}", fr->in_app ? "true" : "false");
+  }
+  fputs("],\n\"sites\":[", f);
+  for (int i = 0; i < g_nsites; i++) {
+    const site_t *s = &g_sites[i];
+    fprintf(f, "%s\n {\"function\":", i ? "," : "");
+    json_str(f, s->fn);
+    fprintf(f, ",\"count\":%llu,\"argument\":", (unsigned long long)s->count);
+    json_str(f, s->arg);
+    fputs(",\"api\":", f);
+    json_str(f, k_api[s->api]);
+    fputs(",\"frames\":", f);
+    json_frames(f, s->stack);
+    fputs("}", f);
+  }
+  fputs("]}\n", f);
+  fclose(f);
+}
+
 __attribute__((destructor)) static void write_report(void) {
   t_busy = 1;                   /* for good: nothing after this is recorded */
   pthread_once(&g_once, setup); /* a process that made no call: read env */
@@ -506,6 +633,18 @@ __attribute__((destructor)) static void write_report(void) {
                       : "app frames");
       fputs(s->text ? s->text : "    (out of memory)\n", f);
     }
+    images_t im = {.n = 0};
+    for (int i = 0; i < g_nsites; i++)
+      images_add(&im, g_sites[i].stack);
+    fprintf(f, "\nImages (base - end, name, build id, path):\n");
+    for (int i = 0; i < im.n; i++) {
+      const snap_frame_t *fr = im.v[i];
+      fprintf(f, "  0x%" PRIxPTR " - 0x%" PRIxPTR " %s <%s> %s\n",
+              fr->image_base, fr->image_base + fr->image_size, fr->image,
+              fr->build_id ? fr->build_id : "no build id", fr->image_path);
+    }
+    if (g_json && *g_json)
+      write_json(g_json, &im, exe);
     if (fclose(f) != 0) {
       free(buf);
       buf = NULL;
