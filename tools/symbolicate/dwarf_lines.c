@@ -39,12 +39,14 @@
  *     header). is_stmt is ignored (addr2line keeps every row). An
  *     extended opcode ends where its length says (bfd reads the operands
  *     of the four it knows and ignores the length: they differ only on a
- *     length that lies). Programs
- *     of two units may not overlap (EMALFORMED): so rows number at most
- *     the bytes of .debug_line.
+ *     length that lies). Programs of two units may not overlap
+ *     (EMALFORMED): so rows number at most the bytes of .debug_line.
  *  4. Sequences are sorted by start (longer first on ties); one nested in
  *     an earlier one is dropped and one overlapping it starts where the
- *     earlier ends (bfd's sort_line_sequences). Rows inside a sequence
+ *     earlier ends (bfd's sort_line_sequences, here over all units at
+ *     once: addr2line first picks the unit whose ranges hold the
+ *     address, which differs only where two units' code overlaps, such as
+ *     functions a linker dropped, left at 0). Rows inside a sequence
  *     are put in address order (stable) if the producer did not, and the
  *     sequence starts at its lowest row (bfd's insertion list may keep a
  *     later start when the first row is not the lowest: then addr2line

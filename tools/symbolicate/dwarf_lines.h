@@ -44,9 +44,10 @@ typedef struct snap__dwarf_lines snap__dwarf_lines_t;
 
 /* What one address maps to. `file` is NUL-terminated and owned by the
    index (valid until snap__dwarf_lines_close); it is joined as addr2line
-   joins it (comp_dir / include directory / file name) and is "<unknown>"
-   where addr2line says so (a row naming no file). line 0 is addr2line's
-   "file:?". */
+   joins it (comp_dir / include directory / file name); "<unknown>" and
+   "??" where addr2line prints those (a file index out of the table, a
+   table without files); possibly "" (a file entry named so: addr2line
+   prints ":N"). line 0 is addr2line's "file:?". */
 typedef struct snap__dwarf_line {
   const char *file;
   uint32_t line;
