@@ -68,6 +68,13 @@ static void check_vdso(void) {
   for (int i = 0; i < eh->e_phnum; i++)
     if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
       end = ph[i].p_offset + ph[i].p_filesz;
+  /* The section headers too (LLVM's readelf refuses a file without them),
+     when they lie in the pages the segments already span: the kernel maps
+     the whole vdso image. */
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t sh_end = eh->e_shoff + (uintptr_t)eh->e_shnum * eh->e_shentsize;
+  if (sh_end > end && sh_end <= (end + page - 1) / page * page)
+    end = sh_end;
   snap_image_info_t info = {.size = sizeof info};
   if (!has_text || snap_image_lookup(bias + text, &info) != SNAP_OK)
     return; /* a vdso the loader does not list (qemu-user's) */
