@@ -15,6 +15,10 @@ innermost app frame, else its innermost named one), then the holder's
 stack, then the rest; a deadlock is said first; an unknown owner is
 said so; a report with no wait opens with its header as before.
 
+Issue 15: a schema-2 report's frames print their image or symbol offset
+and, once named by stacksnap-symbolicate, their file:line; its images
+close the text.
+
 usage: test_lag_report_script.py SCRIPT
 """
 import json
@@ -176,6 +180,43 @@ def lock_cases(script, work):
             print(f"ok {name}: {got[0]}")
 
 
+def schema2(script, work):
+    """Issue 15: a /2 report renders; an unnamed frame prints its image
+    offset (image_offset, not the /1 offset), a named one its
+    symbol_offset, a named-later one its file:line; the images close the
+    text with their build ids; an unknown schema is refused."""
+    r = report(split(590, 600, 5, 5, {"running": 11}))
+    r["schema"] = "stacksnap.lag/2"
+    r["images"] = [{"name": "app", "path": "/opt/app", "base": "0x400000",
+                    "size": 8192, "build_id": "ab12", "in_app": True}]
+    r["main_stack"] = [
+        {"pc": "0x401a2b", "image": "app", "symbol": None, "offset": 7,
+         "image_offset": "0x1a2b", "symbol_offset": None, "in_app": True},
+        {"pc": "0x401100", "image": "app", "symbol": "named", "offset": 9,
+         "image_offset": "0x1100", "symbol_offset": 16, "in_app": True,
+         "source_file": "/src/app.c", "source_line": 42}]
+    path = os.path.join(work, "v2.json")
+    with open(path, "w") as f:
+        json.dump(r, f)
+    p = subprocess.run([sys.executable, script, path], capture_output=True,
+                       text=True)
+    want = ["app + 6699", "named + 16 (/src/app.c:42)",
+            "* 0x400000 - 0x402000 app <ab12> /opt/app"]
+    missing = [w for w in want if w not in p.stdout]
+    if p.returncode != 0 or missing:
+        fail(f"/2 report: exit {p.returncode}, missing {missing}: "
+             f"{p.stdout[-600:]!r}")
+    else:
+        print("ok /2 report: image offsets, file:line, images")
+    r["schema"] = "stacksnap.lag/3"
+    with open(path, "w") as f:
+        json.dump(r, f)
+    p = subprocess.run([sys.executable, script, path], capture_output=True,
+                       text=True)
+    if p.returncode != 1 or "not a lag report" not in p.stderr:
+        fail(f"/3 report: exit {p.returncode}, {p.stderr!r}")
+
+
 def main():
     script = sys.argv[1]
     work = tempfile.mkdtemp(prefix="snap_lag_report_script.")
@@ -217,6 +258,7 @@ def main():
     else:
         print("ok old report (no split): rendered, no verdict made up")
     lock_cases(script, work)
+    schema2(script, work)
     for f in os.listdir(work):
         os.unlink(os.path.join(work, f))
     os.rmdir(work)
