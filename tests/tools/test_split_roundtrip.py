@@ -22,7 +22,9 @@ static lib_static_relay). Checked:
      id), given as --binary and found through the debuglink in the only
      debug dir: not used (its static function stays unnamed), and the
      output says why (both build ids);
-  5. hostile reports: a clear error, exit status 1, no crash.
+  5. hostile reports: a clear error, exit status 1, no crash;
+  6. an Apple report: named nowhere here, the dSYM's Spotlight query by
+     UUID and the atos line with the image's base and pcs printed.
 
 usage: test_split_roundtrip.py TOOL APP LIB OTHER_LIB --objcopy P --addr2line P
                            [--run-with "EMULATOR ARGS"]
@@ -251,6 +253,38 @@ def check(a, emu, work):
 
     # 5. Hostile reports: exit 1 with a message, never a crash.
     hostile(a, emu, work, report)
+    # 6. An Apple report: nothing named here; the atos lines to run.
+    apple(a, emu, work)
+
+
+def apple(a, emu, work):
+    uuid = "E3F22F87-0B68-3B06-A845-8402D70B8FE9"
+    r = {"schema": "stacksnap.lag/2", "os": "darwin", "arch": "arm64e",
+         "images": [{"name": "MyApp", "base": "0x104e3c000", "size": 65536,
+                     "path": "/private/var/containers/Bundle/Application/"
+                             "X/MyApp.app/MyApp",
+                     "build_id": uuid, "in_app": True}],
+         "main_stack": [{"pc": "0x104e3d2a8", "image": "MyApp",
+                         "symbol": None, "offset": 4776,
+                         "image_offset": "0x12a8", "symbol_offset": None,
+                         "in_app": True},
+                        {"pc": "0x104e3d100", "image": "MyApp",
+                         "symbol": None, "offset": 4352,
+                         "image_offset": "0x1100", "symbol_offset": None,
+                         "in_app": True}]}
+    path = os.path.join(work, "apple.json")
+    with open(path, "w") as f:
+        json.dump(r, f)
+    p = run(emu + [a.tool, "--no-default-dirs", path])
+    want = [f'mdfind "com_apple_xcode_dsym_uuids == {uuid}"',
+            "atos -arch arm64e -o MyApp.app.dSYM/Contents/Resources/DWARF/"
+            "MyApp -l 0x104e3c000 0x104e3d2a8 0x104e3d100"]
+    missing = [w for w in want if w not in p.stdout]
+    if p.returncode != 0 or missing:
+        fail(f"Apple report: exit {p.returncode}, missing {missing}:\n"
+             f"{p.stdout}{p.stderr}")
+    else:
+        print("Apple report: the Spotlight and atos lines", flush=True)
 
 
 def hostile(a, emu, work, report):
