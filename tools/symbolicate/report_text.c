@@ -51,23 +51,24 @@ static unsigned long long hex_of(const snap_json_t *obj, const char *key,
 /* lag-report.py's frame_line, byte for byte, plus the source position. */
 static void frame_line(out_t *o, size_t i, const snap_json_t *fr) {
   const char *image = str(fr, "image"), *symbol = str(fr, "symbol");
-  bool ok;
-  unsigned long long pc = hex_of(fr, "pc", &ok), offset = 0;
-  uint64_t u;
+  bool ok, image_ok;
+  unsigned long long pc = hex_of(fr, "pc", &ok);
+  unsigned long long image_offset = hex_of(fr, "image_offset", &image_ok);
+  /* As lag-report.py: the symbol's offset when named, the image's when
+     not, else schema 1's `offset`. */
+  uint64_t u, offset = 0;
   if (symbol && snap_json_uint64(snap_json_get(fr, "symbol_offset"), &u))
     offset = u;
-  else if (!symbol && (offset = hex_of(fr, "image_offset", &ok), ok))
-    ;
+  else if (!symbol && image_ok)
+    offset = image_offset;
   else if (snap_json_uint64(snap_json_get(fr, "offset"), &u))
     offset = u;
-  else
-    offset = 0;
   if (!image || !image[0])
     image = "???";
   bool in_app = false;
   snap_json_bool(snap_json_get(fr, "in_app"), &in_app);
-  say(o, "%s %-4zu%-30s 0x%016llx %s + %llu", in_app ? "*" : " ", i, image, pc,
-      symbol ? symbol : image, offset);
+  say(o, "%s %-4zu%-30s 0x%016llx %s + %" PRIu64, in_app ? "*" : " ", i, image,
+      pc, symbol ? symbol : image, offset);
   const char *file = str(fr, "source_file");
   if (file && snap_json_uint64(snap_json_get(fr, "source_line"), &u))
     say(o, " (%s:%" PRIu64 ")", file, u);
