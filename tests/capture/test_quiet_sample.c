@@ -164,11 +164,26 @@ static void *sleeper_main(void *arg) {
   return NULL;
 }
 
+/* Samples that fell back to the signal under TSan and came back without
+   the sleeper's frames (see check_stack). */
+static int g_tsan_stale;
+
 /* The sleeper's stack as the sample gave it: it holds quiet_sleeper_loop,
-   and above it the frames backtrace() gave above that function. */
+   and above it the frames backtrace() gave above that function.
+   tsan_signalled: the sample fell back to the signal under TSan, which
+   defers a signal that arrives in a blocking call and runs the handler
+   later, deeper in the thread, with the registers of its arrival: a walk
+   from them reads a stack that has moved on (seen: `read` and then the
+   request's own "SNAP" magic as a return address). Such a sample may miss
+   the sleeper's frames; it is counted and printed, not failed. A quiet
+   walk never may. */
 static void check_stack(const sleeper_t *s, const uintptr_t *pcs, int n,
-                        int *shown) {
+                        int *shown, bool tsan_signalled) {
   int at = oracle_find_fn(pcs, n, 0, (void *)quiet_sleeper_loop, 0);
+  if (tsan_signalled && at < 0) {
+    g_tsan_stale++;
+    return;
+  }
   CHECK(at >= 0, "%s: its own function is not in the stack", k_names[s->kind]);
   if (at < 0) {
     if ((*shown)++ < 2)
@@ -182,6 +197,10 @@ static void check_stack(const sleeper_t *s, const uintptr_t *pcs, int n,
     if ((uintptr_t)s->bt[i] != pcs[at + i])
       break;
     same++;
+  }
+  if (tsan_signalled && same != want && same == have) {
+    g_tsan_stale++; /* the walk stopped short: the same stale registers */
+    return;
   }
   CHECK(same == want || (same == have && n == SNAP_MAX_FRAMES),
         "%s: %d of backtrace()'s %d frames above the sleeper's function "
@@ -229,10 +248,14 @@ static void part1(bool native) {
     for (int i = 0; i < nt; i++) {
       if ((int)all[i] == self)
         continue;
+      uint64_t kept_b, sig_b, kept_a, sig_a;
+      snap__capture_quiet_counts(&kept_b, &sig_b);
       long long t0 = now_ns();
       int n =
           snap_capture_thread(all[i], pcs, SNAP_MAX_FRAMES, SNAP_CAPTURE_QUIET);
       long long dt = now_ns() - t0;
+      snap__capture_quiet_counts(&kept_a, &sig_a);
+      bool tsan_signalled = SNAP_TEST_TSAN && sig_a > sig_b;
       for (int k = 0; k < KINDS; k++) {
         if ((snap_thread_t)atomic_load(&g_sleepers[k].tid) != all[i])
           continue;
@@ -242,7 +265,7 @@ static void part1(bool native) {
         }
         taken[k]++;
         t_quiet += dt, n_quiet++;
-        check_stack(&g_sleepers[k], pcs, n, &shown);
+        check_stack(&g_sleepers[k], pcs, n, &shown, tsan_signalled);
       }
     }
     usleep(3000); /* 100 dumps spread over several sleeps of each */
@@ -262,6 +285,9 @@ static void part1(bool native) {
          "samples failed %d; mean cost of a sleeper sample %lld us\n",
          (unsigned long long)(kept1 - kept0), (unsigned long long)(sig1 - sig0),
          failed, n_quiet ? t_quiet / n_quiet / 1000 : -1);
+  if (SNAP_TEST_TSAN)
+    printf("TSan: signalled samples with stale registers (not failed): %d\n",
+           g_tsan_stale);
   for (int k = 0; k < KINDS; k++) {
     const sleeper_t *s = &g_sleepers[k];
     printf("%-10s calls %3d interrupted %3d early %d late>5ms %d, worst "
