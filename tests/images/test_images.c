@@ -27,10 +27,24 @@
 
 static int g_data[64] = {1}; /* in the executable's data segment */
 
-/* The build id `readelf -n FILE` prints, into out. */
+/* The build id `readelf -n` prints for a copy of FILE, into out. A copy
+   made by this process: under qemu-user (-L sysroot) the guest's
+   /lib/libc.so.6 is the sysroot's, while readelf, a host program, would
+   read the host's. */
 static bool readelf_build_id(const char *file, char *out, size_t size) {
+  char copy[] = "/tmp/snap_images_copy.XXXXXX";
+  int fd = mkstemp(copy);
+  FILE *in = fopen(file, "rb");
+  bool copied = fd >= 0 && in;
+  char buf[65536];
+  for (size_t n; copied && (n = fread(buf, 1, sizeof buf, in)) > 0;)
+    copied = write(fd, buf, n) == (ssize_t)n;
+  if (in)
+    fclose(in);
+  if (fd >= 0)
+    close(fd);
   char cmd[4200], line[512];
-  snprintf(cmd, sizeof cmd, "'%s' -n '%s' 2>/dev/null", TEST_READELF, file);
+  snprintf(cmd, sizeof cmd, "'%s' -n '%s' 2>/dev/null", TEST_READELF, copy);
   FILE *p = popen(cmd, "r");
   bool found = false;
   while (p && fgets(line, sizeof line, p)) {
@@ -43,7 +57,8 @@ static bool readelf_build_id(const char *file, char *out, size_t size) {
   }
   if (p)
     pclose(p);
-  return found;
+  unlink(copy);
+  return copied && found;
 }
 
 /* The vdso has no file: its image is copied out of memory into one, and
