@@ -13,10 +13,12 @@ watchdog in a static function (app_static_spin, through the library's
 static lib_static_relay). Checked:
   1. the report names no static function (nothing here to name it from);
   2. stacksnap-symbolicate --debug-dir DBG names every frame of the two
-     images exactly as `addr2line -f -e <debug file>` does for the same
-     image offset (the oracle; a return address is looked up one byte
-     back, as the library and gdb do), file:line included, and the lag's
-     own static functions are among them;
+     images as `addr2line -f -i -e <debug file>` does for the same image
+     offset (the oracle; a return address is looked up one byte back, as
+     the library and gdb do): the function holding it (the outermost of
+     addr2line's inline chain: inlined code is named for its container,
+     as a symbol table names it) and the innermost file:line, and the
+     lag's own static functions are among them;
   3. the text output prints them in lag-report.py's frame layout;
   4. a debug file of another build of the library (same name, other build
      id), given as --binary and found through the debuglink in the only
@@ -81,11 +83,15 @@ def split(objcopy, path, dbg_root):
 
 
 def addr2line(tool, debug, offset):
-    r = run([tool, "-f", "-e", debug, hex(offset)])
+    """addr2line -f -i: the function that holds the address (the last of
+    the inline chain: what a symbol table names; plain -f names the
+    innermost inlined one) and the innermost file:line (the line table's
+    row, what plain -f prints too)."""
+    r = run([tool, "-f", "-i", "-e", debug, hex(offset)])
     lines = r.stdout.splitlines()
-    if r.returncode != 0 or len(lines) != 2:
+    if r.returncode != 0 or len(lines) < 2 or len(lines) % 2:
         return None, None
-    func, where = lines[0], lines[1]
+    func, where = lines[-2], lines[1]
     if " (discriminator" in where:
         where = where.split(" (discriminator")[0]
     return func, where
