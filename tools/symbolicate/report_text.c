@@ -120,46 +120,115 @@ static void stacks(out_t *o, const snap_json_t *v, const snap_json_t *thread,
   o->path[keep] = '\0';
 }
 
-/* The pcs of the frames under v that lie in [base, base + size). */
+/* Every frame's pc under v with its place in the document (for the
+   atos lines: one walk of the document for all images, not one per
+   image; a pc's first place is its place in the line). */
+typedef struct seen_pc {
+  uint64_t pc;
+  size_t at;
+} seen_pc_t;
+
 typedef struct pcs {
-  uint64_t *v;
+  seen_pc_t *v;
   size_t n, cap;
   bool oom;
 } pcs_t;
 
-static void collect(pcs_t *p, const snap_json_t *v, unsigned long long base,
-                    unsigned long long size, int depth) {
+static void collect(pcs_t *p, const snap_json_t *v, int depth) {
   if (depth > SNAP_JSON_MAX_DEPTH || p->oom)
     return;
-  size_t n = snap_json_count(v);
   bool ok;
   unsigned long long pc = hex_of(v, "pc", &ok);
-  if (ok && pc - base < size) {
-    bool seen = false;
-    for (size_t i = 0; i < p->n && !seen; i++)
-      seen = p->v[i] == pc;
-    if (!seen) {
-      if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 64;
-        uint64_t *nv = realloc(p->v, cap * sizeof *nv);
-        if (!nv) {
-          p->oom = true;
-          return;
-        }
-        p->v = nv;
-        p->cap = cap;
+  if (ok) {
+    if (p->n == p->cap) {
+      size_t cap = p->cap ? 2 * p->cap : 64;
+      seen_pc_t *nv = realloc(p->v, cap * sizeof *nv);
+      if (!nv) {
+        p->oom = true;
+        return;
       }
-      p->v[p->n++] = pc;
+      p->v = nv;
+      p->cap = cap;
     }
+    p->v[p->n] = (seen_pc_t){pc, p->n};
+    p->n++;
   }
+  size_t n = snap_json_count(v);
   for (size_t i = 0; i < n; i++) {
     const char *key = NULL;
     const snap_json_t *e = snap_json_is(v, SNAP_JSON_ARRAY)
                                ? snap_json_at(v, i)
                                : snap_json_member(v, i, &key, NULL);
     if (!(key && depth == 0 && strcmp(key, "images") == 0))
-      collect(p, e, base, size, depth + 1);
+      collect(p, e, depth + 1);
   }
+}
+
+static int by_pc(const void *a, const void *b) {
+  const seen_pc_t *x = a, *y = b;
+  if (x->pc != y->pc)
+    return x->pc < y->pc ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int by_place(const void *a, const void *b) {
+  const seen_pc_t *x = a, *y = b;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Sorts by pc and keeps each pc's first place only. */
+static void sort_unique(pcs_t *p) {
+  qsort(p->v, p->n, sizeof *p->v, by_pc);
+  size_t k = 0;
+  for (size_t i = 0; i < p->n; i++)
+    if (k == 0 || p->v[k - 1].pc != p->v[i].pc)
+      p->v[k++] = p->v[i];
+  p->n = k;
+}
+
+/* The first of the sorted pcs at or above base. */
+static size_t lower_bound(const pcs_t *p, uint64_t base) {
+  size_t lo = 0, hi = p->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->v[mid].pc < base)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The atos lines of one image: its pcs in the order the report first
+   shows them. */
+static void atos_image(out_t *o, const snap_json_t *im, const char *arch,
+                       const pcs_t *p) {
+  bool ok;
+  unsigned long long base = hex_of(im, "base", &ok);
+  uint64_t size = 0;
+  snap_json_uint64(snap_json_get(im, "size"), &size);
+  size_t from = lower_bound(p, base), to = from;
+  while (to < p->n && p->v[to].pc - base < size)
+    to++;
+  if (to == from)
+    return;
+  seen_pc_t *mine = malloc((to - from) * sizeof *mine);
+  uint64_t *pcs = malloc((to - from) * sizeof *pcs);
+  if (!mine || !pcs) {
+    o->failed = true;
+  } else {
+    memcpy(mine, p->v + from, (to - from) * sizeof *mine);
+    qsort(mine, to - from, sizeof *mine, by_place);
+    for (size_t i = 0; i < to - from; i++)
+      pcs[i] = mine[i].pc;
+    say(o, "\n");
+    if (snap__atos_lines(o->f, arch, str(im, "name"), str(im, "path"),
+                         str(im, "build_id"), base, pcs, to - from) != 0)
+      say(o, "# (no atos line: the report's arch, name or UUID is not "
+             "one atos takes)\n");
+  }
+  free(mine);
+  free(pcs);
 }
 
 int snap__report_text(FILE *f, const snap_json_doc_t *doc,
@@ -200,27 +269,15 @@ int snap__report_text(FILE *f, const snap_json_doc_t *doc,
     const char *arch = str(root, "arch");
     say(&o, "\nOn a Mac, per image: find its dSYM by UUID, then name its "
             "frames with atos:\n");
-    for (size_t i = 0; i < snap_json_count(images) && !o.failed; i++) {
-      const snap_json_t *im = snap_json_at(images, i);
-      bool ok;
-      unsigned long long base = hex_of(im, "base", &ok);
-      uint64_t size = 0;
-      snap_json_uint64(snap_json_get(im, "size"), &size);
-      pcs_t p = {0};
-      collect(&p, root, base, size, 0);
-      if (p.oom)
-        o.failed = true;
-      else if (p.n > 0) {
-        say(&o, "\n");
-        int rc = snap__atos_lines(f, arch ? arch : "arm64", str(im, "name"),
-                                  str(im, "path"), str(im, "build_id"), base,
-                                  p.v, p.n);
-        if (rc != 0)
-          say(&o, "# (no atos line: the report's arch, name or UUID is not "
-                  "one atos takes)\n");
-      }
-      free(p.v);
-    }
+    pcs_t p = {0};
+    collect(&p, root, 0);
+    if (p.oom)
+      o.failed = true;
+    else
+      sort_unique(&p);
+    for (size_t i = 0; i < snap_json_count(images) && !o.failed; i++)
+      atos_image(&o, snap_json_at(images, i), arch ? arch : "arm64", &p);
+    free(p.v);
   }
   if (fflush(f) != 0)
     o.failed = true;

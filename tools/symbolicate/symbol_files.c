@@ -37,6 +37,7 @@
 
 #include "dwarf_lines.h"
 #include "platform/linux/elf_reader.h"
+#include "platform/platform.h"
 
 #define MAX_FILE ((size_t)4 << 30) /* 4 GiB: debug files of big apps */
 
@@ -76,16 +77,6 @@ static char *dup_str(const char *s) {
   return p;
 }
 
-static void hex(const uint8_t *id, size_t len, char *out, size_t size) {
-  static const char digits[] = "0123456789abcdef";
-  size_t o = 0;
-  for (size_t i = 0; i < len && o + 2 < size; i++) {
-    out[o++] = digits[id[i] >> 4];
-    out[o++] = digits[id[i] & 15];
-  }
-  out[o] = '\0';
-}
-
 static uint64_t le(const uint8_t *p, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; i--)
@@ -123,7 +114,8 @@ static void note_build_id(const uint8_t *d, size_t size, char *out,
         break;
       if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 &&
           memcmp(d + name, "GNU", 4) == 0 && descsz > 0 && descsz <= 64) {
-        hex(d + name + name_pad, (size_t)descsz, out, out_size);
+        snap__plat_build_id_text(d + name + name_pad, (size_t)descsz, out,
+                                 out_size);
         return;
       }
       p = name + name_pad + desc_pad;
