@@ -62,6 +62,19 @@ static bool cycle_stands(const snap__lag_thread_t *ts,
   return true;
 }
 
+/* Samples t (its tid set) into pcs: its wait and error set, the frame
+   count returned (0 when it could not be sampled: t->error says why). A
+   thread that blocks the sampling signal is not waited for. */
+static int sample_into(snap__lag_thread_t *t, uintptr_t *pcs, unsigned flags) {
+  t->wait = (snap_wait_t){.size = sizeof t->wait};
+  int got = snap__plat_sample_reachable(t->tid);
+  if (got == SNAP_OK)
+    got = snap__capture_thread_wait(t->tid, pcs, SNAP__DUMP_DEPTH, flags,
+                                    &t->wait, false);
+  t->error = got < 0 ? got : SNAP_OK;
+  return got < 0 ? 0 : got;
+}
+
 void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
                        snap_thread_t self, unsigned max_threads,
                        uint64_t budget_ns) {
@@ -130,13 +143,7 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
       if (total <= cap) /* born since the list was read: one more */
         r->threads_total++;
     }
-    ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
-    int got = snap__plat_sample_reachable(owner);
-    if (got == SNAP_OK)
-      got = snap__capture_thread_wait(owner, pcs[k], SNAP__DUMP_DEPTH, flags,
-                                      &ts[k].wait, false);
-    ts[k].error = got < 0 ? got : SNAP_OK;
-    npcs[k] = got < 0 ? 0 : got;
+    npcs[k] = sample_into(&ts[k], pcs[k], flags);
     w = &ts[k].wait;
     k++;
   }
@@ -147,14 +154,10 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
       ts[k] = (snap__lag_thread_t){.tid = all[i], .running = running[i]};
       ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
       all[i] = 0; /* taken */
-      int got;
       if (snap__plat_now_ns() >= deadline)
-        got = SNAP_ETIMEDOUT; /* the budget is spent: listed, not sampled */
-      else if ((got = snap__plat_sample_reachable(ts[k].tid)) == SNAP_OK)
-        got = snap__capture_thread_wait(ts[k].tid, pcs[k], SNAP__DUMP_DEPTH,
-                                        flags, &ts[k].wait, false);
-      ts[k].error = got < 0 ? got : SNAP_OK;
-      npcs[k] = got < 0 ? 0 : got;
+        ts[k].error = SNAP_ETIMEDOUT; /* the budget is spent: not sampled */
+      else
+        npcs[k] = sample_into(&ts[k], pcs[k], flags);
       k++;
     }
   }
