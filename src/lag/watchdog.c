@@ -31,13 +31,12 @@
  * makes a lag). The watchdog thread's own CPU time, run-queue wait,
  * sampling waits and waits on the disk under its report files (an fsync
  * on a busy box: 100 ms and more) since its last wake, and the main
- * thread's CPU time, tell
- * them apart (snap__stolen_ns; past STOP_NOISE_NS); where the OS does not
- * say how long a thread waited for a CPU (Apple), a wake later than
- * `slack` is a stop unless the main thread ran meanwhile. A stretch that
- * went past the threshold while the watchdog waited is reported when it
- * runs (missed_stretches), and a lag ends when the observer says its
- * stretch ended.
+ * thread's CPU time, tell them apart (snap__stolen_ns; past
+ * STOP_NOISE_NS); where the OS does not say how long a thread waited for
+ * a CPU (Apple), a wake later than `slack` is a stop unless the main
+ * thread ran meanwhile. A stretch that went past the threshold while the
+ * watchdog waited is reported when it runs (missed_stretches), and a lag
+ * ends when the observer says its stretch ended.
  */
 #include <stdlib.h>
 #include <string.h>
