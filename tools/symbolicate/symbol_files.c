@@ -77,52 +77,6 @@ static char *dup_str(const char *s) {
   return p;
 }
 
-static uint64_t le(const uint8_t *p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-/* The GNU build id note of an ELF64 little-endian file, from its SHT_NOTE
-   sections (a debug file keeps them; its program headers may describe
-   nothing loaded), as lowercase hex into out; "" when none. Every offset
-   is checked against the buffer: the file may be anything. */
-static void note_build_id(const uint8_t *d, size_t size, char *out,
-                          size_t out_size) {
-  out[0] = '\0';
-  if (size < 64 || memcmp(d, "\177ELF", 4) != 0 || d[4] != 2 || d[5] != 1)
-    return;
-  uint64_t shoff = le(d + 0x28, 8), shentsize = le(d + 0x3a, 2),
-           shnum = le(d + 0x3c, 2);
-  if (shentsize < 64 || shoff > size || shnum > (size - shoff) / shentsize)
-    return;
-  for (uint64_t i = 0; i < shnum; i++) {
-    const uint8_t *sh = d + shoff + i * shentsize;
-    if (le(sh + 4, 4) != 7 /* SHT_NOTE */)
-      continue;
-    uint64_t off = le(sh + 0x18, 8), len = le(sh + 0x20, 8);
-    if (off > size || len > size - off)
-      continue;
-    uint64_t p = off, end = off + len;
-    while (end - p >= 12) {
-      uint64_t namesz = le(d + p, 4), descsz = le(d + p + 4, 4),
-               type = le(d + p + 8, 4);
-      uint64_t name = p + 12, name_pad = (namesz + 3) & ~3ull,
-               desc_pad = (descsz + 3) & ~3ull;
-      if (name_pad > end - name || desc_pad > end - name - name_pad)
-        break;
-      if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 &&
-          memcmp(d + name, "GNU", 4) == 0 && descsz > 0 && descsz <= 64) {
-        snap__plat_build_id_text(d + name + name_pad, (size_t)descsz, out,
-                                 out_size);
-        return;
-      }
-      p = name + name_pad + desc_pad;
-    }
-  }
-}
-
 /* Reads path whole. NULL data with f->why set when it cannot. */
 static void read_whole(snap__symfile_t *f) {
   FILE *in = fopen(f->path, "rb");
@@ -181,7 +135,10 @@ static snap__symfile_t *file_at(snap__symfinder_t *fd, const char *path) {
     return f;
   /* The build id is read even when the file has no symbols: it is what
      says whether the file is the image's at all. */
-  note_build_id(f->data, f->size, f->build_id, sizeof f->build_id);
+  const uint8_t *id;
+  size_t id_len;
+  if (snap__elf_build_id(f->data, f->size, &id, &id_len) == 0)
+    snap__plat_build_id_text(id, id_len, f->build_id, sizeof f->build_id);
   f->parsed = snap__elf_parse(&f->elf, f->data, f->size) == 0;
   f->read = true;
   f->lines_error = snap__dwarf_lines_open(f->data, f->size, &f->lines);

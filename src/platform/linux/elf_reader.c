@@ -573,16 +573,49 @@ static void scan_phdr_notes(snap__elf_t *e, const Elf64_Ehdr *eh) {
 
 /* ---- The parse ----------------------------------------------------------- */
 
+/* The ELF header, if the file is ELF64 little-endian (ELF32: unknown). */
+static bool header(const snap__elf_t *e, Elf64_Ehdr *eh) {
+  return get(e, 0, eh, sizeof *eh) &&
+         memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+         eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+         eh->e_ident[EI_DATA] == ELFDATA2LSB;
+}
+
+int snap__elf_build_id(const void *data, size_t size, const uint8_t **id,
+                       size_t *len) {
+  snap__elf_t e;
+  memset(&e, 0, sizeof e);
+  e.data = data;
+  e.size = size;
+  Elf64_Ehdr eh;
+  if (!data || !header(&e, &eh))
+    return -1;
+  shdrs_t sh = {eh.e_shoff, 1};
+  Elf64_Shdr s0, s;
+  if (eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shoff != 0 &&
+      eh.e_shoff < size && shdr(&e, &sh, 0, &s0)) {
+    uint64_t num = eh.e_shnum ? eh.e_shnum : s0.sh_size;
+    if (num <= (size - eh.e_shoff) / sizeof(Elf64_Shdr)) {
+      sh.num = num;
+      for (uint64_t i = 1; i < num && !e.build_id; i++)
+        if (shdr(&e, &sh, i, &s) && s.sh_type == SHT_NOTE)
+          scan_notes(&e, s.sh_offset, s.sh_size, s.sh_addralign);
+    }
+  }
+  if (!e.build_id)
+    scan_phdr_notes(&e, &eh);
+  *id = e.build_id;
+  *len = e.build_id_len;
+  return e.build_id ? 0 : -1;
+}
+
 int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
   memset(e, 0, sizeof *e);
   e->data = data;
   e->size = size;
   Elf64_Ehdr eh;
-  if (!data || !get(e, 0, &eh, sizeof eh) ||
-      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || /* ELF32: unknown */
-      eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-      eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0)
+  if (!data || !header(e, &eh) || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff == 0)
     goto fail;
   e->machine = eh.e_machine;
   e->type = eh.e_type;

@@ -81,6 +81,13 @@ typedef struct snap__elf {
 int snap__elf_parse(snap__elf_t *e, const void *data, size_t size);
 void snap__elf_free(snap__elf_t *e);
 
+/* The GNU build-id note of an ELF64 little-endian file in data[0..size),
+   as snap__elf_parse finds it (SHT_NOTE sections, else PT_NOTE
+   segments), also in a file without any symbol table: *id points into
+   data. 0, or -1 when there is none. [setup] */
+int snap__elf_build_id(const void *data, size_t size, const uint8_t **id,
+                       size_t *len);
+
 /* Makes a parsed e independent of the buffer it was parsed from: the
    function names, the PLT bytes, the relocations and .dynsym/.dynstr that
    name PLT entries, the build-id and the debuglink are copied into one
