@@ -37,7 +37,7 @@ extern "C" {
    file and the CMake package take their version from these three lines
    (keep each exactly `#define SNAP_VERSION_<PART> <number>`). */
 #define SNAP_VERSION_MAJOR 1
-#define SNAP_VERSION_MINOR 1
+#define SNAP_VERSION_MINOR 2
 #define SNAP_VERSION_PATCH 0
 #define SNAP__STR2(x) #x
 #define SNAP__STR(x) SNAP__STR2(x)
@@ -529,6 +529,96 @@ SNAP_EXPORT void snap_lag_loop_idle(void);
    SNAP_EUNSUPPORTED elsewhere. */
 SNAP_EXPORT int snap_lag_attach_glib(void *main_context);
 SNAP_EXPORT int snap_lag_attach_cfrunloop(void *runloop);
+
+/* ---- Sampling trace ---------------------------------------------------- */
+
+/* API 1.2. A sampler thread records what the main thread (and, while they
+   run, the other threads) did, sample by sample, into a bounded memory
+   budget that keeps the last window_seconds; snap_trace_write turns any
+   part of it into a Perfetto trace, Trace Event JSON or folded stacks.
+   Each sample keeps its time, thread, stack, the thread's CPU time and
+   its state: running, runnable (waiting for a CPU: starved) or blocked
+   (and on what: the snap_wait_t kinds). Identical consecutive samples of
+   a thread merge into one span and stacks share their common frames, so
+   a steady main thread costs a few bytes a sample. Nothing is named until
+   a trace is written. docs/trace.md has the formats and the costs.
+
+   Threads other than the main one are sampled only while they run (their
+   CPU time advanced since the last look, and the kernel says they are on
+   a CPU now): idle workers cost nothing and are never interrupted. The
+   main thread is sampled whatever it does: a blocked main thread is
+   read from what the kernel publishes (SNAP_CAPTURE_QUIET), never
+   interrupted, and re-read only when it ran since its last sample.
+
+   The struct follows the versioning rule of snap_lag_config_t: start from
+   snap_trace_config_default. */
+typedef struct snap_trace_config {
+  uint32_t size; /* sizeof(snap_trace_config_t), set by _default */
+  /* The main thread's sampling period. Default 1000 (1 kHz); 100..1000000. */
+  unsigned main_interval_us;
+  /* Other threads', while they run. Default 10000; 0 = the main thread
+     only; else 1000..1000000. */
+  unsigned other_interval_us;
+  /* Keep the last N seconds. Default 30; 1..3600. */
+  unsigned window_seconds;
+  /* A hard cap on the memory of samples and stacks, allocated whole at
+     start: when it is full the oldest spans are dropped (never the
+     newest). Default 8 MiB; 64 KiB..1 GiB. */
+  size_t max_bytes;
+} snap_trace_config_t;
+
+/* Fills the `size` bytes at cfg with the defaults and cfg->size with size;
+   use snap_trace_config_default. */
+SNAP_EXPORT void snap_trace_config_init(snap_trace_config_t *cfg, size_t size);
+static inline void snap_trace_config_default(snap_trace_config_t *cfg) {
+  snap_trace_config_init(cfg, sizeof *cfg);
+}
+/* Starts the sampler thread. SNAP_OK, SNAP_EINVAL (NULL, unknown size, a
+   value out of range), SNAP_ENOMEM, SNAP_EBUSY (already started). A trace
+   started again after a stop starts empty. */
+SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg);
+/* Stops and joins the sampler. What was recorded stays readable by
+   snap_trace_write until the next start. SNAP_OK; SNAP_EINVAL when no
+   trace was started. */
+SNAP_EXPORT int snap_trace_stop(void);
+/* A synchronous sample of the calling thread, labelled (copied; at most
+   47 bytes kept; NULL or "" is "mark"): an instant event in the trace
+   with its stack. About one stack capture; no lock, no allocation, no
+   system call but the clock (a hook can call it on every call of a
+   sensitive API). SNAP_OK, SNAP_EINVAL (no trace running), SNAP_EBUSY
+   (the sampler's queue of 64 marks is full: this one is dropped and
+   counted). */
+SNAP_EXPORT int snap_trace_mark(const char *label);
+/* Writes the samples of [since, until] (unix ns; 0 = the oldest kept /
+   now) to path, atomically (a temporary file renamed into place), in one
+   of the formats below. Works while tracing and after a stop. SNAP_OK,
+   SNAP_EINVAL (NULL or empty path, unknown format, since > until, no
+   trace ever started), SNAP_EIO (the file cannot be written: nothing is
+   left at path), SNAP_ENOMEM. A window with no samples writes a valid,
+   empty trace. */
+SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
+                                 uint64_t since_unix_ns,
+                                 uint64_t until_unix_ns);
+#define SNAP_TRACE_PERFETTO 1u    /* Perfetto protobuf trace (.pftrace) */
+#define SNAP_TRACE_CHROME_JSON 2u /* Trace Event Format JSON */
+#define SNAP_TRACE_FOLDED 3u      /* folded stacks "a;b;c count" */
+
+/* Extension: what the trace holds and costs. Set size first, as for
+   snap_symbol_cache_stats_t. SNAP_OK or SNAP_EINVAL. */
+typedef struct snap_trace_stats {
+  uint32_t size;
+  uint64_t samples;      /* taken since start (marks included) */
+  uint64_t failed;       /* samples whose capture failed */
+  uint64_t spans;        /* spans kept now */
+  uint64_t spans_dropped; /* dropped for the window or the memory cap */
+  uint64_t marks, marks_dropped;
+  uint64_t missed_ticks;  /* main-thread periods the sampler was late for */
+  uint64_t stack_nodes;   /* nodes in the stack table now */
+  uint64_t bytes_used;    /* of the spans and the stack table now */
+  uint64_t bytes_reserved; /* allocated at start: <= max_bytes */
+  int64_t sampler_cpu_ns; /* the sampler thread's CPU time, -1 unknown */
+} snap_trace_stats_t;
+SNAP_EXPORT int snap_trace_stats(snap_trace_stats_t *out);
 
 #ifdef __cplusplus
 }

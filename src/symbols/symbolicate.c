@@ -184,6 +184,22 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
   return SNAP_OK;
 }
 
+int snap__symbolicate_uncached(const uintptr_t *pcs, int n, unsigned flags,
+                               const snap_stack_t **out) {
+  if (!out)
+    return SNAP_EINVAL;
+  *out = NULL;
+  if (n < 0 || n > SNAP_MAX_FRAMES || (n > 0 && !pcs) ||
+      (flags & ~NAMING_FLAGS))
+    return SNAP_EINVAL;
+  (void)snap__images_refresh_if_stale();
+  snap_stack_t *s = name_stack(pcs, n, flags, snap__stack_hash(pcs, n, flags));
+  if (!s)
+    return SNAP_ENOMEM;
+  *out = s;
+  return SNAP_OK;
+}
+
 int snap_symbolicate_ex(const uintptr_t *pcs, int n, unsigned flags,
                         const snap_stack_t **out) {
   return snap__symbolicate(pcs, n, flags, false, out);

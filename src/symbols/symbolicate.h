@@ -1,6 +1,7 @@
 /*
  * symbolicate.h — naming pcs, for the capturing facade (src/callstack.c):
- * snap_symbolicate_ex with one refresh of the image table saved.
+ * snap_symbolicate_ex with one refresh of the image table saved; and for
+ * the trace's writer, naming without the cache.
  */
 #ifndef SNAP_SYMBOLS_SYMBOLICATE_H
 #define SNAP_SYMBOLS_SYMBOLICATE_H
@@ -15,5 +16,12 @@
    during its call, so it is not asked again. */
 int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
                       bool images_current, const snap_stack_t **out);
+
+/* Names pcs as snap_symbolicate_ex does, without the cache (neither
+   looked up nor filled): for callers that name many pcs once, as the
+   trace's writer does with every node of its stack table, whose results
+   nobody asks for again. Release with snap_stack_release. */
+int snap__symbolicate_uncached(const uintptr_t *pcs, int n, unsigned flags,
+                               const snap_stack_t **out);
 
 #endif /* SNAP_SYMBOLS_SYMBOLICATE_H */

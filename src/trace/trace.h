@@ -21,6 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
+
+#include "platform/platform.h"
 #include "stacksnap.h"
 
 #define SNAP__TRACE_NONE UINT32_MAX /* no node / no frame / no thread */
@@ -100,6 +103,7 @@ typedef struct snap__trace_snapshot {
   uint64_t main_interval_ns;  /* the sampling periods, for the length of */
   uint64_t other_interval_ns; /* a trailing sample */
   uint64_t since_ns, until_ns; /* the window asked for (unix ns) */
+  void *names_; /* snapshot.c's: the strings it made */
 } snap__trace_snapshot_t;
 
 /* ---- Slices (slices.c) ---------------------------------------------------
@@ -140,5 +144,189 @@ int snap__trace_export_chrome(const snap__trace_snapshot_t *s,
                               snap__tbuf_t *out);
 int snap__trace_export_folded(const snap__trace_snapshot_t *s,
                               snap__tbuf_t *out);
+
+/* ---- Storage (stack_table.c, span_ring.c): the sampler's, fixed-size ------
+
+   Both are allocated whole at snap_trace_start from the max_bytes budget
+   and never grow: the sampler never allocates, in or out of a stopped
+   window. Only the sampler thread writes them, under the trace's lock
+   (held outside any stopped window); the writer reads them under it. */
+
+/* A node: a pc under its parent. A stack is its leaf node. Nodes are made
+   in order, so a parent's id is always below its children's (compaction
+   relies on it). */
+typedef struct snap__tnode {
+  uint32_t parent; /* SNAP__TRACE_NONE at a root */
+  uint32_t flags;  /* SNAP__TNODE_* */
+  uintptr_t pc;
+} snap__tnode_t;
+#define SNAP__TNODE_EXACT 0x1u /* pc is where the thread was, not a return
+                                  address (a sampled leaf) */
+#define SNAP__TNODE_LIVE 0x2u  /* compaction's mark */
+
+typedef struct snap__stack_table {
+  snap__tnode_t *nodes;
+  uint32_t *slots; /* open addressing: node id + 1, 0 empty */
+  uint32_t cap;    /* nodes */
+  uint32_t n;
+  uint32_t slot_mask; /* slots = slot_mask + 1, a power of two >= 2 cap */
+} snap__stack_table_t;
+
+/* The bytes a table of cap nodes takes. */
+size_t snap__stack_table_bytes(uint32_t cap);
+/* Takes `bytes` of memory at mem (aligned for pointers); cap = what fits. */
+void snap__stack_table_init(snap__stack_table_t *t, void *mem, size_t bytes);
+/* The leaf node of pcs[0..n) (pcs[0] the leaf, as captured; exact0: pcs[0]
+   is exact), made where missing: SNAP__TRACE_NONE when n == 0 or the table
+   is full (then the stack has no leaf; nodes made on the way are kept). */
+uint32_t snap__stack_table_add(snap__stack_table_t *t, const uintptr_t *pcs,
+                               int n, bool exact0);
+/* Compaction, in three steps around the rewriting of every holder of a
+   node id: unmark, then mark each live leaf (and so its parents); plan
+   gives every marked node its new id (in order: parents stay below their
+   children), after which remap answers old -> new (SNAP__TRACE_NONE for a
+   dropped node); finish moves the nodes and rebuilds the index (remap is
+   invalid after it). The plan lives in the index's own slots (there are
+   at least twice as many as nodes): compaction needs no memory. */
+void snap__stack_table_unmark(snap__stack_table_t *t);
+void snap__stack_table_mark(snap__stack_table_t *t, uint32_t leaf);
+void snap__stack_table_plan(snap__stack_table_t *t);
+uint32_t snap__stack_table_remap(const snap__stack_table_t *t, uint32_t old);
+void snap__stack_table_finish(snap__stack_table_t *t);
+
+/* A closed span as the ring holds it (times: microseconds since the trace
+   started, on the monotonic clock). */
+typedef struct snap__tspan {
+  uint64_t start_us, end_us;
+  uint32_t thread; /* the sampler's thread index */
+  uint32_t stack;  /* leaf node, SNAP__TRACE_NONE: no stack */
+  uint32_t count;
+  uint8_t state, wait_kind;
+  int64_t cpu_us; /* -1 unknown */
+  uint32_t label; /* a mark's label id + 1; 0 none */
+} snap__tspan_t;
+
+/* Spans, varint-encoded back to back in a byte ring (span_ring.c has the
+   layout). A steady thread's records are 8-12 bytes; identical samples
+   merge before they get here. The oldest records are dropped to make
+   room, or when older than the window. */
+typedef struct snap__span_ring {
+  uint8_t *buf;
+  size_t cap;
+  size_t head, len;     /* bytes: the oldest record's offset, bytes used */
+  uint64_t head_end_us; /* the end of the record before head (the base of
+                           head's delta) */
+  uint64_t last_end_us; /* the end of the newest record */
+  uint64_t records, dropped;
+} snap__span_ring_t;
+
+void snap__span_ring_init(snap__span_ring_t *r, void *mem, size_t bytes);
+/* Appends, dropping the oldest records to make room; false only when one
+   record cannot fit an empty ring. */
+bool snap__span_ring_push(snap__span_ring_t *r, const snap__tspan_t *s);
+/* Drops records from the oldest while their end is before `before_us`,
+   or while more than `keep_len` bytes are used. */
+void snap__span_ring_trim(snap__span_ring_t *r, uint64_t before_us,
+                          size_t keep_len);
+/* Reading from the oldest. */
+typedef struct snap__span_iter {
+  size_t pos, left;
+  uint64_t prev_end_us;
+} snap__span_iter_t;
+snap__span_iter_t snap__span_ring_iter(const snap__span_ring_t *r);
+bool snap__span_ring_next(const snap__span_ring_t *r, snap__span_iter_t *it,
+                          snap__tspan_t *out);
+/* Rewrites every record's stack through the table's remap (after
+   compaction's plan): records only shrink, so it is done in place. */
+void snap__span_ring_remap(snap__span_ring_t *r,
+                           const snap__stack_table_t *t);
+
+/* ---- The running trace (trace_api.c, sampler.c, marks.c, snapshot.c) ---- */
+
+#define SNAP__TRACE_THREADS 256 /* threads a trace follows (first seen) */
+#define SNAP__TRACE_DEPTH 256   /* frames kept of a sample */
+#define SNAP__TRACE_LABELS 256  /* distinct mark labels */
+#define SNAP__TRACE_LABEL_MAX 48
+#define SNAP__TRACE_MARKS 64 /* marks queued for the sampler */
+
+/* A thread the trace follows: its open span (identical samples not yet
+   closed into the ring) and what its last sample saw. */
+typedef struct snap__trace_thr {
+  snap_thread_t tid;
+  char name[32];
+  bool is_main, gone;
+  bool have_last;      /* a sample (or a first look) was taken */
+  int64_t cpu_after;   /* its CPU time read after the last sample */
+  int64_t runq;        /* its run-queue wait then (main only; -1) */
+  uint32_t last_stack; /* the last sample's leaf */
+  uint8_t last_state, last_wait;
+  bool open;
+  snap__tspan_t span; /* the open span, when open */
+} snap__trace_thr_t;
+
+/* A mark, queued by any thread for the sampler (marks.c: a bounded
+   multi-producer queue; a slot's seq says whose turn it is). */
+typedef struct snap__trace_mark {
+  _Atomic uint64_t seq;
+  uint64_t t_ns; /* monotonic */
+  snap_thread_t tid;
+  int64_t cpu_ns;
+  int n;
+  char label[SNAP__TRACE_LABEL_MAX];
+  uintptr_t pcs[64];
+} snap__trace_mark_t;
+
+typedef struct snap__trace {
+  snap_trace_config_t cfg;
+  uint64_t t0_ns;           /* monotonic at start: span times count from it */
+  snap__stack_table_t table; /* under lock */
+  snap__span_ring_t ring;    /* under lock */
+  snap__trace_thr_t thr[SNAP__TRACE_THREADS]; /* under lock */
+  uint32_t n_thr;
+  char labels[SNAP__TRACE_LABELS][SNAP__TRACE_LABEL_MAX]; /* under lock */
+  uint32_t n_labels;
+  snap__trace_mark_t marks[SNAP__TRACE_MARKS];
+  _Atomic uint64_t mark_head; /* next slot a producer claims */
+  uint64_t mark_tail;         /* next slot the sampler reads */
+  _Atomic uint64_t mark_tail_pub; /* mark_tail, for producers */
+  void *memory;               /* the table's and the ring's */
+  size_t memory_bytes;
+  /* Counters (snap_trace_stats). */
+  _Atomic uint64_t samples, failed, marks_taken, marks_dropped, missed_ticks,
+      threads_untracked, compactions;
+  int64_t sampler_cpu_ns;
+} snap__trace_t;
+
+/* marks.c */
+void snap__trace_marks_init(snap__trace_t *tr);
+/* Queues a mark of the calling thread: false when the queue is full. */
+bool snap__trace_mark_push(snap__trace_t *tr, const char *label,
+                           const uintptr_t *pcs, int n, uint64_t t_ns,
+                           int64_t cpu_ns);
+/* The sampler's side: the oldest queued mark, or NULL; done() frees it. */
+snap__trace_mark_t *snap__trace_mark_peek(snap__trace_t *tr);
+void snap__trace_mark_done(snap__trace_t *tr, snap__trace_mark_t *m);
+
+/* sampler.c: one pass of the sampler (main thread, others when due, marks,
+   the window), under the trace's lock but for the captures; and the
+   thread's loop. */
+void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
+                             _Atomic bool *stop, snap__sem_t *wake);
+/* The thread index of tid, made on first sight (SNAP__TRACE_NONE when
+   the table is full). Under the lock. */
+uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid);
+/* Closes a thread's open span into the ring. Under the lock. */
+void snap__trace_close_span(snap__trace_t *tr, snap__trace_thr_t *th);
+/* Adds a stack to the table, compacting (and dropping the oldest spans)
+   when it is full. Under the lock. */
+uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,
+                               bool exact0);
+
+/* snapshot.c: the spans of [since, until] (unix ns, 0 = open) as a named
+   snapshot; the lock is taken to copy and let go before naming. */
+int snap__trace_snapshot(snap__trace_t *tr, snap__lock_t *lock,
+                         uint64_t since_unix_ns, uint64_t until_unix_ns,
+                         snap__trace_snapshot_t *out);
+void snap__trace_snapshot_free(snap__trace_snapshot_t *s);
 
 #endif

@@ -33,6 +33,13 @@ uint64_t snap__plat_now_ns(void) {
 #endif
 }
 
+uint64_t snap__plat_unix_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int64_t snap__plat_unix_ms(void) {
   struct timespec ts;
   if (clock_gettime(CLOCK_REALTIME, &ts) != 0)

@@ -1,0 +1,339 @@
+/*
+ * sampler.c — the trace's sampler thread: when each thread is sampled,
+ * what a sample records, and how samples become spans.
+ *
+ * Owns: the schedule (the main thread every main_interval, the others
+ * every other_interval while they run), the state of each sample, merging
+ * identical consecutive samples into a thread's open span, and keeping the
+ * stack table and the ring within their memory (compaction, dropping the
+ * oldest). Must not: name anything (snapshot.c does, when a trace is
+ * written), allocate, or hold the trace's lock across a capture (the lock
+ * is taken after each capture returned and the thread runs again).
+ *
+ * A thread whose CPU time did not move since its last sample did not run:
+ * its stack is the one already recorded, so it is not captured again (a
+ * blocked main thread costs a clock read and one /proc read a period, not
+ * a walk). It is runnable when the kernel says it is, else blocked on what
+ * it was blocked on. A thread that ran is captured (quietly: a blocked one
+ * is read, not interrupted) and is blocked when the capture found it in a
+ * system call, else running — or runnable, for the main thread, when it
+ * waited longer for a CPU than it ran since the last sample.
+ */
+#include <string.h>
+
+#include "capture/capture.h"
+#include "platform/platform.h"
+#include "trace/trace.h"
+
+static uint64_t us_of(const snap__trace_t *tr, uint64_t mono_ns) {
+  return mono_ns > tr->t0_ns ? (mono_ns - tr->t0_ns) / 1000u : 0;
+}
+
+uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid) {
+  for (uint32_t i = 0; i < tr->n_thr; i++)
+    if (tr->thr[i].tid == tid && !tr->thr[i].gone)
+      return i;
+  if (tr->n_thr == SNAP__TRACE_THREADS) {
+    atomic_fetch_add(&tr->threads_untracked, 1);
+    return SNAP__TRACE_NONE;
+  }
+  snap__trace_thr_t *th = &tr->thr[tr->n_thr];
+  *th = (snap__trace_thr_t){.tid = tid,
+                            .is_main = tid == snap__plat_thread_main(),
+                            .cpu_after = -1,
+                            .runq = -1,
+                            .last_stack = SNAP__TRACE_NONE};
+  return tr->n_thr++;
+}
+
+void snap__trace_close_span(snap__trace_t *tr, snap__trace_thr_t *th) {
+  if (!th->open)
+    return;
+  (void)snap__span_ring_push(&tr->ring, &th->span);
+  th->open = false;
+}
+
+/* Compaction: every node a span still holds (the ring's, the open spans',
+   each thread's last stack) is kept, the rest dropped, and every holder
+   renumbered. */
+static void compact(snap__trace_t *tr) {
+  snap__stack_table_t *t = &tr->table;
+  snap__stack_table_unmark(t);
+  snap__span_iter_t it = snap__span_ring_iter(&tr->ring);
+  snap__tspan_t s;
+  while (snap__span_ring_next(&tr->ring, &it, &s))
+    snap__stack_table_mark(t, s.stack);
+  for (uint32_t i = 0; i < tr->n_thr; i++) {
+    snap__stack_table_mark(t, tr->thr[i].last_stack);
+    if (tr->thr[i].open)
+      snap__stack_table_mark(t, tr->thr[i].span.stack);
+  }
+  snap__stack_table_plan(t);
+  snap__span_ring_remap(&tr->ring, t);
+  for (uint32_t i = 0; i < tr->n_thr; i++) {
+    snap__trace_thr_t *th = &tr->thr[i];
+    if (th->last_stack != SNAP__TRACE_NONE)
+      th->last_stack = snap__stack_table_remap(t, th->last_stack);
+    if (th->open && th->span.stack != SNAP__TRACE_NONE)
+      th->span.stack = snap__stack_table_remap(t, th->span.stack);
+  }
+  snap__stack_table_finish(t);
+  atomic_fetch_add(&tr->compactions, 1);
+}
+
+uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,
+                               bool exact0) {
+  if (n <= 0)
+    return SNAP__TRACE_NONE;
+  uint32_t id = snap__stack_table_add(&tr->table, pcs, n, exact0);
+  /* Full: drop nodes nobody holds; while that frees less than a quarter,
+     drop the oldest quarter of the spans too (the newest are kept). */
+  for (int round = 0; id == SNAP__TRACE_NONE && round < 4; round++) {
+    compact(tr);
+    if (tr->table.n > tr->table.cap / 4 * 3) {
+      snap__span_ring_trim(&tr->ring, 0, tr->ring.len / 4 * 3);
+      compact(tr);
+    }
+    id = snap__stack_table_add(&tr->table, pcs, n, exact0);
+  }
+  return id;
+}
+
+/* One sample's facts, before they meet the thread's open span. */
+typedef struct sample {
+  uint64_t t_us;
+  uint32_t stack;
+  uint8_t state, wait;
+  int64_t cpu_ns; /* since the thread's previous sample; -1 unknown */
+  uint32_t label; /* a mark's label id + 1 */
+} sample_t;
+
+/* Extends the thread's open span with s when they are alike, else closes
+   it and opens one with s. A mark is a span of its own, closed at once. */
+static void record(snap__trace_t *tr, snap__trace_thr_t *th,
+                   const sample_t *s) {
+  int64_t cpu_us = s->cpu_ns >= 0 ? s->cpu_ns / 1000 : -1;
+  atomic_fetch_add_explicit(&tr->samples, 1, memory_order_relaxed);
+  if (s->label) {
+    snap__tspan_t m = {.start_us = s->t_us,
+                       .end_us = s->t_us,
+                       .thread = (uint32_t)(th - tr->thr),
+                       .stack = s->stack,
+                       .count = 1,
+                       .state = s->state,
+                       .cpu_us = -1,
+                       .label = s->label};
+    (void)snap__span_ring_push(&tr->ring, &m);
+    return;
+  }
+  snap__tspan_t *o = &th->span;
+  if (th->open && o->stack == s->stack && o->state == s->state &&
+      o->wait_kind == s->wait && s->t_us >= o->end_us) {
+    o->end_us = s->t_us;
+    o->count++;
+    o->cpu_us = o->cpu_us >= 0 && cpu_us >= 0 ? o->cpu_us + cpu_us : -1;
+    return;
+  }
+  snap__trace_close_span(tr, th);
+  *o = (snap__tspan_t){.start_us = s->t_us,
+                       .end_us = s->t_us,
+                       .thread = (uint32_t)(th - tr->thr),
+                       .stack = s->stack,
+                       .count = 1,
+                       .state = s->state,
+                       .wait_kind = s->wait,
+                       .cpu_us = cpu_us};
+  th->open = true;
+}
+
+static uint8_t blocked_state(unsigned kind) {
+  return kind == SNAP_WAIT_NONE ? SNAP__TRACE_RUNNING : SNAP__TRACE_BLOCKED;
+}
+
+/* Samples one thread (its entry th, looked up under the lock by the
+   caller, who let the lock go). `others`: a thread that is not the main
+   one, sampled only if it runs. Takes the lock to record. */
+static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
+                          bool others) {
+  snap__trace_thr_t *th = &tr->thr[idx]; /* fields read here are the
+                                            sampler's own: no lock */
+  uint64_t now = snap__plat_now_ns();
+  int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
+  if (cpu < 0) { /* gone */
+    snap__plat_lock_lock(lock);
+    snap__trace_close_span(tr, th);
+    th->gone = true;
+    snap__plat_lock_unlock(lock);
+    return;
+  }
+  if (!th->have_last) { /* first sight: its name, while it lives */
+    char name[sizeof th->name] = "";
+    (void)snap__plat_thread_name(th->tid, name, sizeof name);
+    snap__plat_lock_lock(lock);
+    memcpy(th->name, name, sizeof name);
+    snap__plat_lock_unlock(lock);
+  }
+  sample_t s = {.t_us = us_of(tr, now), .stack = SNAP__TRACE_NONE,
+                .cpu_ns = -1};
+  bool ran = !th->have_last || cpu != th->cpu_after;
+  if (others && (!th->have_last || !ran ||
+                 snap__plat_thread_is_running(th->tid) != 1)) {
+    /* Idle (or first seen, or no longer on a CPU): not sampled; its
+       span ends with its last sample. */
+    snap__plat_lock_lock(lock);
+    snap__trace_close_span(tr, th);
+    snap__plat_lock_unlock(lock);
+    th->cpu_after = cpu;
+    th->have_last = true;
+    return;
+  }
+  if (!ran) {
+    /* It did not run: the stack it had. Runnable if the kernel says so
+       (woken or preempted, waiting for a CPU), else still blocked. */
+    s.stack = th->last_stack;
+    s.cpu_ns = 0;
+    if (snap__plat_thread_is_running(th->tid) == 1) {
+      s.state = SNAP__TRACE_RUNNABLE;
+    } else {
+      s.state = SNAP__TRACE_BLOCKED;
+      s.wait = th->last_state == SNAP__TRACE_BLOCKED ? th->last_wait
+                                                     : SNAP_WAIT_OTHER;
+    }
+  } else {
+    uintptr_t pcs[SNAP__TRACE_DEPTH];
+    snap_wait_t wait = {.size = sizeof wait};
+    int64_t runq0 = th->runq;
+    int n = snap__capture_thread_wait(
+        th->tid, pcs, SNAP__TRACE_DEPTH,
+        SNAP_CAPTURE_QUIET |
+            (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0),
+        &wait, false);
+    int64_t after = snap__plat_thread_cpu_ns(th->tid);
+    if (th->is_main)
+      th->runq = snap__plat_thread_runq_ns(th->tid);
+    if (n < 0) {
+      atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
+      s.state = SNAP__TRACE_UNKNOWN;
+    } else {
+      s.state = blocked_state(wait.kind);
+      s.wait = (uint8_t)wait.kind;
+    }
+    if (th->have_last && th->cpu_after >= 0 && after >= th->cpu_after)
+      s.cpu_ns = after - th->cpu_after;
+    if (s.state == SNAP__TRACE_RUNNING && runq0 >= 0 && th->runq >= runq0 &&
+        s.cpu_ns >= 0 && th->runq - runq0 > s.cpu_ns)
+      s.state = SNAP__TRACE_RUNNABLE; /* it waited more than it ran */
+    cpu = after >= 0 ? after : cpu;
+    snap__plat_lock_lock(lock);
+    s.stack = n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
+    record(tr, th, &s);
+    th->last_stack = s.stack;
+    th->last_state = s.state;
+    th->last_wait = s.wait;
+    snap__plat_lock_unlock(lock);
+    th->cpu_after = cpu;
+    th->have_last = true;
+    return;
+  }
+  snap__plat_lock_lock(lock);
+  record(tr, th, &s);
+  th->last_state = s.state;
+  th->last_wait = s.wait;
+  snap__plat_lock_unlock(lock);
+  th->have_last = true;
+}
+
+/* The queued marks, into the ring. Under the lock. */
+static uint32_t label_id(snap__trace_t *tr, const char *label) {
+  for (uint32_t i = 0; i < tr->n_labels; i++)
+    if (strcmp(tr->labels[i], label) == 0)
+      return i + 1;
+  if (tr->n_labels == SNAP__TRACE_LABELS)
+    return SNAP__TRACE_LABELS; /* the last one stands for the rest */
+  if (tr->n_labels == SNAP__TRACE_LABELS - 1)
+    strcpy(tr->labels[tr->n_labels], "(more labels)");
+  else
+    strcpy(tr->labels[tr->n_labels], label);
+  return ++tr->n_labels;
+}
+
+static void drain_marks(snap__trace_t *tr) {
+  snap__trace_mark_t *m;
+  while ((m = snap__trace_mark_peek(tr))) {
+    uint32_t idx = snap__trace_thread_index(tr, m->tid);
+    if (idx != SNAP__TRACE_NONE) {
+      sample_t s = {.t_us = us_of(tr, m->t_ns),
+                    .stack = snap__trace_add_stack(tr, m->pcs, m->n, false),
+                    .state = SNAP__TRACE_RUNNING,
+                    .cpu_ns = -1,
+                    .label = label_id(tr, m->label)};
+      record(tr, &tr->thr[idx], &s);
+    }
+    snap__trace_mark_done(tr, m);
+  }
+}
+
+/* The other threads: each one that ran since the last look is sampled. */
+static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
+                          snap_thread_t self) {
+  snap_thread_t tids[SNAP__TRACE_THREADS];
+  int n = snap__plat_thread_list(tids, SNAP__TRACE_THREADS);
+  if (n > SNAP__TRACE_THREADS)
+    n = SNAP__TRACE_THREADS;
+  for (int i = 0; i < n; i++) {
+    if (tids[i] == self || tids[i] == snap__plat_thread_main())
+      continue;
+    snap__plat_lock_lock(lock);
+    uint32_t idx = snap__trace_thread_index(tr, tids[i]);
+    snap__plat_lock_unlock(lock);
+    if (idx != SNAP__TRACE_NONE)
+      sample_thread(tr, lock, idx, true);
+  }
+}
+
+void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
+                             _Atomic bool *stop, snap__sem_t *wake) {
+  snap_thread_t self = snap__plat_thread_self();
+  uint64_t main_ns = (uint64_t)tr->cfg.main_interval_us * 1000u;
+  uint64_t other_ns = (uint64_t)tr->cfg.other_interval_us * 1000u;
+  uint64_t window_us = (uint64_t)tr->cfg.window_seconds * 1000000u;
+  snap__plat_lock_lock(lock);
+  uint32_t main_idx = snap__trace_thread_index(tr, snap__plat_thread_main());
+  snap__plat_lock_unlock(lock);
+  uint64_t next_main = snap__plat_now_ns(), next_other = next_main;
+  while (!atomic_load(stop)) {
+    uint64_t now = snap__plat_now_ns();
+    if (now >= next_main) {
+      if (main_idx != SNAP__TRACE_NONE && !tr->thr[main_idx].gone)
+        sample_thread(tr, lock, main_idx, false);
+      next_main += main_ns;
+      now = snap__plat_now_ns();
+      if (next_main <= now) { /* late by a whole period or more */
+        atomic_fetch_add_explicit(&tr->missed_ticks, (now - next_main) / main_ns + 1,
+                                  memory_order_relaxed);
+        next_main = now + main_ns;
+      }
+    }
+    if (other_ns && now >= next_other) {
+      sample_others(tr, lock, self);
+      next_other += other_ns;
+      now = snap__plat_now_ns();
+      if (next_other <= now)
+        next_other = now + other_ns;
+    }
+    snap__plat_lock_lock(lock);
+    drain_marks(tr);
+    uint64_t now_us = us_of(tr, now);
+    snap__span_ring_trim(&tr->ring, now_us > window_us ? now_us - window_us : 0,
+                         tr->ring.cap);
+    snap__plat_lock_unlock(lock);
+    uint64_t next = other_ns && next_other < next_main ? next_other : next_main;
+    (void)snap__plat_sem_timedwait(wake, next);
+  }
+  snap__plat_lock_lock(lock);
+  drain_marks(tr);
+  for (uint32_t i = 0; i < tr->n_thr; i++)
+    snap__trace_close_span(tr, &tr->thr[i]);
+  tr->sampler_cpu_ns = snap__plat_thread_cpu_ns(self);
+  snap__plat_lock_unlock(lock);
+}
