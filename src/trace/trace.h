@@ -53,6 +53,14 @@ void snap__tbuf_printf(snap__tbuf_t *b, const char *fmt, ...)
 /* A JSON string literal, quotes included: escapes what JSON requires and
    replaces bytes that are not UTF-8 with U+FFFD. */
 void snap__tbuf_json_string(snap__tbuf_t *b, const char *s);
+/* Helpers of the exporters (tbuf.c). The length of the well-formed UTF-8
+   sequence at s (1..4; no overlong form, surrogate or code point above
+   U+10FFFF), 0 when s does not start one (a NUL terminator counts as 1). */
+size_t snap__utf8_len(const unsigned char *s);
+/* s as text: appended with each byte that starts no UTF-8 sequence
+   replaced by U+FFFD; snap__utf8_clean_len is the length that appends. */
+void snap__tbuf_text(snap__tbuf_t *b, const char *s);
+size_t snap__utf8_clean_len(const char *s);
 void snap__tbuf_free(snap__tbuf_t *b);
 
 /* ---- The snapshot exporters read ----------------------------------------- */

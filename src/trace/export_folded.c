@@ -1,0 +1,168 @@
+/*
+ * export_folded.c — a snapshot as folded stacks, the input of flamegraph.pl,
+ * speedscope and inferno: one line per distinct stack per thread,
+ *   <thread>;<root>;...;<leaf> <samples>
+ * sorted bytewise, with counts summed over the thread's periodic samples
+ * (marks excluded: they are extra samples at the app's chosen points and
+ * would weigh their stacks by how often the app marks). A sample that had
+ * no stack counts under <thread>;[no stack], so the counts add up to the
+ * samples taken. <thread> is the thread's name, else its id.
+ *
+ * Owns: snap__trace_export_folded.
+ * Algorithm: count samples per (thread, leaf node) (sort + merge), write
+ *  each distinct one's text once, sort the texts, merge equal texts (two
+ *  nodes can print alike: the same functions through other call sites).
+ * Names are made safe for the line format: ';' (the separator) becomes
+ *  ':', control characters (newline, tab...) become spaces, leading and
+ *  trailing spaces go (the count is whatever follows the last space),
+ *  bytes that are not UTF-8 become U+FFFD, and an empty name becomes "?".
+ * Must not: write files, or call an OS API.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace.h"
+
+typedef struct leaf_count {
+  uint32_t thread, frame;
+  uint64_t count;
+} leaf_count_t;
+
+typedef struct line {
+  const char *p; /* into `text`, once it stops growing */
+  size_t off, len;
+  uint64_t count;
+} line_t;
+
+static int by_leaf(const void *a, const void *b) {
+  const leaf_count_t *x = a, *y = b;
+  if (x->thread != y->thread)
+    return x->thread < y->thread ? -1 : 1;
+  return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+static int by_text(const void *a, const void *b) {
+  const line_t *x = a, *y = b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int c = memcmp(x->p, y->p, n);
+  if (c)
+    return c;
+  return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* One frame's name, safe for the line. */
+static void put_name(snap__tbuf_t *b, const char *name) {
+  size_t start = b->len;
+  for (const unsigned char *p = (const unsigned char *)name; *p;) {
+    size_t n = snap__utf8_len(p);
+    if (n == 0) {
+      snap__tbuf_put(b, "\xef\xbf\xbd", 3);
+      p++;
+    } else if (n > 1) {
+      snap__tbuf_put(b, p, n);
+      p += n;
+    } else {
+      char c = (char)*p++;
+      if (c == ';')
+        c = ':';
+      else if ((unsigned char)c < 0x20 || c == 0x7f)
+        c = ' ';
+      if (c == ' ' && b->len == start)
+        continue; /* leading space */
+      snap__tbuf_put(b, &c, 1);
+    }
+  }
+  if (b->failed)
+    return;
+  while (b->len > start && b->p[b->len - 1] == ' ')
+    b->len--;
+  b->p[b->len] = '\0';
+  if (b->len == start)
+    snap__tbuf_put(b, "?", 1);
+}
+
+static void put_stack(snap__tbuf_t *b, const snap__trace_snapshot_t *s,
+                      uint32_t leaf, uint32_t *path) {
+  uint32_t n = 0;
+  for (uint32_t f = leaf; f < s->n_frames && n < s->n_frames;
+       f = s->frames[f].parent)
+    path[n++] = f;
+  if (n == 0) {
+    snap__tbuf_puts(b, ";[no stack]");
+    return;
+  }
+  while (n--) {
+    snap__tbuf_put(b, ";", 1);
+    put_name(b, s->frames[path[n]].name);
+  }
+}
+
+int snap__trace_export_folded(const snap__trace_snapshot_t *s,
+                              snap__tbuf_t *out) {
+  if (!s || !out)
+    return SNAP_EINVAL;
+  size_t n = 0;
+  for (size_t i = 0; i < s->n_spans; i++)
+    if (!s->spans[i].label && s->spans[i].thread < s->n_threads)
+      n++;
+  leaf_count_t *leaves = malloc((n ? n : 1) * sizeof *leaves);
+  line_t *lines = malloc((n ? n : 1) * sizeof *lines);
+  uint32_t *path = malloc(((size_t)s->n_frames + 1) * sizeof *path);
+  snap__tbuf_t text = {0};
+  int rc = SNAP_ENOMEM;
+  if (!leaves || !lines || !path)
+    goto done;
+
+  n = 0;
+  for (size_t i = 0; i < s->n_spans; i++) {
+    const snap__trace_span_t *sp = &s->spans[i];
+    if (sp->label || sp->thread >= s->n_threads)
+      continue;
+    uint32_t frame = sp->frame < s->n_frames ? sp->frame : SNAP__TRACE_NONE;
+    leaves[n++] = (leaf_count_t){sp->thread, frame, sp->count};
+  }
+  qsort(leaves, n, sizeof *leaves, by_leaf);
+
+  size_t n_lines = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    uint64_t count = 0;
+    for (; j < n && !by_leaf(&leaves[i], &leaves[j]); j++)
+      count += leaves[j].count;
+    const snap__trace_thread_t *th = &s->threads[leaves[i].thread];
+    size_t off = text.len;
+    char name[sizeof th->name + 1];
+    memcpy(name, th->name, sizeof th->name);
+    name[sizeof th->name] = '\0'; /* a full name may lack its NUL */
+    if (name[0])
+      put_name(&text, name);
+    else
+      snap__tbuf_printf(&text, "%" PRIu64, (uint64_t)th->tid);
+    put_stack(&text, s, leaves[i].frame, path);
+    lines[n_lines++] = (line_t){NULL, off, text.len - off, count};
+    i = j;
+  }
+  if (text.failed)
+    goto done;
+
+  for (size_t i = 0; i < n_lines; i++)
+    lines[i].p = text.p + lines[i].off;
+  qsort(lines, n_lines, sizeof *lines, by_text);
+  for (size_t i = 0; i < n_lines;) {
+    size_t j = i;
+    uint64_t count = 0;
+    for (; j < n_lines && !by_text(&lines[i], &lines[j]); j++)
+      count += lines[j].count;
+    snap__tbuf_put(out, lines[i].p, lines[i].len);
+    snap__tbuf_printf(out, " %" PRIu64 "\n", count);
+    i = j;
+  }
+  rc = out->failed ? SNAP_ENOMEM : SNAP_OK;
+done:
+  free(leaves);
+  free(lines);
+  free(path);
+  snap__tbuf_free(&text);
+  return rc;
+}
