@@ -7,7 +7,9 @@
  *  1. A span covers start_ns until the next span of its thread; when that
  *     one starts more than two sampling periods after end_ns, the thread
  *     went unsampled (idle, or the window ended) and the span covers one
- *     period past end_ns instead. Open slices end where the coverage ends
+ *     period past end_ns instead. Not so for the main thread, which the
+ *     sampler samples whatever it does: a gap there is the sampler's own
+ *     lateness on a busy machine, so its spans last to the next. Open slices end where the coverage ends
  *     when it ends before the next span starts.
  *  2. Between two spans, diff the stacks from the root: the open slices
  *     from the first depth where the frames differ end (deepest first),
@@ -266,8 +268,12 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
         b.open[d].waits[wait] += sp->count;
     }
 
-    /* 1. How long it lasts: to the next span, or one period. */
-    if (!next || (next->start_ns > sp->end_ns &&
+    /* 1. How long it lasts: to the next span, or one period. The main
+       thread is sampled every period whatever it does, so a gap in its
+       samples is the sampler's lateness (a busy machine), not a pause of
+       the thread: its spans last to the next. */
+    bool main_thread = thread < s->n_threads && s->threads[thread].is_main;
+    if (!next || (!main_thread && next->start_ns > sp->end_ns &&
                   next->start_ns - sp->end_ns > 2 * period))
       close_from(&b, 0, sp->end_ns + period);
   }
