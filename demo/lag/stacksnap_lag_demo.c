@@ -84,9 +84,11 @@ typedef struct options {
   unsigned threshold_ms, hang_ms, hang_seconds, cpu_window_ms, cpu_percent,
       seconds;
   bool quiet;
+  bool trace; /* --trace: a sampling trace of the whole run */
 } options_t;
 
-static options_t g_opt = {NULL, "all", 250, 8000, 10, 2000, 80, 5, false};
+static options_t g_opt = {NULL,  "all", 250, 8000, 10,
+                          2000,  80,    5,   false, false};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
@@ -694,6 +696,64 @@ static const scenario_t *find_scenario(const char *name) {
   return NULL;
 }
 
+/* ---- The sampling trace (--trace) ------------------------------------------
+
+   The whole run is traced (the main thread at 1 kHz, the others while they
+   run); at the end DIR/trace.pftrace (open it at ui.perfetto.dev),
+   DIR/trace.json (chrome://tracing) and DIR/trace.folded are written, and,
+   where the source tree's scripts/flamegraph.py and python3 are found,
+   DIR/trace.svg, a flame graph of the folded stacks. */
+
+static void trace_start(void) {
+  snap_trace_config_t tc;
+  snap_trace_config_default(&tc);
+  tc.window_seconds = 120; /* the whole run */
+  tc.max_bytes = 16u << 20;
+  int rc = snap_trace_start(&tc);
+  if (rc != SNAP_OK) {
+    fprintf(stderr, "stacksnap_lag_demo: snap_trace_start: %s\n",
+            snap_strerror(rc));
+    g_opt.trace = false;
+  }
+}
+
+static void trace_finish(void) {
+  snap_trace_stop();
+  static const struct {
+    const char *name;
+    unsigned format;
+  } out[] = {{"trace.pftrace", SNAP_TRACE_PERFETTO},
+             {"trace.json", SNAP_TRACE_CHROME_JSON},
+             {"trace.folded", SNAP_TRACE_FOLDED}};
+  char path[4096];
+  for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", g_opt.dir, out[i].name);
+    int rc = snap_trace_write(path, out[i].format, 0, 0);
+    if (rc == SNAP_OK)
+      printf("trace: %s\n", path);
+    else
+      fprintf(stderr, "stacksnap_lag_demo: snap_trace_write %s: %s\n", path,
+              snap_strerror(rc));
+  }
+  snap_trace_stats_t st = {.size = sizeof st};
+  if (snap_trace_stats(&st) == SNAP_OK)
+    printf("trace: %llu samples, %llu spans, %llu bytes of %llu, sampler "
+           "cpu %.1f ms\n",
+           (unsigned long long)st.samples, (unsigned long long)st.spans,
+           (unsigned long long)st.bytes_used,
+           (unsigned long long)st.bytes_reserved,
+           st.sampler_cpu_ns >= 0 ? (double)st.sampler_cpu_ns / 1e6 : -1.0);
+#ifdef DEMO_FLAMEGRAPH
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd,
+           "python3 '%s' --title 'stacksnap_lag_demo' -o '%s/trace.svg' "
+           "'%s/trace.folded'",
+           DEMO_FLAMEGRAPH, g_opt.dir, g_opt.dir);
+  if (access(DEMO_FLAMEGRAPH, R_OK) == 0 && system(cmd) == 0)
+    printf("flame graph: %s/trace.svg\n", g_opt.dir);
+#endif
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static void usage(void) {
@@ -701,7 +761,7 @@ static void usage(void) {
           "usage: stacksnap_lag_demo --dir DIR [--scenario NAME] "
           "[--threshold MS] [--hang-ms MS]\n"
           "         [--hang-seconds S] [--cpu-window MS] [--cpu-percent P] "
-          "[--seconds S] [--quiet]\n"
+          "[--seconds S] [--quiet] [--trace]\n"
           "scenarios: all (default: heavy lock io repeat hang), heavy, lock, "
           "io, hang, repeat,\n"
           "           steady, cpu, killme, none, usleep-lock, deadlock,\n"
@@ -731,6 +791,7 @@ static void parse_args(int argc, char **argv) {
       {"cpu-percent", required_argument, NULL, 'p'},
       {"seconds", required_argument, NULL, 'n'},
       {"quiet", no_argument, NULL, 'q'},
+      {"trace", no_argument, NULL, 'T'},
       {NULL, 0, NULL, 0},
   };
   int c;
@@ -745,6 +806,7 @@ static void parse_args(int argc, char **argv) {
     case 'p': g_opt.cpu_percent = parse_uint("--cpu-percent", optarg); break;
     case 'n': g_opt.seconds = parse_uint("--seconds", optarg); break;
     case 'q': g_opt.quiet = true; break;
+    case 'T': g_opt.trace = true; break;
     default: usage();
     }
   }
@@ -800,8 +862,12 @@ int main(int argc, char **argv) {
       (int)getpid(), cfg.threshold_ms, cfg.hang_ms, cfg.cpu_window_ms,
       cfg.report_dir);
 
+  if (g_opt.trace)
+    trace_start();
   loop_after(GAP_MS, next_scenario, NULL); /* starts with an idle loop */
   loop_run();
+  if (g_opt.trace)
+    trace_finish();
 
   rc = snap_lag_stop();
   if (rc != SNAP_OK)

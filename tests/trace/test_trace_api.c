@@ -1,0 +1,166 @@
+/*
+ * test_trace_api.c — the sampling trace's calls: their errors, and that an
+ * error loses nothing (issue 16: "start/stop/start, stop without start,
+ * write with nothing sampled, a path that cannot be written: clear
+ * errors, nothing lost").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "stacksnap.h"
+
+static char g_dir[] = "/tmp/snap_trace_api.XXXXXX";
+
+static long file_size(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int write_fmt(const char *name, unsigned format) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  return snap_trace_write(path, format, 0, 0);
+}
+
+__attribute__((noinline)) static void busy_ms(unsigned ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  volatile uint64_t x = 1;
+  do {
+    for (int i = 0; i < 10000; i++)
+      x = x * 3 + 1;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+           ms);
+}
+
+int main(void) {
+  CHECK(mkdtemp(g_dir) != NULL, "mkdtemp");
+  snap_trace_config_t c;
+  snap_trace_config_default(&c);
+  CHECK_EQ(c.size, (uint32_t)sizeof c);
+  CHECK_EQ(c.main_interval_us, 1000u);
+  CHECK_EQ(c.other_interval_us, 10000u);
+  CHECK_EQ(c.window_seconds, 30u);
+  CHECK_EQ(c.max_bytes, (size_t)8 << 20);
+
+  /* Nothing started: every call says so, nothing is written. */
+  CHECK_EQ(snap_trace_stop(), SNAP_EINVAL);
+  CHECK_EQ(snap_trace_mark("x"), SNAP_EINVAL);
+  CHECK_EQ(write_fmt("none.json", SNAP_TRACE_CHROME_JSON), SNAP_EINVAL);
+  CHECK(file_size("none.json") < 0, "a file written with no trace");
+  snap_trace_stats_t st = {.size = sizeof st};
+  CHECK_EQ(snap_trace_stats(&st), SNAP_OK);
+  CHECK_EQ(st.samples, 0u);
+  snap_trace_stats_t bad_size = {.size = 3};
+  CHECK_EQ(snap_trace_stats(&bad_size), SNAP_EINVAL);
+  CHECK_EQ(snap_trace_stats(NULL), SNAP_EINVAL);
+
+  /* Bad configurations. */
+  CHECK_EQ(snap_trace_start(NULL), SNAP_EINVAL);
+  snap_trace_config_t b = c;
+  b.size = 8;
+  CHECK_EQ(snap_trace_start(&b), SNAP_EINVAL);
+  b = c;
+  b.main_interval_us = 10;
+  CHECK_EQ(snap_trace_start(&b), SNAP_EINVAL);
+  b = c;
+  b.other_interval_us = 10;
+  CHECK_EQ(snap_trace_start(&b), SNAP_EINVAL);
+  b = c;
+  b.window_seconds = 0;
+  CHECK_EQ(snap_trace_start(&b), SNAP_EINVAL);
+  b = c;
+  b.max_bytes = 1000;
+  CHECK_EQ(snap_trace_start(&b), SNAP_EINVAL);
+
+  /* Start; a second start is busy; a write with almost nothing sampled
+     is a valid trace. */
+  CHECK_EQ(snap_trace_start(&c), SNAP_OK);
+  CHECK_EQ(snap_trace_start(&c), SNAP_EBUSY);
+  CHECK_EQ(write_fmt("early.json", SNAP_TRACE_CHROME_JSON), SNAP_OK);
+  CHECK(file_size("early.json") > 0, "no early trace");
+  busy_ms(100);
+  CHECK_EQ(snap_trace_mark("api mark"), SNAP_OK);
+  busy_ms(50);
+
+  /* Bad writes: nothing is left at the path, the trace is intact. */
+  CHECK_EQ(snap_trace_write(NULL, SNAP_TRACE_PERFETTO, 0, 0), SNAP_EINVAL);
+  CHECK_EQ(snap_trace_write("", SNAP_TRACE_PERFETTO, 0, 0), SNAP_EINVAL);
+  CHECK_EQ(write_fmt("bad.fmt", 0), SNAP_EINVAL);
+  CHECK_EQ(write_fmt("bad.fmt", 4), SNAP_EINVAL);
+  CHECK(file_size("bad.fmt") < 0, "a file written for a bad format");
+  char path[512];
+  snprintf(path, sizeof path, "%s/x.json", g_dir);
+  CHECK_EQ(snap_trace_write(path, SNAP_TRACE_CHROME_JSON, 200, 100),
+           SNAP_EINVAL);
+  CHECK_EQ(snap_trace_write("/nonexistent-dir/x/trace.pftrace",
+                            SNAP_TRACE_PERFETTO, 0, 0),
+           SNAP_EIO);
+  snprintf(path, sizeof path, "%s/is-a-dir", g_dir);
+  mkdir(path, 0700);
+  CHECK_EQ(snap_trace_write(path, SNAP_TRACE_PERFETTO, 0, 0), SNAP_EIO);
+  if (geteuid() != 0) { /* root writes anywhere */
+    snprintf(path, sizeof path, "%s/ro", g_dir);
+    mkdir(path, 0500);
+    snprintf(path, sizeof path, "%s/ro/t.folded", g_dir);
+    CHECK_EQ(snap_trace_write(path, SNAP_TRACE_FOLDED, 0, 0), SNAP_EIO);
+  }
+
+  /* Stop, then the recording is still there to write, in every format. */
+  CHECK_EQ(snap_trace_stop(), SNAP_OK);
+  CHECK_EQ(snap_trace_stop(), SNAP_EINVAL);
+  CHECK_EQ(snap_trace_mark("late"), SNAP_EINVAL);
+  CHECK_EQ(snap_trace_stats(&st), SNAP_OK);
+  printf("first trace: %llu samples, %llu spans, %llu marks, %llu failed\n",
+         (unsigned long long)st.samples, (unsigned long long)st.spans,
+         (unsigned long long)st.marks, (unsigned long long)st.failed);
+  CHECK(st.samples > 10, "only %llu samples in 150 ms at 1 kHz",
+        (unsigned long long)st.samples);
+  CHECK_EQ(st.marks, 1u);
+  CHECK(st.bytes_reserved <= c.max_bytes, "%llu bytes reserved over the cap",
+        (unsigned long long)st.bytes_reserved);
+  CHECK_EQ(write_fmt("a.pftrace", SNAP_TRACE_PERFETTO), SNAP_OK);
+  CHECK_EQ(write_fmt("a.json", SNAP_TRACE_CHROME_JSON), SNAP_OK);
+  CHECK_EQ(write_fmt("a.folded", SNAP_TRACE_FOLDED), SNAP_OK);
+  CHECK(file_size("a.pftrace") > 0 && file_size("a.json") > 0 &&
+            file_size("a.folded") > 0,
+        "empty trace files after a stop");
+  /* The folded file names this test's function. */
+  snprintf(path, sizeof path, "%s/a.folded", g_dir);
+  FILE *f = fopen(path, "r");
+  char text[1 << 16] = "";
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+  }
+  CHECK(strstr(text, "busy_ms") != NULL, "the folded stacks lack busy_ms");
+
+  /* Start again: a new, empty trace. */
+  CHECK_EQ(snap_trace_start(&c), SNAP_OK);
+  CHECK_EQ(snap_trace_stats(&st), SNAP_OK);
+  CHECK(st.marks == 0 && st.spans == 0, "a restarted trace holds the old one");
+  busy_ms(30);
+  CHECK_EQ(snap_trace_stop(), SNAP_OK);
+  CHECK_EQ(write_fmt("b.json", SNAP_TRACE_CHROME_JSON), SNAP_OK);
+
+  /* A window with nothing in it: a valid, empty trace. */
+  snprintf(path, sizeof path, "%s/empty.json", g_dir);
+  CHECK_EQ(snap_trace_write(path, SNAP_TRACE_CHROME_JSON, 1000, 2000),
+           SNAP_OK);
+  CHECK(file_size("empty.json") > 0, "no empty trace written");
+
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "chmod -R u+w %s; rm -rf %s", g_dir, g_dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", g_dir);
+  return check_result("test_trace_api");
+}

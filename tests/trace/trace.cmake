@@ -1,0 +1,17 @@
+# The sampling trace (src/trace/), end to end: a program with a known
+# pattern traced at 1 kHz, its files read by readers nobody here wrote
+# (Perfetto's protos from the `perfetto` package, Python's json).
+add_executable(trace_pattern trace/trace_pattern.c)
+target_compile_options(trace_pattern PRIVATE -fno-omit-frame-pointer -O1)
+target_compile_definitions(trace_pattern PRIVATE _GNU_SOURCE)
+target_link_libraries(trace_pattern PRIVATE stacksnap_static Threads::Threads ${CMAKE_DL_LIBS})
+add_test(NAME test_trace_pattern
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/trace/test_trace_pattern.py
+          $<TARGET_FILE:trace_pattern> --run-with "${SNAP_RUN_WITH}")
+set_tests_properties(test_trace_pattern PROPERTIES TIMEOUT 120 LABELS lag)
+
+# The storage's memory cap over 10 minutes at 1 kHz (simulated clock), the
+# newest data kept; the span encoding against a reference.
+snap_test(test_trace_storage trace/test_trace_storage.c)
+# The API's errors and lifecycle.
+snap_test(test_trace_api trace/test_trace_api.c)

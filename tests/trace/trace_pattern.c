@@ -1,0 +1,163 @@
+/*
+ * trace_pattern.c — a program that does known things in a known order
+ * while the sampling trace runs at 1 kHz, then writes the trace in the
+ * three formats, for test_trace_pattern.py to read with readers nobody
+ * here wrote (the Perfetto protos of the `perfetto` package, Python's
+ * json).
+ *
+ * The pattern, on the main thread, under pattern_run():
+ *   phase_a   200 ms computing (wall time: a loaded box stretches CPU work)
+ *   phase_b   100 ms blocked on a mutex another thread holds
+ *   phase_a   200 ms computing again
+ *   phase_c   100 ms computing, with a snap_trace_mark("phase_c mark")
+ * Each phase's real begin and end (unix ns, read here around it) go to
+ * <dir>/phases.json, the oracle the trace's slices are held to; the
+ * trace's own statistics go there too.
+ *
+ * Usage: trace_pattern DIR  -> DIR/trace.pftrace, trace.json,
+ * trace.folded, phases.json. Exit 0, or 1 with a message.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stacksnap.h"
+
+static uint64_t unix_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static volatile uint64_t g_sink;
+
+/* Computes until `ms` of wall time have passed. */
+__attribute__((noinline)) static void spin_ms(unsigned ms) {
+  uint64_t end = unix_ns() + (uint64_t)ms * 1000000u, x = g_sink | 1;
+  while (unix_ns() < end)
+    for (int i = 0; i < 1000; i++)
+      x = x * 6364136223846793005u + 1442695040888963407u;
+  g_sink = x;
+}
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int g_held;
+
+static void *holder(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_lock);
+  atomic_store(&g_held, 1);
+  usleep(100000);
+  pthread_mutex_unlock(&g_lock);
+  return NULL;
+}
+
+__attribute__((noinline)) static void phase_a(void) {
+  spin_ms(200);
+  __asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) static void phase_b(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, holder, NULL);
+  while (!atomic_load(&g_held))
+    ;
+  pthread_mutex_lock(&g_lock); /* ~100 ms: the holder sleeps with it */
+  pthread_mutex_unlock(&g_lock);
+  pthread_join(t, NULL);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void phase_c(void) {
+  spin_ms(50);
+  snap_trace_mark("phase_c mark");
+  spin_ms(50);
+  __asm__ volatile("" ::: "memory");
+}
+
+typedef struct phase {
+  const char *name;
+  uint64_t begin, end;
+} phase_t;
+
+#define PHASE(i, fn)                                                           \
+  do {                                                                         \
+    ph[i].name = #fn;                                                          \
+    ph[i].begin = unix_ns();                                                   \
+    fn();                                                                      \
+    ph[i].end = unix_ns();                                                     \
+  } while (0)
+
+/* Direct calls: a blocked thread is walked from the sp and pc the kernel
+   publishes, and a frame-pointer function's record is recovered only
+   where a direct call put it (src/capture/fp_recover.c). */
+__attribute__((noinline)) static void pattern_run(phase_t *ph) {
+  PHASE(0, phase_a);
+  PHASE(1, phase_b);
+  PHASE(2, phase_a);
+  PHASE(3, phase_c);
+  __asm__ volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: trace_pattern DIR\n");
+    return 2;
+  }
+  snap_trace_config_t cfg;
+  snap_trace_config_default(&cfg);
+  int rc = snap_trace_start(&cfg);
+  if (rc != SNAP_OK) {
+    fprintf(stderr, "snap_trace_start: %s\n", snap_strerror(rc));
+    return 1;
+  }
+  usleep(50000);
+  phase_t ph[4];
+  uint64_t t0 = unix_ns();
+  pattern_run(ph);
+  usleep(50000);
+  uint64_t t1 = unix_ns();
+  snap_trace_stop();
+  snap_trace_stats_t st = {.size = sizeof st};
+  snap_trace_stats(&st);
+  static const struct {
+    const char *file;
+    unsigned format;
+  } out[] = {{"trace.pftrace", SNAP_TRACE_PERFETTO},
+             {"trace.json", SNAP_TRACE_CHROME_JSON},
+             {"trace.folded", SNAP_TRACE_FOLDED}};
+  char path[4096];
+  for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", argv[1], out[i].file);
+    if ((rc = snap_trace_write(path, out[i].format, t0, t1)) != SNAP_OK) {
+      fprintf(stderr, "snap_trace_write %s: %s\n", path, snap_strerror(rc));
+      return 1;
+    }
+  }
+  snprintf(path, sizeof path, "%s/phases.json", argv[1]);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return 1;
+  fprintf(f, "{\"since\": %llu, \"until\": %llu, \"phases\": [",
+          (unsigned long long)t0, (unsigned long long)t1);
+  for (int i = 0; i < 4; i++)
+    fprintf(f, "%s{\"name\": \"%s\", \"begin\": %llu, \"end\": %llu}",
+            i ? ", " : "", ph[i].name, (unsigned long long)ph[i].begin,
+            (unsigned long long)ph[i].end);
+  fprintf(f,
+          "], \"stats\": {\"samples\": %llu, \"failed\": %llu, \"spans\": "
+          "%llu, \"marks\": %llu, \"missed_ticks\": %llu, \"nodes\": %llu, "
+          "\"bytes_used\": %llu, \"sampler_cpu_ns\": %lld}}\n",
+          (unsigned long long)st.samples, (unsigned long long)st.failed,
+          (unsigned long long)st.spans, (unsigned long long)st.marks,
+          (unsigned long long)st.missed_ticks,
+          (unsigned long long)st.stack_nodes,
+          (unsigned long long)st.bytes_used, (long long)st.sampler_cpu_ns);
+  fclose(f);
+  return 0;
+}
