@@ -58,7 +58,7 @@ static void put_name(snap__tbuf_t *b, const char *name) {
     size_t n = snap__utf8_len(p);
     if (n == 0) {
       snap__tbuf_put(b, "\xef\xbf\xbd", 3);
-      p++;
+      p += snap__utf8_bad_len(p);
     } else if (n > 1) {
       snap__tbuf_put(b, p, n);
       p += n;

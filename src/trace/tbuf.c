@@ -11,8 +11,11 @@
  * caller's label). Every string that reaches a file goes through
  * snap__utf8_len, which accepts only well-formed UTF-8 (no overlong forms,
  * no UTF-16 surrogates, nothing above U+10FFFF: what Python's strict
- * decoder and protobuf's string checks refuse), and a byte that does not
- * start such a sequence becomes U+FFFD. So every output stays parseable.
+ * decoder and protobuf's string checks refuse), and what does not start
+ * such a sequence becomes one U+FFFD per maximal subpart (snap__utf8_bad_len:
+ * the bytes of a broken sequence up to where it breaks, or the one byte
+ * that starts nothing), as Python's decoder replaces them. So every output
+ * stays parseable.
  * Must not: write files, or be called where allocation is forbidden (the
  * sampler's stopped window).
  */
@@ -117,6 +120,33 @@ size_t snap__utf8_len(const unsigned char *s) {
   return n;
 }
 
+size_t snap__utf8_bad_len(const unsigned char *s) {
+  /* The bytes that start a valid sequence before it breaks: Unicode's
+     "maximal subpart", replaced by one U+FFFD (as Python's and the WHATWG
+     decoders do). A byte that starts nothing is one. */
+  unsigned c = s[0];
+  size_t n;
+  unsigned lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2;
+  else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    lo = c == 0xe0 ? 0xa0 : 0x80;
+    hi = c == 0xed ? 0x9f : 0xbf;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    lo = c == 0xf0 ? 0x90 : 0x80;
+    hi = c == 0xf4 ? 0x8f : 0xbf;
+  } else
+    return 1;
+  if (s[1] < lo || s[1] > hi)
+    return 1;
+  size_t i = 2;
+  while (i < n && (s[i] & 0xc0) == 0x80)
+    i++;
+  return i; /* < n when s did not start a valid sequence */
+}
+
 void snap__tbuf_text(snap__tbuf_t *b, const char *s) {
   const unsigned char *p = (const unsigned char *)s;
   while (*p) {
@@ -128,7 +158,7 @@ void snap__tbuf_text(snap__tbuf_t *b, const char *s) {
     snap__tbuf_put(b, run, (size_t)(p - run));
     if (*p) {
       snap__tbuf_put(b, REPLACEMENT, sizeof REPLACEMENT);
-      p++;
+      p += snap__utf8_bad_len(p);
     }
   }
 }
@@ -138,7 +168,7 @@ size_t snap__utf8_clean_len(const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
     size_t n = snap__utf8_len(p);
     len += n ? n : sizeof REPLACEMENT;
-    p += n ? n : 1;
+    p += n ? n : snap__utf8_bad_len(p);
   }
   return len;
 }
@@ -169,6 +199,7 @@ void snap__tbuf_json_string(snap__tbuf_t *b, const char *s) {
       snap__tbuf_put(b, esc, 6);
     } else {
       snap__tbuf_put(b, "\\ufffd", 6); /* not text: never break the file */
+      p += snap__utf8_bad_len(p) - 1;
     }
     p++;
   }

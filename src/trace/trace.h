@@ -57,7 +57,11 @@ void snap__tbuf_json_string(snap__tbuf_t *b, const char *s);
    sequence at s (1..4; no overlong form, surrogate or code point above
    U+10FFFF), 0 when s does not start one (a NUL terminator counts as 1). */
 size_t snap__utf8_len(const unsigned char *s);
-/* s as text: appended with each byte that starts no UTF-8 sequence
+/* Where s starts no well-formed sequence: how many bytes one U+FFFD
+   replaces (Unicode's maximal subpart: those of a sequence cut short, or
+   the one byte that starts none), >= 1. */
+size_t snap__utf8_bad_len(const unsigned char *s);
+/* s as text: appended with each maximal subpart that is not UTF-8
    replaced by U+FFFD; snap__utf8_clean_len is the length that appends. */
 void snap__tbuf_text(snap__tbuf_t *b, const char *s);
 size_t snap__utf8_clean_len(const char *s);

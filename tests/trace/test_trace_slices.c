@@ -38,8 +38,8 @@ static void expect(const char *what, const synth_t *y, const want_t *w,
   CHECK(n == n_want, "%s: %zu slices, want %zu", what, n, n_want);
   for (size_t i = 0; i < n && i < n_want; i++) {
     const snap__trace_slice_t *x = &sl[i];
-    const char *name = x->frame < y->s.n_frames ? y->s.frames[x->frame].name
-                                                 : "(bad frame)";
+    const char *name =
+        x->frame < y->s.n_frames ? y->s.frames[x->frame].name : "(bad frame)";
     bool ok = x->thread == w[i].thread && !strcmp(name, w[i].name) &&
               x->depth == w[i].depth && x->begin_ns == T0 + w[i].begin &&
               x->end_ns == T0 + w[i].end && x->samples == w[i].samples &&
@@ -52,12 +52,12 @@ static void expect(const char *what, const synth_t *y, const want_t *w,
           "%s: slice %zu is t%u %s d%u [%" PRIu64 ", %" PRIu64
           "] n%u cpu %" PRId64 " r%u q%u b%u w%u; want t%u %s d%u [%" PRIu64
           ", %" PRIu64 "] n%u cpu %" PRId64 " r%u q%u b%u w%u",
-          what, i, x->thread, name, x->depth, x->begin_ns - T0,
-          x->end_ns - T0, x->samples, x->cpu_ns,
-          x->by_state[SNAP__TRACE_RUNNING], x->by_state[SNAP__TRACE_RUNNABLE],
-          x->by_state[SNAP__TRACE_BLOCKED], x->wait_kind, w[i].thread,
-          w[i].name, w[i].depth, w[i].begin, w[i].end, w[i].samples,
-          w[i].cpu_ns, w[i].running, w[i].runnable, w[i].blocked, w[i].wait);
+          what, i, x->thread, name, x->depth, x->begin_ns - T0, x->end_ns - T0,
+          x->samples, x->cpu_ns, x->by_state[SNAP__TRACE_RUNNING],
+          x->by_state[SNAP__TRACE_RUNNABLE], x->by_state[SNAP__TRACE_BLOCKED],
+          x->wait_kind, w[i].thread, w[i].name, w[i].depth, w[i].begin,
+          w[i].end, w[i].samples, w[i].cpu_ns, w[i].running, w[i].runnable,
+          w[i].blocked, w[i].wait);
   }
   free(sl);
 }
@@ -67,8 +67,8 @@ static void expect(const char *what, const synth_t *y, const want_t *w,
 #define B SNAP__TRACE_BLOCKED
 
 /* A running thread sampled every ms from `from` for n ms in stack main ->
-   run -> leaf (from: ms after T0), the leaf's pc new each sample (one span per sample, as the
-   span ring stores a changing stack). 1 ms CPU each. */
+   run -> leaf (from: ms after T0), the leaf's pc new each sample (one span per
+   sample, as the span ring stores a changing stack). 1 ms CPU each. */
 static void run_leaf(synth_t *y, uint32_t t, const char *leaf, uint64_t from,
                      unsigned n) {
   for (unsigned i = 0; i < n; i++) {
@@ -86,8 +86,8 @@ static void test_pattern(void) {
   run_leaf(&y, t, "A", 0, 200);
   /* B: 100 blocked samples merged in one span (same stack, same state). */
   uint32_t b = synth_stack(&y, 0, "main", "run", "B", (const char *)NULL);
-  synth_span(&y, t, b, T0 + 200 * MS, T0 + 299 * MS, 100, B, SNAP_WAIT_MUTEX,
-             0, NULL);
+  synth_span(&y, t, b, T0 + 200 * MS, T0 + 299 * MS, 100, B, SNAP_WAIT_MUTEX, 0,
+             NULL);
   run_leaf(&y, t, "A", 300, 200);
   run_leaf(&y, t, "C", 500, 50);
   synth_sort(&y);
@@ -185,12 +185,10 @@ static void test_failed_marks_cpu(void) {
   synth_span(&y, t, SNAP__TRACE_NONE, T0 + 5 * MS, T0 + 5 * MS, 1, R, 0, 0,
              NULL);
   synth_span(&y, t, a, T0 + 6 * MS, T0 + 6 * MS, 1, R, 0, MS, NULL);
-  synth_span(&y, t, c, T0 + 7 * MS, T0 + 8 * MS, 2, B, SNAP_WAIT_IO, -1,
-             NULL);
+  synth_span(&y, t, c, T0 + 7 * MS, T0 + 8 * MS, 2, B, SNAP_WAIT_IO, -1, NULL);
   synth_span(&y, t, c, T0 + 9 * MS, T0 + 9 * MS, 1, B, SNAP_WAIT_SLEEP, 0,
              NULL);
-  synth_span(&y, t, c, T0 + 10 * MS, T0 + 10 * MS, 1, B, SNAP_WAIT_IO, 0,
-             NULL);
+  synth_span(&y, t, c, T0 + 10 * MS, T0 + 10 * MS, 1, B, SNAP_WAIT_IO, 0, NULL);
   synth_sort(&y);
   want_t w[] = {
       {0, "main", 0, 0, 5 * MS, 5, 5 * MS, 5, 0, 0, 0},

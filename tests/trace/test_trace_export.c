@@ -1,0 +1,308 @@
+/*
+ * test_trace_export.c — writes synthetic snapshots in the three trace
+ * formats for test_trace_export.py, which reads them back with readers
+ * nobody here wrote (the Perfetto protos, Python's json) and checks them
+ * against the slices each scenario was built to have.
+ *
+ * Usage: test_trace_export DIR. Writes into DIR:
+ *  - pattern.{pftrace,json,folded}: the issue's pattern on the main thread
+ *    (A 200 ms running, B 100 ms blocked on a mutex, A again, C with a mark
+ *    inside, a failed sample), a worker at 10 ms (computing, then
+ *    sleeping) and an unnamed thread whose CPU time is partly unknown;
+ *  - hostile.{pftrace,json,folded} and hostile.inputs (the raw names, in
+ *    hex): frame names, a thread name, the process name and a label with
+ *    quotes, backslashes, control characters, ';', newlines, leading and
+ *    trailing spaces, invalid UTF-8 and an empty name;
+ *  - bench.{pftrace,json,folded}: 30 s at 1 kHz on the main thread and
+ *    100 Hz on four others, stacks 40 deep, the leaf changing every sample.
+ *    The time each export takes is printed (not asserted: a shared box).
+ * With no DIR it runs the exports in memory only (ctest's plain run:
+ * every exporter on every snapshot under the sanitizers).
+ */
+#include <inttypes.h>
+#include <time.h>
+
+#include "check.h"
+#include "trace/synth.h"
+
+#define R SNAP__TRACE_RUNNING
+#define Q SNAP__TRACE_RUNNABLE
+#define B SNAP__TRACE_BLOCKED
+
+static const char *out_dir;
+
+typedef int (*export_fn)(const snap__trace_snapshot_t *, snap__tbuf_t *);
+static const struct {
+  const char *ext;
+  export_fn fn;
+} formats[] = {
+    {"pftrace", snap__trace_export_perfetto},
+    {"json", snap__trace_export_chrome},
+    {"folded", snap__trace_export_folded},
+};
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void write_file(const char *name, const char *ext, const void *p,
+                       size_t n) {
+  if (!out_dir)
+    return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.%s", out_dir, name, ext);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (!f)
+    return;
+  CHECK(fwrite(p, 1, n, f) == n, "short write %s", path);
+  CHECK(fclose(f) == 0, "close %s", path);
+}
+
+/* Every format of s; with timing, the best of `rounds` per format. */
+static void export_all(const char *name, const synth_t *y, int rounds) {
+  for (size_t i = 0; i < sizeof formats / sizeof *formats; i++) {
+    double best = 1e30;
+    snap__tbuf_t b = {0};
+    for (int r = 0; r < rounds; r++) {
+      snap__tbuf_free(&b);
+      double t = now_ms();
+      int rc = formats[i].fn(&y->s, &b);
+      t = now_ms() - t;
+      CHECK(rc == SNAP_OK && !b.failed, "%s.%s: rc %d", name, formats[i].ext,
+            rc);
+      if (t < best)
+        best = t;
+    }
+    if (rounds > 1)
+      printf("bench: %-7s %8.1f ms %10zu bytes\n", formats[i].ext, best, b.len);
+    write_file(name, formats[i].ext, b.p, b.len);
+    snap__tbuf_free(&b);
+  }
+}
+
+/* The main thread at 1 ms in main -> run -> leaf, n samples from `from`
+   ms, the leaf's pc new each sample (one span per sample, as a running
+   function's). 1 ms CPU each. */
+static void run_leaf(synth_t *y, uint32_t t, const char *leaf, unsigned from,
+                     unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    uint32_t f = synth_stack(y, 0x5000 + (i % 7) * 4, "main", "run", leaf,
+                             (const char *)NULL);
+    uint64_t at = T0 + (from + i) * MS;
+    synth_span(y, t, f, at, at, 1, R, SNAP_WAIT_NONE, (int64_t)MS, NULL);
+  }
+}
+
+static void pattern(void) {
+  synth_t y;
+  synth_init(&y, MS, 10 * MS);
+  uint32_t m = synth_thread(&y, 4242, "main", true);
+  uint32_t w = synth_thread(&y, 4300, "worker", false);
+  uint32_t u = synth_thread(&y, 4301, "", false);
+  run_leaf(&y, m, "A", 0, 200);
+  uint32_t b = synth_stack(&y, 0, "main", "run", "B", (const char *)NULL);
+  synth_span(&y, m, b, T0 + 200 * MS, T0 + 299 * MS, 100, B, SNAP_WAIT_MUTEX, 0,
+             NULL);
+  run_leaf(&y, m, "A", 300, 200);
+  run_leaf(&y, m, "C", 500, 50);
+  uint32_t hook =
+      synth_stack(&y, 0, "main", "run", "C", "hook", (const char *)NULL);
+  synth_span(&y, m, hook, T0 + 520 * MS + 300, T0 + 520 * MS + 300, 1, R, 0, 0,
+             "C mark");
+  synth_span(&y, m, SNAP__TRACE_NONE, T0 + 550 * MS, T0 + 550 * MS, 1, R, 0, 0,
+             NULL);
+
+  uint32_t compute =
+      synth_stack(&y, 0, "start", "job", "compute", (const char *)NULL);
+  uint32_t wait =
+      synth_stack(&y, 0, "start", "job", "wait", (const char *)NULL);
+  for (unsigned i = 0; i < 30; i++)
+    synth_span(&y, w, compute, T0 + i * 10 * MS, T0 + i * 10 * MS, 1, R, 0,
+               (int64_t)(10 * MS), NULL);
+  synth_span(&y, w, wait, T0 + 300 * MS, T0 + 390 * MS, 10, B, SNAP_WAIT_SLEEP,
+             0, NULL);
+
+  uint32_t loop =
+      synth_stack(&y, 0, "thread_start", "loop", (const char *)NULL);
+  for (unsigned i = 0; i < 5; i++)
+    synth_span(&y, u, loop, T0 + i * 10 * MS, T0 + i * 10 * MS, 1,
+               i < 3 ? R : Q, 0, i == 2 ? -1 : 1000, NULL);
+  synth_sort(&y);
+  export_all("pattern", &y, 1);
+  synth_free(&y);
+}
+
+static const char *hostile_names[] = {
+    "quote\"d",
+    "back\\slash",
+    "ctl\x01\x1f\x7f",
+    "semi;colon",
+    "new\nline\r",
+    "trailing  ",
+    "  leading",
+    "",
+    "bad\xff\xfe!",
+    "overlong\xc0\xaf",
+    "surr\xed\xa0\x80",
+    "trunc\xe2\x82",
+    "ok \xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80",
+    "tab\there",
+    "   ",
+};
+#define HOSTILE_LABEL "lab\"el;\n\xff\\end"
+#define HOSTILE_THREAD "th\"r;\n\xff"
+#define HOSTILE_PROCESS "pro\\c\xc3"
+
+static void put_hex(FILE *f, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    fprintf(f, "%02x", *p);
+  fputc('\n', f);
+}
+
+static void hostile(void) {
+  synth_t y;
+  synth_init(&y, MS, 10 * MS);
+  snprintf(y.s.process_name, sizeof y.s.process_name, "%s", HOSTILE_PROCESS);
+  uint32_t t = synth_thread(&y, 4242, HOSTILE_THREAD, true);
+  size_t n = sizeof hostile_names / sizeof *hostile_names;
+  static char long_name[3001];
+  memset(long_name, 'x', 3000);
+  uint32_t f = SNAP__TRACE_NONE, parent = SNAP__TRACE_NONE;
+  for (size_t i = 0; i < n; i++) {
+    parent = f;
+    f = synth_node(&y, f, hostile_names[i], i % 2 ? "li\"b\xff" : "app",
+                   0x1000 + i);
+  }
+  uint32_t longf = synth_node(&y, parent, long_name, "app", 0x7777);
+  synth_span(&y, t, f, T0, T0 + 2 * MS, 3, R, 0, 3 * MS, NULL);
+  synth_span(&y, t, f, T0 + MS + 1, T0 + MS + 1, 1, R, 0, 0, HOSTILE_LABEL);
+  synth_span(&y, t, longf, T0 + 3 * MS, T0 + 4 * MS, 2, B, SNAP_WAIT_IO, 2 * MS,
+             NULL);
+  synth_sort(&y);
+  export_all("hostile", &y, 1);
+  if (out_dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hostile.inputs", out_dir);
+    FILE *in = fopen(path, "w");
+    CHECK(in != NULL, "cannot write %s", path);
+    if (in) {
+      put_hex(in, HOSTILE_PROCESS);
+      put_hex(in, HOSTILE_THREAD);
+      put_hex(in, HOSTILE_LABEL);
+      for (size_t i = 0; i < n; i++)
+        put_hex(in, hostile_names[i]);
+      fclose(in);
+    }
+  }
+  synth_free(&y);
+}
+
+/* 30 s: the main thread at 1 kHz and four others at 100 Hz, 40 frames
+   deep (39 that stay, a leaf that changes every sample among 1000). The
+   nodes are made once; spans only point at them. */
+#define BENCH_DEPTH 40
+#define BENCH_LEAVES 1000
+static void bench(void) {
+  static char names[5][BENCH_DEPTH + BENCH_LEAVES][24];
+  synth_t y;
+  synth_init(&y, MS, 10 * MS);
+  for (unsigned t = 0; t < 5; t++) {
+    char tn[16];
+    snprintf(tn, sizeof tn, t ? "worker-%u" : "main", t);
+    synth_thread(&y, 5000 + t, tn, t == 0);
+  }
+  uint32_t leaf0[5];
+  for (unsigned t = 0; t < 5; t++) {
+    uint32_t f = SNAP__TRACE_NONE;
+    for (unsigned d = 0; d + 1 < BENCH_DEPTH; d++) {
+      snprintf(names[t][d], sizeof names[t][d], "t%u_frame_%u", t, d);
+      /* Direct appends: synth_node's search is too slow for this size. */
+      y.s.frames = synth_grow(y.s.frames, &y.cap_frames, y.s.n_frames + 1,
+                              sizeof *y.s.frames);
+      y.s.frames[y.s.n_frames] = (snap__trace_frame_t){
+          f, d, 0x1000 + d, names[t][d], "bench_app", true};
+      f = y.s.n_frames++;
+    }
+    leaf0[t] = y.s.n_frames;
+    for (unsigned l = 0; l < BENCH_LEAVES; l++) {
+      char *nm = names[t][BENCH_DEPTH + l];
+      snprintf(nm, 24, "leaf_function_%u", l);
+      y.s.frames = synth_grow(y.s.frames, &y.cap_frames, y.s.n_frames + 1,
+                              sizeof *y.s.frames);
+      y.s.frames[y.s.n_frames++] = (snap__trace_frame_t){
+          f, BENCH_DEPTH - 1, 0x9000 + l, nm, "bench_app", true};
+    }
+  }
+  for (uint64_t at = 0; at < 30000; at++) {
+    synth_span(&y, 0, leaf0[0] + (uint32_t)(at % BENCH_LEAVES), T0 + at * MS,
+               T0 + at * MS, 1, R, 0, (int64_t)MS, NULL);
+    if (at % 10 == 0)
+      for (uint32_t t = 1; t < 5; t++)
+        synth_span(&y, t, leaf0[t] + (uint32_t)((at / 10 + t) % BENCH_LEAVES),
+                   T0 + at * MS + t, T0 + at * MS + t, 1, R, 0,
+                   (int64_t)(10 * MS), NULL);
+  }
+  synth_sort(&y);
+  printf("bench: 30 s snapshot: %zu spans, %u frames\n", y.s.n_spans,
+         y.s.n_frames);
+  snap__trace_slice_t *sl = NULL;
+  size_t n = 0;
+  double t = now_ms();
+  CHECK(snap__trace_slices(&y.s, &sl, &n) == SNAP_OK, "bench slices");
+  printf("bench: slices  %8.1f ms %10zu slices\n", now_ms() - t, n);
+  CHECK_EQ(n, 30039 + 4 * 3039);
+  free(sl);
+  export_all("bench", &y, 3);
+  synth_free(&y);
+}
+
+/* An allocation that fails leaves `failed` set and the text short; the
+   buffer's writers must say so and not crash. (No allocator seam: a
+   buffer whose length is near SIZE_MAX cannot grow.) */
+static void tbuf_edges(void) {
+  snap__tbuf_t b = {0};
+  snap__tbuf_printf(&b, "%d-%s", 42, "x");
+  CHECK(b.len == 4 && !strcmp(b.p, "42-x"), "printf: %s", b.p);
+  char big[1000];
+  memset(big, 'y', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  snap__tbuf_printf(&b, "[%s]", big); /* longer than the first try */
+  CHECK(b.len == 4 + 1001 && b.p[b.len] == '\0' && b.p[4] == '[' &&
+            b.p[b.len - 1] == ']',
+        "long printf: %zu", b.len);
+  snap__tbuf_free(&b);
+  snap__tbuf_json_string(&b, "a\"b\\c\x01\xff\xed\xa0\x80\xf4\x90\x80\x80z");
+  CHECK(!strcmp(b.p, "\"a\\\"b\\\\c\\u0001\\ufffd\\ufffd\\ufffd\\ufffd"
+                     "\\ufffd\\ufffd\\ufffd\\ufffdz\""),
+        "json: %s", b.p);
+  snap__tbuf_free(&b);
+  snap__tbuf_json_string(&b, NULL);
+  CHECK(!strcmp(b.p, "null"), "json NULL: %s", b.p);
+  snap__tbuf_free(&b);
+  /* A sequence cut short is one U+FFFD (Unicode's maximal subpart). */
+  snap__tbuf_json_string(&b, "\xe2\x82z\xf0\x9f\x98");
+  CHECK(!strcmp(b.p, "\"\\ufffdz\\ufffd\""), "json cut: %s", b.p);
+  snap__tbuf_free(&b);
+  snap__tbuf_text(&b, "\xc3\xa9\xc3");
+  CHECK(b.len == 5 && !memcmp(b.p, "\xc3\xa9\xef\xbf\xbd", 5), "text");
+  CHECK_EQ(snap__utf8_clean_len("\xc3\xa9\xc3"), 5);
+  snap__tbuf_free(&b);
+  b.len = SIZE_MAX - 8;
+  b.cap = SIZE_MAX - 7;
+  snap__tbuf_puts(&b, "0123456789abcdef");
+  CHECK(b.failed, "a buffer that cannot grow says so");
+  b.len = b.cap = 0;
+  snap__tbuf_free(&b);
+}
+
+int main(int argc, char **argv) {
+  out_dir = argc > 1 ? argv[1] : NULL;
+  tbuf_edges();
+  pattern();
+  hostile();
+  bench();
+  return check_result("test_trace_export");
+}
