@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what stacksnap's build, tests, demo and benchmarks need on Debian 12
-# (bookworm), x86_64 or aarch64 host. Idempotent: only missing packages are
-# installed. Runs apt through sudo when not root.
+# (bookworm), x86_64 or aarch64 host, and the tests' Python packages from
+# PyPI. Idempotent: only missing packages are installed. Runs apt through
+# sudo when not root.
 #
 #   scripts/install-deps.sh          everything (tests need all of it)
 #   scripts/install-deps.sh --demo   just enough to build and run the demo
@@ -29,20 +30,43 @@ test_pkgs=(
 pkgs=("${test_pkgs[@]}")
 [[ "${1:-}" == "--demo" ]] && pkgs=("${demo_pkgs[@]}")
 
+# Python packages (PyPI) the tests read files with, into the python3 that
+# CMake finds on PATH: the Perfetto protos for the trace tests
+# (tests/trace/test_trace_export.py, which fails without them).
+py_pkgs=(perfetto protobuf)
+py_check='import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2'
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
     missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: everything is installed"
-  exit 0
-fi
-
 as_root=()
 [[ $(id -u) -ne 0 ]] && as_root=(sudo)
-echo "install-deps: installing ${missing[*]}"
-"${as_root[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
-  --no-install-recommends "${missing[@]}" >/dev/null
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: every Debian package is installed"
+else
+  echo "install-deps: installing ${missing[*]}"
+  "${as_root[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ "${1:-}" != "--demo" ]]; then
+  if python3 -c "$py_check" 2>/dev/null; then
+    echo "install-deps: Python packages (${py_pkgs[*]}) are installed"
+  else
+    echo "install-deps: pip installing ${py_pkgs[*]}"
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+      "${as_root[@]}" apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
+        --no-install-recommends python3-pip >/dev/null
+    fi
+    # Debian's own python3 refuses pip outside a venv (PEP 668): then
+    # the user's site-packages, which that python3 reads.
+    python3 -m pip install -q "${py_pkgs[@]}" 2>/dev/null ||
+      python3 -m pip install -q --user --break-system-packages "${py_pkgs[@]}"
+    python3 -c "$py_check"
+  fi
+fi
 echo "install-deps: done"

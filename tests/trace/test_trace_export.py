@@ -43,7 +43,8 @@ failures = []
 def check(cond, what):
     if not cond:
         failures.append(what)
-        print("FAIL:", what)
+        if len(failures) <= 40:  # a broken file fails every event
+            print("FAIL:", what)
 
 
 # The pattern's slices per thread, in (begin, depth) order: name, depth,
