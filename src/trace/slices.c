@@ -178,18 +178,18 @@ static size_t *sample_order(const snap__trace_snapshot_t *s, size_t *n_out) {
       first[s->spans[i].thread + 1]++;
   for (uint32_t t = 0; t < s->n_threads; t++)
     first[t + 1] += first[t];
-  bool sorted = true;
   for (size_t i = 0; i < s->n_spans; i++) {
     const snap__trace_span_t *sp = &s->spans[i];
-    if (sp->label || sp->thread >= s->n_threads)
-      continue;
-    size_t at = first[sp->thread]++;
-    if (at > 0 && s->spans[idx[at - 1]].thread == sp->thread &&
-        s->spans[idx[at - 1]].start_ns > sp->start_ns)
-      sorted = false;
-    idx[at] = i;
+    if (!sp->label && sp->thread < s->n_threads)
+      idx[first[sp->thread]++] = i;
   }
   free(first);
+  /* Only once every slot is filled: a thread's neighbour slot may not be. */
+  bool sorted = true;
+  for (size_t i = 1; i < n && sorted; i++) {
+    const snap__trace_span_t *a = &s->spans[idx[i - 1]], *b = &s->spans[idx[i]];
+    sorted = a->thread != b->thread || a->start_ns <= b->start_ns;
+  }
   if (!sorted) {
     span_key_t *keys = malloc(n * sizeof *keys);
     if (!keys) {
