@@ -151,6 +151,8 @@ static void test_diff(void) {
    sample at 2 lasts until 4), then 10 ms (more than two: the one at 4
    lasts one period, to 5), same stack throughout. */
 static void test_gaps(void) {
+  /* The main thread: sampled every period whatever it does, so a gap is
+     the sampler's lateness and its slices go on (slices.c). */
   synth_t y;
   synth_init(&y, MS, 10 * MS);
   uint32_t t = synth_thread(&y, 100, "main", true);
@@ -160,12 +162,29 @@ static void test_gaps(void) {
   synth_span(&y, t, a, T0 + 10 * MS, T0 + 10 * MS, 1, R, 0, MS, NULL);
   synth_sort(&y);
   want_t w[] = {
-      {0, "main", 0, 0, 5 * MS, 4, 4 * MS, 3, 1, 0, 0},
-      {0, "A", 1, 0, 5 * MS, 4, 4 * MS, 3, 1, 0, 0},
-      {0, "main", 0, 10 * MS, 11 * MS, 1, MS, 1, 0, 0, 0},
-      {0, "A", 1, 10 * MS, 11 * MS, 1, MS, 1, 0, 0, 0},
+      {0, "main", 0, 0, 11 * MS, 5, 5 * MS, 4, 1, 0, 0},
+      {0, "A", 1, 0, 11 * MS, 5, 5 * MS, 4, 1, 0, 0},
   };
-  expect("gaps", &y, w, sizeof w / sizeof *w);
+  expect("gaps (main)", &y, w, sizeof w / sizeof *w);
+  synth_free(&y);
+
+  /* Another thread (sampled only while it runs, every 10 ms): not longer
+     than two periods joins, longer ends its slices one period after its
+     last sample. */
+  synth_init(&y, MS, 10 * MS);
+  t = synth_thread(&y, 200, "worker", false);
+  a = synth_stack(&y, 0, "start", "B", (const char *)NULL);
+  synth_span(&y, t, a, T0, T0 + 20 * MS, 3, R, 0, 30 * MS, NULL);
+  synth_span(&y, t, a, T0 + 40 * MS, T0 + 40 * MS, 1, R, 0, 10 * MS, NULL);
+  synth_span(&y, t, a, T0 + 70 * MS, T0 + 70 * MS, 1, Q, 0, 10 * MS, NULL);
+  synth_sort(&y);
+  want_t v[] = {
+      {0, "start", 0, 0, 50 * MS, 4, 40 * MS, 4, 0, 0, 0},
+      {0, "B", 1, 0, 50 * MS, 4, 40 * MS, 4, 0, 0, 0},
+      {0, "start", 0, 70 * MS, 80 * MS, 1, 10 * MS, 0, 1, 0, 0},
+      {0, "B", 1, 70 * MS, 80 * MS, 1, 10 * MS, 0, 1, 0, 0},
+  };
+  expect("gaps (other thread)", &y, v, sizeof v / sizeof *v);
   synth_free(&y);
 }
 
