@@ -18,6 +18,14 @@
  * it used to be lost, no report at all. It is reported, with its true
  * duration and, its stack being gone, the reason (SNAP_EENDED).
  *
+ * The main thread is kept off the worker's CPU where the machine has
+ * another: preempted there by the real-time worker mid-sleep, it would
+ * sit on a run queue for the whole phase, and the watchdog, reading its
+ * /proc syscall file, would wait (uninterruptibly, not on a run queue)
+ * until it left: a different scenario, whose accounting syscall_file.c
+ * covers. In the missed case the worker also keeps the CPU until the
+ * loop went idle, so the watchdog cannot run while the stretch lasts.
+ *
  * Oracles: the worker's starvation of the watchdog is measured from
  * outside, in /proc/self/task/<tid>/schedstat (the run-queue wait grew by
  * at least the slack, or the test proves nothing and says so); the
@@ -29,6 +37,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +58,9 @@ static int g_phase;   /* 1 go, 2 done, 3 the loop went idle */
 static bool g_missed; /* the lag ends while the watchdog is starved */
 static int64_t g_starved_ns = -1;
 static bool g_realtime;
+static _Atomic int g_idle; /* the loop went idle (missed case) */
+static bool g_spin;        /* the worker may spin until then: main runs
+                              on another CPU */
 
 static uint64_t now_ns(clockid_t clk) {
   struct timespec t;
@@ -117,13 +129,18 @@ static void *worker(void *arg) {
   volatile uint64_t x = 1;
   while (now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 < 400000000u)
     x = x * 6364136223846793005u + 1;
-  if (g_missed) { /* the lag ends before the watchdog gets a CPU */
+  if (g_missed) { /* the lag ends before the watchdog gets a CPU: keep
+                      the CPU (spinning, not blocking) until it did */
     pthread_mutex_lock(&g_mu);
     g_phase = 2;
     pthread_cond_broadcast(&g_cv);
-    while (g_phase < 3)
+    while (!g_spin && g_phase < 3) /* one CPU: main needs it */
       pthread_cond_wait(&g_cv, &g_mu);
     pthread_mutex_unlock(&g_mu);
+    uint64_t t = now_ns(CLOCK_MONOTONIC);
+    while (g_spin && !atomic_load(&g_idle) &&
+           now_ns(CLOCK_MONOTONIC) - t < 5000000000u) /* a bound, no hang */
+      x = x * 6364136223846793005u + 1;
   }
   set_policy(g_dog, SCHED_OTHER);
   if (g_realtime)
@@ -204,6 +221,14 @@ static void run_case(bool missed) {
   for (g_cpu = 0; g_cpu < CPU_SETSIZE && !CPU_ISSET(g_cpu, &allowed); g_cpu++)
     ;
   pin(g_dog, g_cpu);
+  /* The main thread elsewhere, where there is an elsewhere (head
+     comment). */
+  cpu_set_t main_cpus = allowed;
+  CPU_CLR(g_cpu, &main_cpus);
+  bool main_moved = CPU_COUNT(&main_cpus) > 0 &&
+                    sched_setaffinity(0, sizeof main_cpus, &main_cpus) == 0;
+  atomic_store(&g_idle, 0);
+  g_spin = main_moved;
   pthread_t t;
   CHECK(pthread_create(&t, NULL, worker, NULL) == 0, "pthread_create");
   usleep(100000); /* the watchdog parks: the loop is idle */
@@ -219,11 +244,14 @@ static void run_case(bool missed) {
   pthread_mutex_unlock(&g_mu);
   uint64_t t1 = now_ns(CLOCK_MONOTONIC);
   snap_lag_loop_idle();
+  atomic_store(&g_idle, 1);
   pthread_mutex_lock(&g_mu);
   g_phase = 3;
   pthread_cond_broadcast(&g_cv);
   pthread_mutex_unlock(&g_mu);
   pthread_join(t, NULL);
+  if (main_moved)
+    sched_setaffinity(0, sizeof allowed, &allowed);
   usleep(300000); /* the lag's end is seen and its report written */
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
 
