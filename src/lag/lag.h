@@ -306,6 +306,8 @@ typedef struct snap__lag_report {
      waits on nothing) and the deadlock (empty when none), as indices
      into threads. */
   snap__wait_chain_t main_chain, deadlock;
+  /* The sampling trace written beside it (report.c), "" when none ran. */
+  char trace[1100];
 } snap__lag_report_t;
 
 /* Releases what the report owns and zeroes it. */

@@ -7,8 +7,9 @@
  * previous one is what annealing compares with and counts repeats into).
  * Must not: decide what happens to a lag (lag_state.c answers that with
  * actions; this file performs them, in the order lag.h lists), build JSON
- * text (report_json.c) or name and replace files (report_store.c).
- * Stacks come from main_sample.c and thread_dump.c, named only once every
+ * text (report_json.c) or name and replace files (report_store.c); the
+ * sampling trace beside a report is the trace layer's to write
+ * (snap__trace_write_running). Stacks come from main_sample.c and thread_dump.c, named only once every
  * sampled thread runs again.
  *
  * A write can fail (a full disk). The current lag's rewrites need no
@@ -23,10 +24,13 @@
  * ends and takes its place, it gets one last try; should that fail too,
  * the next start of this process finishes it (report_store.c).
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lag/lag.h"
+#include "trace/trace.h"
 
 #define RETRY_FIRST_NS (250 * SNAP__MS)
 #define RETRY_MAX_NS (4000 * SNAP__MS)
@@ -98,10 +102,29 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
   classify(r);
 }
 
+/* While a sampling trace runs, each write of a lag or hang report writes
+   "<start_unix_ms>-trace.pftrace" beside it, the trace of the lag and the
+   second before it so far, and names it in the report's "trace" (one
+   file per lag, renamed never: a lag that becomes a hang keeps it). A
+   trace that cannot be written leaves the report without the field. */
+static void trace_beside(const snap__report_src_t *src,
+                         snap__lag_report_t *r) {
+  if (r->kind != SNAP__KIND_LAG && r->kind != SNAP__KIND_HANG)
+    return;
+  char name[64];
+  snprintf(name, sizeof name, "%" PRId64 "-trace.pftrace", r->start_unix_ms);
+  uint64_t since = r->start_unix_ms > 1000
+                       ? (uint64_t)(r->start_unix_ms - 1000) * 1000000u
+                       : 0;
+  if (snap__trace_write_running(src->store->dir, name, since, 0) == SNAP_OK)
+    snprintf(r->trace, sizeof r->trace, "%s/%s", src->store->dir, name);
+}
+
 /* final: this write completes the report (on_report_write is told); true
    once per report. */
 static int write_report(const snap__report_src_t *src, snap__lag_report_t *r,
                         char name[64], bool is_new, bool final) {
+  trace_beside(src, r);
   size_t n;
   char *json = snap__lag_report_json(r, &n);
   if (!json)

@@ -310,6 +310,10 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   printf_(&b, ",\n\"updated_unix_ms\":%" PRId64, r->updated_unix_ms);
   printf_(&b, ",\n\"duration_ms\":%" PRIu64, r->duration_ms);
   printf_(&b, ",\n\"threshold_ms\":%u", r->threshold_ms);
+  if (r->trace[0]) { /* the sampling trace beside it (docs/trace.md) */
+    puts_(&b, ",\n\"trace\":");
+    json_string(&b, r->trace);
+  }
   int64_t pid = snap__plat_process_id();
   printf_(&b, ",\n\"pid\":%" PRId64, pid);
   /* Which process that pid is (a later start tells a live writer from a

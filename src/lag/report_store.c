@@ -216,6 +216,9 @@ static bool expire(snap__lag_store_t *st, const char *name, int64_t ms,
   if (ms >= now - (int64_t)st->retention_days * DAY_MS)
     return false;
   snap__plat_file_remove(st->dir, name);
+  char trace[64]; /* its sampling trace, if one ran (report.c) */
+  snprintf(trace, sizeof trace, "%" PRId64 "-trace.pftrace", ms);
+  snap__plat_file_remove(st->dir, trace);
   return true;
 }
 

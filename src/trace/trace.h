@@ -341,4 +341,10 @@ int snap__trace_snapshot(snap__trace_t *tr, snap__lock_t *lock,
                          snap__trace_snapshot_t *out);
 void snap__trace_snapshot_free(snap__trace_snapshot_t *s);
 
+/* trace_api.c, for lag reports: writes dir/name as a Perfetto trace of
+   [since, until] (unix ns; 0 = now) if a trace is running now. SNAP_OK, or
+   SNAP_EINVAL when none runs, or as snap_trace_write. */
+int snap__trace_write_running(const char *dir, const char *name,
+                              uint64_t since_unix_ns, uint64_t until_unix_ns);
+
 #endif

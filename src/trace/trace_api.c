@@ -213,17 +213,12 @@ static bool split_path(const char *path, char *dir, size_t dsize,
   return true;
 }
 
-SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
-                                 uint64_t since_unix_ns,
-                                 uint64_t until_unix_ns) {
-  char dir[4096];
-  const char *name;
-  if (!path || !*path || format < SNAP_TRACE_PERFETTO ||
-      format > SNAP_TRACE_FOLDED ||
-      (until_unix_ns && since_unix_ns > until_unix_ns) ||
-      !split_path(path, dir, sizeof dir, &name))
-    return SNAP_EINVAL;
-  snap__trace_t *tr = reader_enter(false);
+/* Writes the window to dir/name in `format`; `running`: only from a
+   running trace. */
+static int write_file(const char *dir, const char *name, unsigned format,
+                      uint64_t since_unix_ns, uint64_t until_unix_ns,
+                      bool running) {
+  snap__trace_t *tr = reader_enter(running);
   if (!tr)
     return SNAP_EINVAL;
   snap__trace_snapshot_t snap;
@@ -243,6 +238,25 @@ SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
     rc = snap__plat_file_replace(dir, name, out.p ? out.p : "", out.len);
   snap__tbuf_free(&out);
   return rc;
+}
+
+SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
+                                 uint64_t since_unix_ns,
+                                 uint64_t until_unix_ns) {
+  char dir[4096];
+  const char *name;
+  if (!path || !*path || format < SNAP_TRACE_PERFETTO ||
+      format > SNAP_TRACE_FOLDED ||
+      (until_unix_ns && since_unix_ns > until_unix_ns) ||
+      !split_path(path, dir, sizeof dir, &name))
+    return SNAP_EINVAL;
+  return write_file(dir, name, format, since_unix_ns, until_unix_ns, false);
+}
+
+int snap__trace_write_running(const char *dir, const char *name,
+                              uint64_t since_unix_ns, uint64_t until_unix_ns) {
+  return write_file(dir, name, SNAP_TRACE_PERFETTO, since_unix_ns,
+                    until_unix_ns, true);
 }
 
 SNAP_EXPORT int snap_trace_stats(snap_trace_stats_t *out) {
