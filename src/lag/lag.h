@@ -401,8 +401,8 @@ typedef struct snap__wake_facts {
   int64_t ran;      /* the watchdog's own time on a CPU, waiting for one
                        and waiting on samples, over the window; < 0 when the
                        OS does not say (Apple) */
-  int64_t main_ran; /* the main thread's CPU time over the window; < 0
-                       unknown */
+  int64_t proc_ran;  /* the CPU time of all the process's threads over the
+                        window; < 0 unknown */
   int64_t main_runq; /* the main thread's run-queue wait over the window;
                         < 0 unknown */
 } snap__wake_facts_t;
@@ -410,12 +410,13 @@ typedef struct snap__wake_facts {
 /* Of the window, the time the whole process did not run (SIGSTOP, a
    debugger, a suspended VM): the part of the work and the lateness that
    the watchdog's own running, run-queue wait and sampling waits do not
-   explain, and that the main thread did not spend on a CPU either (a
-   process that was stopped ran no thread) nor spent waiting on a run
-   queue (a stopped process's threads are on none: a main thread that
-   waited for a CPU is a process that was running, only starved; seen: the
-   watchdog blocked 400 ms, on neither a CPU nor a run queue, while a
-   real-time thread kept the main thread, preempted, off its CPU).
+   explain, and that no thread of the process spent on a CPU (a process
+   that was stopped ran no thread) and the main thread did not spend
+   waiting on a run queue (a stopped process's threads are on none).
+   Seen in CI: the watchdog blocked 400 ms in the kernel, on neither a CPU
+   nor a run queue, while a real-time thread of the process computed on
+   its CPU; the main thread was blocked, so its CPU time said "stopped",
+   and a 400 ms lag vanished. The process's CPU time says it ran.
    Starved is not stopped: a watchdog waiting for a CPU on a busy machine
    wakes late while the app runs (or waits) on, and that is lag time,
    never discounted. Where the OS does not say (ran < 0) only the
@@ -428,8 +429,8 @@ static inline uint64_t snap__stolen_ns(const snap__wake_facts_t *f,
     uint64_t off = f->late + f->work;
     unexplained = off > (uint64_t)f->ran ? off - (uint64_t)f->ran : 0;
   }
-  if (f->main_ran >= 0) {
-    uint64_t ran = (uint64_t)f->main_ran +
+  if (f->proc_ran >= 0) {
+    uint64_t ran = (uint64_t)f->proc_ran +
                    (f->main_runq > 0 ? (uint64_t)f->main_runq : 0);
     uint64_t idle = f->window > ran ? f->window - ran : 0;
     if (unexplained > idle)

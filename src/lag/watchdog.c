@@ -30,8 +30,9 @@
  * VM: that time is "stolen" and does not count as busy, so a stop never
  * makes a lag). The watchdog thread's own CPU time, run-queue wait,
  * sampling waits and waits on the disk under its report files (an fsync
- * on a busy box: 100 ms and more) since its last wake, and the main
- * thread's CPU time and run-queue wait, tell them apart (snap__stolen_ns; past
+ * on a busy box: 100 ms and more) since its last wake, the process's CPU
+ * time and the main thread's run-queue wait, tell them apart
+ * (snap__stolen_ns; past
  * STOP_NOISE_NS); where the OS does not say how long a thread waited for
  * a CPU (Apple), a wake later than `slack` is a stop unless the main
  * thread ran meanwhile. A stretch that went past the threshold while the
@@ -79,7 +80,7 @@ typedef struct wd {
   uint64_t wake_ns;      /* the last wake */
   uint64_t prev_wake_ns; /* the one before it */
   int64_t ran_ns;        /* own_ran() then (< 0: unknown) */
-  int64_t main_cpu_ns;   /* the main thread's CPU time then (< 0: unknown) */
+  int64_t proc_cpu_ns;   /* the process's CPU time then (< 0: unknown) */
   int64_t main_runq_ns;  /* its run-queue wait then (< 0: unknown) */
   snap__plat_self_sched_t sched; /* this thread's own times, kept open */
   uint64_t slept_ns;             /* when the sleep began */
@@ -198,7 +199,7 @@ static void note_wake(wd_t *w, uint64_t now) {
   w->prev_wake_ns = w->wake_ns;
   w->wake_ns = now;
   w->ran_ns = own_ran(w);
-  w->main_cpu_ns = snap__plat_thread_cpu_ns(w->main.tid);
+  w->proc_cpu_ns = snap__plat_process_cpu_ns();
   w->main_runq_ns = snap__plat_thread_runq_ns(w->main.tid);
 }
 
@@ -245,19 +246,19 @@ static bool calm(const wd_t *w, const snap__loop_view_t *v, uint64_t now,
    either. */
 static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
   uint64_t planned = w->from_park && v->busy ? v->busy_since_ns : w->planned_ns;
-  int64_t ran_before = w->ran_ns, main_before = w->main_cpu_ns;
+  int64_t ran_before = w->ran_ns, proc_before = w->proc_cpu_ns;
   int64_t runq_before = w->main_runq_ns;
   snap__wake_facts_t f = {.window = now - w->wake_ns,
                           .work = w->slept_ns - w->wake_ns,
                           .late = now > planned ? now - planned : 0,
                           .ran = -1,
-                          .main_ran = -1,
+                          .proc_ran = -1,
                           .main_runq = -1};
   note_wake(w, now);
   if (w->ran_ns >= 0 && ran_before >= 0 && w->ran_ns >= ran_before)
     f.ran = w->ran_ns - ran_before;
-  if (w->main_cpu_ns >= 0 && main_before >= 0 && w->main_cpu_ns >= main_before)
-    f.main_ran = w->main_cpu_ns - main_before;
+  if (w->proc_cpu_ns >= 0 && proc_before >= 0 && w->proc_cpu_ns >= proc_before)
+    f.proc_ran = w->proc_cpu_ns - proc_before;
   if (w->main_runq_ns >= 0 && runq_before >= 0 &&
       w->main_runq_ns >= runq_before)
     f.main_runq = w->main_runq_ns - runq_before;

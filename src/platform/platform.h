@@ -434,6 +434,8 @@ int snap__plat_sem_timedwait(snap__sem_t *s, uint64_t deadline_ns);
    platform allows (a suspended laptop is no lag). No syscall on Linux
    (vDSO) or Apple (commpage). [signal-safe] */
 uint64_t snap__plat_now_ns(void);
+/* The CPU time of all the process's threads so far (ns), or -1. */
+int64_t snap__plat_process_cpu_ns(void);
 /* Wall-clock nanoseconds since 1970 (a trace's times), 0 if unknown. */
 uint64_t snap__plat_unix_ns(void);
 /* Wall-clock milliseconds since 1970 (report names and dates). */

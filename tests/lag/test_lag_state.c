@@ -314,14 +314,14 @@ static void test_every_pair(void) {
    running, run-queue wait and sampling waits do not explain, and the main
    thread did not run either, is time the process did not run. */
 static uint64_t stolen_q(uint64_t window, uint64_t work, uint64_t late,
-                         int64_t ran, int64_t main_ran, int64_t main_runq) {
-  snap__wake_facts_t f = {window, work, late, ran, main_ran, main_runq};
+                         int64_t ran, int64_t proc_ran, int64_t main_runq) {
+  snap__wake_facts_t f = {window, work, late, ran, proc_ran, main_runq};
   return snap__stolen_ns(&f, 200 * 1000000);
 }
 
 static uint64_t stolen(uint64_t window, uint64_t work, uint64_t late,
-                       int64_t ran, int64_t main_ran) {
-  return stolen_q(window, work, late, ran, main_ran, -1);
+                       int64_t ran, int64_t proc_ran) {
+  return stolen_q(window, work, late, ran, proc_ran, -1);
 }
 
 static void test_stolen(void) {
@@ -351,15 +351,16 @@ static void test_stolen(void) {
   CHECK_EQ(stolen(500 * ms, 0, 450 * ms, -1, 400 * ms), 0);
   CHECK_EQ(stolen(2500 * ms, 0, 2450 * ms, -1, 100 * ms), 2400 * ms);
   /* The watchdog blocked 400 ms in its work, on neither a CPU nor a run
-     queue (seen in test_lag_starved: behind a main thread that a
-     real-time thread had preempted), while the main thread waited 400 ms
-     on a run queue: the process ran, nothing is stolen ... */
+     queue (seen in test_lag_starved), while another thread of the process
+     computed 400 ms (the real-time worker) and the main thread was
+     blocked: the process ran, nothing is stolen ... */
+  CHECK_EQ(stolen_q(401 * ms, 401 * ms, 0, 0, 400 * ms, 0), 0);
+  /* ... nor when the main thread waited that long on a run queue ... */
   CHECK_EQ(stolen_q(401 * ms, 401 * ms, 0, 0, 0, 400 * ms), 0);
-  /* ... which without the main thread's run-queue wait looked like a
-     stop (the old rule) ... */
+  /* ... which without either looked like a stop (the old rule) ... */
   CHECK_EQ(stolen_q(401 * ms, 401 * ms, 0, 0, 0, -1), 401 * ms);
-  /* ... and a real stop leaves the main thread on no run queue. */
-  CHECK_EQ(stolen_q(2001 * ms, 2001 * ms, 0, 1 * ms, 0, 0), 2000 * ms);
+  /* ... and a real stop leaves no thread running and none queued. */
+  CHECK_EQ(stolen_q(2001 * ms, 2001 * ms, 0, 1 * ms, 1 * ms, 0), 2000 * ms);
 }
 
 int main(void) {

@@ -33,6 +33,13 @@ uint64_t snap__plat_now_ns(void) {
 #endif
 }
 
+int64_t snap__plat_process_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+    return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 uint64_t snap__plat_unix_ns(void) {
   struct timespec ts;
   if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
