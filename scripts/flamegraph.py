@@ -71,64 +71,47 @@ _LINE = re.compile(r"^(.*\S)\s+(\d+)$")
 _ANNOTATION = re.compile(r"_\[([aijkw])\]$")
 
 
-class Node:
-    __slots__ = ("count", "children")
-
-    def __init__(self):
-        self.count = 0
-        self.children = {}
-
-
 class Folded:
-    """What a folded file held: the tree and what was skipped."""
+    """What a folded file held: its distinct stacks and what was skipped."""
 
     def __init__(self):
-        self.root = Node()
+        self.stacks = {}  # "frame;frame;..." -> samples
+        self.total = 0
         self.lines = 0
         self.blank = 0
         self.bad = 0
         self.first_bad = None  # (line number, text)
-        self.threads = set()
-        self.app_marked = False  # some frame ends in "_[a]"
-
-
-def xml_clean(s):
-    return _NOT_XML.sub("\ufffd", s)
 
 
 def xml_escape(s):
-    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """s as XML character data or an attribute value: every text the SVG
+    holds goes through here, so no name can break the file."""
+    return (_NOT_XML.sub("\ufffd", s).replace("&", "&amp;")
+            .replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;").replace("'", "&apos;"))
 
 
 def parse(stream, folded):
-    """Adds every line of a binary stream to folded.root."""
-    root = folded.root
+    """Adds every line of a binary stream to folded.stacks."""
+    stacks = folded.stacks
     for number, raw in enumerate(stream, 1):
         folded.lines += 1
-        line = xml_clean(raw.decode("utf-8", errors="replace")).strip()
+        line = raw.decode("utf-8", errors="replace").strip()
         if not line:
             folded.blank += 1
             continue
         m = _LINE.match(line)
-        frames = m.group(1).split(";") if m else None
-        if not m or "" in frames:
+        stack = m.group(1) if m else ""
+        if not m or stack.startswith(";") or stack.endswith(";") or \
+                ";;" in stack:  # an empty frame
             folded.bad += 1
             if folded.first_bad is None:
                 folded.first_bad = (number, line[:80])
             continue
         count = int(m.group(2))
-        root.count += count
-        folded.threads.add(frames[0])
-        node = root
-        for f in frames:
-            child = node.children.get(f)
-            if child is None:
-                child = node.children[f] = Node()
-                if f.endswith("_[a]"):
-                    folded.app_marked = True
-            child.count += count
-            node = child
+        if count:
+            stacks[stack] = stacks.get(stack, 0) + count
+            folded.total += count
 
 
 def thousands(n):
@@ -185,14 +168,6 @@ def label(name, box_width):
     return name
 
 
-def subtree_size(node):
-    n, todo = 0, [node]
-    while todo:
-        n += 1
-        todo.extend(todo.pop().children.values())
-    return n
-
-
 def fit(text, width, char_width):
     """text cut with ".." to width (a heading's, not a box's)."""
     chars = max(3, int((width - 2 * X_PAD) / char_width))
@@ -200,30 +175,46 @@ def fit(text, width, char_width):
 
 
 def render(folded, title, width, min_width_pct, icicle):
-    root = folded.root
-    total = root.count
+    total = folded.total
     usable = width - 2 * X_PAD
     min_px = usable * min_width_pct / 100.0
     scale = usable / total
 
-    # Lay out first (to know the depth), iteratively: stacks can be deeper
-    # than Python's recursion limit.
+    # The prefix tree, built only where it is drawn: a node is the stacks
+    # that pass through it, split among its children by their next frame;
+    # a child narrower than min_px is counted, not descended into (a file
+    # of 200,000 distinct random stacks has millions of such prefixes).
+    # Iterative: stacks can be deeper than Python's recursion limit.
+    stacks = [(s.split(";"), n) for s, n in folded.stacks.items()]
+    threads = {frames[0] for frames, _ in stacks}
+    app_marked = any("_[a];" in s or s.endswith("_[a]")
+                     for s in folded.stacks)
     boxes = []  # (depth, x, w, name, count)
     hidden = 0
-    todo = [(0, X_PAD, "all", root)]
+    todo = [(0, X_PAD, "all", total, stacks)]
     while todo:
-        depth, x, name, node = todo.pop()
-        w = node.count * scale
-        boxes.append((depth, x, w, name, node.count))
+        depth, x, name, count, through = todo.pop()
+        boxes.append((depth, x, count * scale, name, count))
+        children = {}
+        for st in through:
+            frames = st[0]
+            if len(frames) > depth:
+                child = children.get(frames[depth])
+                if child is None:
+                    children[frames[depth]] = [st[1], [st]]
+                else:
+                    child[0] += st[1]
+                    child[1].append(st)
         cx = x
         kids = []
-        for child_name in sorted(node.children):
-            child = node.children[child_name]
-            if child.count * scale < min_px or child.count == 0:
-                hidden += subtree_size(child)
-            else:
-                kids.append((depth + 1, cx, child_name, child))
-            cx += child.count * scale
+        for child_name in sorted(children):
+            n, child_stacks = children[child_name]
+            w = n * scale
+            if w >= min_px:
+                kids.append((depth + 1, cx, child_name, n, child_stacks))
+            else:  # neither it nor what it called is drawn
+                hidden += 1
+            cx += w
         todo.extend(reversed(kids))  # drawn left to right
     levels = 1 + max(b[0] for b in boxes)
     height = TOP + levels * FRAME_HEIGHT + BOTTOM
@@ -241,13 +232,13 @@ def render(folded, title, width, min_width_pct, icicle):
     put(f'<rect x="0" y="0" width="{width}" height="{height}" fill="#f8f8f4"/>\n')
     put(f'<text id="title" x="{width / 2:.1f}" y="24" text-anchor="middle">'
         f"{xml_escape(fit(title, width, 0.62 * TITLE_SIZE))}</text>\n")
-    threads = len(folded.threads)
-    summary = (f"{samples_text(total)} in {threads} thread"
-               + ("" if threads == 1 else "s"))
+    summary = (f"{samples_text(total)} in {len(threads)} thread"
+               + ("" if len(threads) == 1 else "s"))
     if hidden:
         summary += (f"; {thousands(hidden)} frame"
                     + ("" if hidden == 1 else "s")
-                    + f" not drawn (narrower than {min_width_pct:g}%)")
+                    + f" under {min_width_pct:g}% not drawn (nor their "
+                    "callees)")
     put(f'<text id="total" x="{width / 2:.1f}" y="44" text-anchor="middle">'
         f"{xml_escape(fit(summary, width, CHAR_WIDTH))}</text>\n")
     for depth, x, w, name, count in boxes:
@@ -257,7 +248,7 @@ def render(folded, title, width, min_width_pct, icicle):
             y = height - BOTTOM - (depth + 1) * FRAME_HEIGHT
         pct = 100.0 * count / total
         bare = split_annotation(name)[0]
-        fill = colour(name, depth, folded.app_marked)
+        fill = colour(name, depth, app_marked)
         put(f'<g class="f"><title>{xml_escape(bare)} ({samples_text(count)}, '
             f'{pct:.2f}%)</title>'
             f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" '
@@ -271,6 +262,16 @@ def render(folded, title, width, min_width_pct, icicle):
     return "".join(out).encode("utf-8")
 
 
+def write_all(fd, data):
+    """Writes all of data, or raises. sys.stdout.buffer.write can return a
+    short count without raising (a pipe whose reader left mid-write: the
+    kernel reports the part written, the next write would fail), and the
+    rest would be lost in silence."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_atomically(path, data):
     """Writes data to path through a temporary file in the same directory
     and a rename: a reader sees the old file or the whole new one."""
@@ -278,10 +279,11 @@ def write_atomically(path, data):
     fd, tmp = tempfile.mkstemp(prefix=".flamegraph.", suffix=".tmp",
                                dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is not a file's mode
@@ -353,18 +355,17 @@ def main(argv):
     if folded.blank:
         print(f"{PROG}: {name}: skipped {folded.blank} blank line"
               f"{'' if folded.blank == 1 else 's'}", file=sys.stderr)
-    if folded.root.count == 0:
+    if folded.total == 0:
         what = "no samples" if folded.lines > folded.blank + folded.bad \
             else "no stacks"
         print(f'{PROG}: {name}: {what} (expected lines "frame;frame;... '
               f'COUNT")', file=sys.stderr)
         return 1
 
-    svg = render(folded, xml_clean(args.title), args.width, args.min_width,
-                 args.icicle)
+    svg = render(folded, args.title, args.width, args.min_width, args.icicle)
     if args.output is None:
-        sys.stdout.buffer.write(svg)
-        sys.stdout.buffer.flush()
+        sys.stdout.flush()
+        write_all(sys.stdout.fileno(), svg)
         return 0
     try:
         write_atomically(args.output, svg)
