@@ -6,14 +6,17 @@ format flamegraph.pl and speedscope read, and the one snap_trace_write
 writes with SNAP_TRACE_FOLDED, whose first frame is the thread's name) and
 writing one self-contained SVG a browser or an image viewer shows.
 
-Algorithm: every line's frames are added, with its count, to a prefix tree
-(frames with the same text under the same parent are one node, so a node's
-count is every sample that passed through it). The tree is drawn level by
-level from an "all" root: a node's box is count / total of the usable width,
-children left to right in name order (code point order, as flamegraph.pl's
-sorted input gives), starting at their parent's left edge; root at the bottom
-(flame graph) or at the top (--icicle). A box narrower than --min-width
-(a percentage of the width) is not drawn, nor anything above it. Labels are
+Algorithm: lines with the same stack are summed; the distinct stacks are
+sorted frame by frame, so that the stacks through any prefix are one run of
+the list. From an "all" root down, a box is such a run (frames with the same
+text under the same parent are one box, its count every sample that passed
+through it): its children are the sub-runs sharing the next frame, found by
+binary search, in name order (code point order, as flamegraph.pl's sorted
+input gives). A box is count / total of the usable width, children left to
+right from their parent's left edge; root at the bottom (flame graph) or at
+the top (--icicle). A box narrower than --min-width (a percentage of the
+width) is not drawn, nor anything above it, and not split further: the work
+is the boxes drawn, not the frames of the file. Labels are
 cut to what fits the box in a monospace font, ending in ".."; every box has a
 <title> "name (N samples, P%)" a viewer shows on hover. Colours come from a
 CRC of the name (the same name, the same colour, run after run), in warm
@@ -40,6 +43,7 @@ Exit status: 0 when the SVG was written; 1 when the input could not be read
 or holds no samples, or the output could not be written; 2 on bad usage.
 """
 import argparse
+import bisect
 import colorsys
 import os
 import re
@@ -180,41 +184,55 @@ def render(folded, title, width, min_width_pct, icicle):
     min_px = usable * min_width_pct / 100.0
     scale = usable / total
 
-    # The prefix tree, built only where it is drawn: a node is the stacks
-    # that pass through it, split among its children by their next frame;
-    # a child narrower than min_px is counted, not descended into (a file
-    # of 200,000 distinct random stacks has millions of such prefixes).
-    # Iterative: stacks can be deeper than Python's recursion limit.
-    stacks = [(s.split(";"), n) for s, n in folded.stacks.items()]
-    threads = {frames[0] for frames, _ in stacks}
-    app_marked = any("_[a];" in s or s.endswith("_[a]")
-                     for s in folded.stacks)
+    # The stacks, sorted with NUL between frames (a NUL in a name becomes
+    # U+FFFD, as XML would have it anyway): NUL sorts before every other
+    # character, so the order is the frames' order, frame by frame, and
+    # the stacks through any prefix P are one run of the list: P itself,
+    # then P NUL ... . A node is such a run; its children are the sub-runs
+    # that share the next frame, each found by one binary search, its
+    # samples a difference of running sums. A child narrower than min_px
+    # is counted and not split further. The work is the drawn boxes and
+    # their narrow children, not the frames of the file (200,000 distinct
+    # stacks under one 40-deep prefix cost as much as 200,000 shallow ones).
+    merged = {}
+    for st, n in folded.stacks.items():
+        key = st.replace("\0", "\ufffd").replace(";", "\0")
+        merged[key] = merged.get(key, 0) + n
+    keys = sorted(merged)
+    sums = [0]
+    for k in keys:
+        sums.append(sums[-1] + merged[k])
+    app_marked = any("_[a]\0" in k or k.endswith("_[a]") for k in keys)
     boxes = []  # (depth, x, w, name, count)
     hidden = 0
-    todo = [(0, X_PAD, "all", total, stacks)]
+    threads = 0
+    # (depth, x, name, count, prefix with its trailing NUL, run lo, hi)
+    todo = [(0, X_PAD, "all", total, "", 0, len(keys))]
     while todo:
-        depth, x, name, count, through = todo.pop()
+        depth, x, name, count, prefix, lo, hi = todo.pop()
         boxes.append((depth, x, count * scale, name, count))
-        children = {}
-        for st in through:
-            frames = st[0]
-            if len(frames) > depth:
-                child = children.get(frames[depth])
-                if child is None:
-                    children[frames[depth]] = [st[1], [st]]
-                else:
-                    child[0] += st[1]
-                    child[1].append(st)
+        at = len(prefix)
+        i = lo
+        if i < hi and len(keys[i]) == at - 1:  # the stack that ends here
+            i += 1
         cx = x
         kids = []
-        for child_name in sorted(children):
-            n, child_stacks = children[child_name]
+        while i < hi:
+            k = keys[i]
+            end = k.find("\0", at)
+            child = k[at:] if end < 0 else k[at:end]
+            j = bisect.bisect_left(keys, prefix + child + "\1", i, hi)
+            n = sums[j] - sums[i]
             w = n * scale
             if w >= min_px:
-                kids.append((depth + 1, cx, child_name, n, child_stacks))
+                kids.append((depth + 1, cx, child, n, prefix + child + "\0",
+                             i, j))
             else:  # neither it nor what it called is drawn
                 hidden += 1
+            if depth == 0:
+                threads += 1
             cx += w
+            i = j
         todo.extend(reversed(kids))  # drawn left to right
     levels = 1 + max(b[0] for b in boxes)
     height = TOP + levels * FRAME_HEIGHT + BOTTOM
@@ -232,8 +250,8 @@ def render(folded, title, width, min_width_pct, icicle):
     put(f'<rect x="0" y="0" width="{width}" height="{height}" fill="#f8f8f4"/>\n')
     put(f'<text id="title" x="{width / 2:.1f}" y="24" text-anchor="middle">'
         f"{xml_escape(fit(title, width, 0.62 * TITLE_SIZE))}</text>\n")
-    summary = (f"{samples_text(total)} in {len(threads)} thread"
-               + ("" if len(threads) == 1 else "s"))
+    summary = (f"{samples_text(total)} in {threads} thread"
+               + ("" if threads == 1 else "s"))
     if hidden:
         summary += (f"; {thousands(hidden)} frame"
                     + ("" if hidden == 1 else "s")

@@ -415,7 +415,7 @@ def big(script, work):
     lines = []
     for _ in range(200_000):
         frames = (rnd.choice(threads),) + tuple(
-            rnd.choices(pool, k=rnd.randrange(1, 20)))
+            rnd.choices(pool, k=rnd.randrange(1, 14)))
         n = rnd.randrange(1, 50)
         stacks.append((frames, n))
         lines.append(f"{';'.join(frames)} {n}\n")
@@ -442,6 +442,39 @@ def big(script, work):
         fail(f"200k lines took {secs:.1f} s")
     elif len(failures) == before and len(d.boxes) < 100:
         fail(f"200k lines: only {len(d.boxes)} boxes drawn")
+    # 200,000 distinct stacks under one 40-deep prefix (a deep main thread
+    # whose leaf changes every sample): the chain is drawn whole, each box
+    # of it holding every sample; the leaves are too narrow.
+    chain = ["main"] + [f"frame_{i}" for i in range(40)]
+    head = ";".join(chain)
+    total = 0
+    path = os.path.join(work, "deep.folded")
+    with open(path, "w") as f:
+        for i in range(200_000):
+            n = 1 + i % 5
+            total += n
+            f.write(f"{head};{'abc'[i % 3]};leaf_{i} {n}\n")
+    t0 = time.monotonic()
+    p = run(script, [path])
+    secs = time.monotonic() - t0
+    print(f"200,000 stacks under a 40-deep prefix: {secs:.2f} s wall",
+          flush=True)
+    d = drawing("deep", p.stdout)
+    if d is None:
+        return
+    got = sorted((b.level, b.name, b.count) for b in d.boxes)
+    want = [(0, "all", total)] + \
+        [(i + 1, c, total) for i, c in enumerate(chain)] + \
+        [(len(chain) + 1, c, sum(1 + i % 5 for i in range(k, 200_000, 3)))
+         for k, c in enumerate("abc")]
+    if got != want:
+        fail(f"deep: boxes {got[-5:]}, expected {want[-5:]}")
+    elif "200,000 frames under 0.1% not drawn" not in d.total_line:
+        fail(f"deep: total line {d.total_line!r}")
+    elif secs > 120:
+        fail(f"deep: took {secs:.1f} s")
+    else:
+        ok("deep: the 40-deep chain whole, the 200,000 leaves counted")
 
 
 def errors(script, work):
