@@ -267,10 +267,13 @@ def render(folded, title, width, min_width_pct, icicle):
         pct = 100.0 * count / total
         bare = split_annotation(name)[0]
         fill = colour(name, depth, app_marked)
+        # Round corners only where they show: on a box a few pixels wide
+        # they turn a row of small frames into a comb of slivers.
+        rounded = ' rx="2"' if w >= 6 else ""
         put(f'<g class="f"><title>{xml_escape(bare)} ({samples_text(count)}, '
             f'{pct:.2f}%)</title>'
             f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" '
-            f'height="{FRAME_HEIGHT - 1}" rx="2" fill="{fill}"/>')
+            f'height="{FRAME_HEIGHT - 1}"{rounded} fill="{fill}"/>')
         text = label(bare, w)
         if text:
             put(f'<text x="{x + TEXT_INSET:.2f}" '
