@@ -66,7 +66,8 @@ TEXT_INSET = 3
 # Characters XML 1.0 cannot hold (C0 controls but tab/LF/CR, surrogates,
 # U+FFFE/U+FFFF); decode(errors="replace") already turned bad UTF-8 into
 # U+FFFD.
-_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = re.compile(
+    "[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # "stack count": the count is the last run of digits after white space.
 _LINE = re.compile(r"^(.*\S)\s+(\d+)$")
 # A frame's kind after its name: flamegraph.pl's (and perf's) "_[k]"
@@ -247,7 +248,8 @@ def render(folded, title, width, min_width_pct, icicle):
         "#total{fill:#444;font-family:sans-serif}"
         "g.f:hover rect{stroke:#000;stroke-width:1}</style>\n"
         % (FONT_SIZE, TITLE_SIZE))
-    put(f'<rect x="0" y="0" width="{width}" height="{height}" fill="#f8f8f4"/>\n')
+    put(f'<rect x="0" y="0" width="{width}" height="{height}" '
+        'fill="#f8f8f4"/>\n')
     put(f'<text id="title" x="{width / 2:.1f}" y="24" text-anchor="middle">'
         f"{xml_escape(fit(title, width, 0.62 * TITLE_SIZE))}</text>\n")
     summary = (f"{samples_text(total)} in {threads} thread"

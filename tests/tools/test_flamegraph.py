@@ -19,7 +19,8 @@ whose boxes say what the input said, read back with xml.etree.
 2. Hostile input: <&>"' , control characters, bytes that are not UTF-8,
    U+FFFE, "]]>" in names and title: the SVG parses, the names come back
    (unrepresentable characters as U+FFFD); 200,000 random lines: parses,
-   adds up, in time (printed); no file, an empty one, only junk, only zero
+   adds up, in time (printed); 200,000 stacks under one 40-deep prefix:
+   the chain drawn whole, the leaves counted as not drawn; no file, an empty one, only junk, only zero
    counts: exit 1 and a message; bad usage: exit 2; -o replaces a file
    whole, leaves no temporary file, keeps the old one when it fails;
    stdin; a reader that closes the pipe early: no traceback.
