@@ -20,10 +20,11 @@ whose boxes say what the input said, read back with xml.etree.
    U+FFFE, "]]>" in names and title: the SVG parses, the names come back
    (unrepresentable characters as U+FFFD); 200,000 random lines: parses,
    adds up, in time (printed); 200,000 stacks under one 40-deep prefix:
-   the chain drawn whole, the leaves counted as not drawn; no file, an empty one, only junk, only zero
-   counts: exit 1 and a message; bad usage: exit 2; -o replaces a file
-   whole, leaves no temporary file, keeps the old one when it fails;
-   stdin; a reader that closes the pipe early: no traceback.
+   the chain drawn whole, the leaves counted as not drawn; no file, an
+   empty one, only junk, only zero counts: exit 1 and a message; bad
+   usage: exit 2; -o replaces a file whole, leaves no temporary file,
+   keeps the old one when it fails; stdin; a reader that closes the pipe
+   early: no traceback; an SVG larger than a pipe's buffer arrives whole.
 3. flamegraph.pl as the outside oracle when it is on PATH (or in
    $FLAMEGRAPH_PL): per-frame (name, count) pairs of its <title>s equal
    ours. No Debian 12 package ships it, so it is usually skipped (said so).
