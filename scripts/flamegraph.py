@@ -196,13 +196,15 @@ def render(folded, title, width, min_width_pct, icicle):
     # their narrow children, not the frames of the file (200,000 distinct
     # stacks under one 40-deep prefix cost as much as 200,000 shallow ones).
     merged = {}
-    for st, n in folded.stacks.items():
+    while folded.stacks:  # emptied as it goes: one copy of the text at a time
+        st, n = folded.stacks.popitem()
         key = st.replace("\0", "\ufffd").replace(";", "\0")
         merged[key] = merged.get(key, 0) + n
     keys = sorted(merged)
     sums = [0]
     for k in keys:
         sums.append(sums[-1] + merged[k])
+    del merged
     app_marked = any("_[a]\0" in k or k.endswith("_[a]") for k in keys)
     boxes = []  # (depth, x, w, name, count)
     hidden = 0
