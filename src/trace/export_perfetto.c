@@ -93,8 +93,18 @@ static void pb_double(snap__tbuf_t *b, uint32_t field, double v) {
 
 static void pb_string(snap__tbuf_t *b, uint32_t field, const char *s) {
   pb_tag(b, field, WIRE_LEN);
-  pb_varint(b, snap__utf8_clean_len(s));
-  snap__tbuf_text(b, s);
+  /* One pass for the usual, valid name; the replacing writer otherwise. */
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = 1;
+  while (*p && (*p < 0x80 || (n = snap__utf8_len(p)) != 0))
+    p += *p < 0x80 ? 1 : n;
+  if (!*p) {
+    pb_varint(b, (size_t)(p - (const unsigned char *)s));
+    snap__tbuf_put(b, s, (size_t)(p - (const unsigned char *)s));
+  } else {
+    pb_varint(b, snap__utf8_clean_len(s));
+    snap__tbuf_text(b, s);
+  }
 }
 
 /* A nested message: its length is known only at its end. Leave room for

@@ -52,7 +52,9 @@ static bool reserve(snap__tbuf_t *b, size_t more) {
 }
 
 void snap__tbuf_put(snap__tbuf_t *b, const void *s, size_t n) {
-  if (!reserve(b, n))
+  /* The common case (room there) without a call: exporters put a few
+     bytes at a time, millions of times for a long trace. */
+  if (!(n < b->cap - b->len && !b->failed) && !reserve(b, n))
     return;
   if (n)
     memcpy(b->p + b->len, s, n);
