@@ -23,7 +23,8 @@
  * Slices are appended when they begin, so the list comes out ordered by
  * thread, begin_ns, depth.
  * Must not: trust the snapshot's indices (an index out of range is no
- * frame / no thread) or its parent links (a walk stops after n_frames).
+ * frame / no thread) or its parent links (a walk stops after the deepest
+ * depth the frames claim, and never goes past n_frames steps).
  */
 #include <stdlib.h>
 #include <string.h>
