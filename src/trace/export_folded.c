@@ -2,9 +2,10 @@
  * export_folded.c — a snapshot as folded stacks, the input of flamegraph.pl,
  * speedscope and inferno: one line per distinct stack per thread,
  *   <thread>;<root>;...;<leaf> <samples>
- * sorted bytewise, with counts summed over the thread's periodic samples
- * (marks excluded: they are extra samples at the app's chosen points and
- * would weigh their stacks by how often the app marks). A sample that had
+ * sorted by stack (bytewise: the line without its count), with counts
+ * summed over the thread's periodic samples (marks excluded: they are
+ * extra samples at the app's chosen points and would weigh their stacks by
+ * how often the app marks). A sample that had
  * no stack counts under <thread>;[no stack], so the counts add up to the
  * samples taken. <thread> is the thread's name, else its id.
  *
@@ -75,9 +76,13 @@ static void put_name(snap__tbuf_t *b, const char *name) {
   }
   if (b->failed)
     return;
-  while (b->len > start && b->p[b->len - 1] == ' ')
-    b->len--;
-  b->p[b->len] = '\0';
+  size_t end = b->len;
+  while (end > start && b->p[end - 1] == ' ')
+    end--;
+  if (end != b->len) { /* nothing written: p may still be NULL */
+    b->len = end;
+    b->p[end] = '\0';
+  }
   if (b->len == start)
     snap__tbuf_put(b, "?", 1);
 }

@@ -9,8 +9,8 @@
  *     went unsampled (idle, or the window ended) and the span covers one
  *     period past end_ns instead. Not so for the main thread, which the
  *     sampler samples whatever it does: a gap there is the sampler's own
- *     lateness on a busy machine, so its spans last to the next. Open slices end where the coverage ends
- *     when it ends before the next span starts.
+ *     lateness on a busy machine, so its spans last to the next. Open slices
+ * end where the coverage ends when it ends before the next span starts.
  *  2. Between two spans, diff the stacks from the root: the open slices
  *     from the first depth where the frames differ end (deepest first),
  *     the new stack's frames from there begin. Frames are the same
@@ -100,7 +100,10 @@ static void close_from(builder_t *b, uint32_t depth, uint64_t at) {
   while (b->n_open > depth) {
     open_slice_t *o = &b->open[--b->n_open];
     snap__trace_slice_t *sl = &b->out[o->out];
+    /* Never before it began, nor before a child it holds ended (the
+       child began later): nesting holds whatever the times say. */
     sl->end_ns = at > sl->begin_ns ? at : sl->begin_ns;
+    at = sl->end_ns;
     uint32_t best = 0;
     sl->wait_kind = SNAP_WAIT_NONE;
     for (unsigned k = 1; k < SNAP_WAIT_KIND_COUNT; k++)
@@ -239,6 +242,7 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
             : NULL;
     uint32_t thread = sp->thread;
     uint64_t period = period_of(s, thread);
+    uint64_t end_ns = sp->end_ns > sp->start_ns ? sp->end_ns : sp->start_ns;
     uint32_t depth = sp->frame < s->n_frames ? stack_of(&b, sp->frame) : 0;
 
     /* 2. Diff from the root against what is open. */
@@ -274,9 +278,9 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
        samples is the sampler's lateness (a busy machine), not a pause of
        the thread: its spans last to the next. */
     bool main_thread = thread < s->n_threads && s->threads[thread].is_main;
-    if (!next || (!main_thread && next->start_ns > sp->end_ns &&
-                  next->start_ns - sp->end_ns > 2 * period))
-      close_from(&b, 0, sp->end_ns + period);
+    if (!next || (!main_thread && next->start_ns > end_ns &&
+                  next->start_ns - end_ns > 2 * period))
+      close_from(&b, 0, end_ns + period);
   }
 done:
   if (rc != SNAP_OK) {

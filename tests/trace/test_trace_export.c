@@ -13,6 +13,7 @@
  *    hex): frame names, a thread name, the process name and a label with
  *    quotes, backslashes, control characters, ';', newlines, leading and
  *    trailing spaces, invalid UTF-8 and an empty name;
+ *  - fuzzN.{pftrace,json,folded,inputs}: random hostile snapshots;
  *  - bench.{pftrace,json,folded}: SECONDS (default 3; the Python run asks
  *    for 30 natively) at 1 kHz on the main thread and 100 Hz on four
  *    others, stacks 40 deep, the leaf changing every sample. The time each
@@ -25,7 +26,9 @@
 
 #include "check.h"
 #include "trace/synth.h"
+#include "xorshift.h"
 
+#define FUZZ_ROUNDS 12
 #define R SNAP__TRACE_RUNNING
 #define Q SNAP__TRACE_RUNNABLE
 #define B SNAP__TRACE_BLOCKED
@@ -205,6 +208,92 @@ static void hostile(void) {
   synth_free(&y);
 }
 
+/* Random snapshots (a fixed seed: reproducible): names and labels of
+   bytes drawn mostly from what breaks formats (quotes, backslashes, ';',
+   newlines, control characters, pieces of UTF-8 sequences), random tree
+   shapes, equal and shuffled times, spans whose end is before their start,
+   states, wait kinds, threads and frames out of range, marks. Every
+   format must still parse (test_trace_export.py) and nest; fuzzN.inputs
+   lists the names in hex for its checks. */
+static const unsigned char fuzz_bytes[] = {
+    '"',  '\\', ';',  '\n', '\r', '\t', ' ',  0x01, 0x1f, 0x7f, 0x80, 0xbf,
+    0xc0, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x98, 0xf4,
+    0x90, 0xff, 'a',  'Z',  '0',  '<',  '&',  '{',  ']',  ':',  ',',  '/'};
+
+static char *fuzz_name(uint64_t *rng) {
+  size_t n = snap_xorshift(rng) % 24;
+  char *p = malloc(n + 1);
+  if (!p)
+    abort();
+  for (size_t i = 0; i < n; i++)
+    p[i] = (char)fuzz_bytes[snap_xorshift(rng) % sizeof fuzz_bytes];
+  p[n] = '\0';
+  return p;
+}
+
+static void fuzz(unsigned round) {
+  uint64_t rng = 0x5eed0000u + round;
+  synth_t y;
+  synth_init(&y, MS, snap_xorshift(&rng) % 3 ? 10 * MS : 0);
+  char *owned[1024];
+  size_t n_owned = 0;
+  char *pn = fuzz_name(&rng);
+  snprintf(y.s.process_name, sizeof y.s.process_name, "%s", pn);
+  owned[n_owned++] = pn;
+  for (unsigned t = 0; t < 3; t++) {
+    char *tn = fuzz_name(&rng);
+    synth_thread(&y, 7000 + t, tn, t == 0);
+    owned[n_owned++] = tn;
+  }
+  for (unsigned f = 0; f < 60; f++) {
+    uint32_t parent = f && snap_xorshift(&rng) % 4
+                          ? (uint32_t)(snap_xorshift(&rng) % f)
+                          : SNAP__TRACE_NONE;
+    char *nm = fuzz_name(&rng), *im = fuzz_name(&rng);
+    owned[n_owned++] = nm;
+    owned[n_owned++] = im;
+    synth_node(&y, parent, nm, im, 0x1000 + f);
+  }
+  uint64_t at = T0;
+  for (unsigned i = 0; i < 300; i++) {
+    at += (snap_xorshift(&rng) % 4) * MS / 2;
+    uint64_t r = snap_xorshift(&rng);
+    uint32_t thread = r % 16 == 0 ? 3 : (uint32_t)(r % 3);
+    uint32_t frame = r % 13 == 0   ? SNAP__TRACE_NONE
+                     : r % 29 == 0 ? 999
+                                   : (uint32_t)(snap_xorshift(&rng) % 60);
+    uint32_t count = 1 + (uint32_t)(snap_xorshift(&rng) % 4);
+    uint64_t end = r % 31 == 0 ? at - MS : at + (count - 1) * MS;
+    const char *label = NULL;
+    if (r % 9 == 0 && n_owned < 1024) {
+      char *l = fuzz_name(&rng);
+      owned[n_owned++] = l;
+      label = l;
+    }
+    synth_span(&y, thread, frame, at, end, label ? 1 : count,
+               (unsigned)(snap_xorshift(&rng) % 6),
+               (unsigned)(snap_xorshift(&rng) % 14),
+               r % 7 == 0 ? -1 : (int64_t)(snap_xorshift(&rng) % MS), label);
+  }
+  synth_sort(&y);
+  char name[32];
+  snprintf(name, sizeof name, "fuzz%u", round);
+  export_all(name, &y, false, 1);
+  if (out_dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.inputs", out_dir, name);
+    FILE *in = fopen(path, "w");
+    CHECK(in != NULL, "cannot write %s", path);
+    for (size_t i = 0; in && i < n_owned; i++)
+      put_hex(in, owned[i]);
+    if (in)
+      fclose(in);
+  }
+  for (size_t i = 0; i < n_owned; i++)
+    free(owned[i]);
+  synth_free(&y);
+}
+
 /* `seconds` s: the main thread at 1 kHz and four others at 100 Hz, 40 frames
    deep (39 that stay, a leaf that changes every sample among 1000). The
    nodes are made once; spans only point at them. */
@@ -305,6 +394,22 @@ static void tbuf_edges(void) {
   snap__tbuf_free(&b);
 }
 
+/* A thread whose name is only blanks, first in the folded text: its name
+   becomes "?" (the fuzz rounds found the writer storing the terminator
+   through the still-NULL buffer). */
+static void folded_blank_thread(void) {
+  synth_t y;
+  synth_init(&y, MS, 10 * MS);
+  uint32_t t = synth_thread(&y, 77, " \t\n ", true);
+  uint32_t f = synth_stack(&y, 0, "main", (const char *)NULL);
+  synth_span(&y, t, f, T0, T0, 1, R, 0, 0, NULL);
+  snap__tbuf_t b = {0};
+  CHECK_EQ(snap__trace_export_folded(&y.s, &b), SNAP_OK);
+  CHECK(b.p && !strcmp(b.p, "?;main 1\n"), "blank thread: %s", b.p);
+  snap__tbuf_free(&b);
+  synth_free(&y);
+}
+
 int main(int argc, char **argv) {
   out_dir = argc > 1 ? argv[1] : NULL;
   /* Under qemu with pointer authentication every call of the library is
@@ -313,8 +418,11 @@ int main(int argc, char **argv) {
   if (seconds == 0 || seconds > 600)
     seconds = 3;
   tbuf_edges();
+  folded_blank_thread();
   pattern();
   hostile();
+  for (unsigned round = 0; round < FUZZ_ROUNDS; round++)
+    fuzz(round);
   bench(seconds);
   return check_result("test_trace_export");
 }

@@ -11,7 +11,8 @@
  * the same name under another parent; gaps longer and not longer than two
  * periods; failed samples; marks; unknown CPU; two threads at their own
  * rates; and degenerate input: no spans, one span, only failed samples,
- * indices out of range, a zero period, spans out of order.
+ * indices out of range, a zero period, spans out of order, a span that
+ * ends before it starts.
  */
 #include <inttypes.h>
 
@@ -285,6 +286,26 @@ static void test_degenerate(void) {
   synth_free(&y);
 }
 
+/* A span whose end is before its start (not as promised: a clock step, a
+   damaged record) lasts from its start; and a parent never ends before a
+   child it holds. */
+static void test_end_before_start(void) {
+  synth_t y;
+  synth_init(&y, MS, 10 * MS);
+  uint32_t t = synth_thread(&y, 100, "main", true);
+  uint32_t a = synth_stack(&y, 0, "main", "A", (const char *)NULL);
+  uint32_t b = synth_stack(&y, 0, "main", "A", "B", (const char *)NULL);
+  synth_span(&y, t, a, T0 + 4 * MS, T0 + 4 * MS, 1, R, 0, 0, NULL);
+  synth_span(&y, t, b, T0 + 5 * MS, T0, 1, R, 0, 0, NULL);
+  want_t w[] = {
+      {0, "main", 0, 4 * MS, 6 * MS, 2, 0, 2, 0, 0, 0},
+      {0, "A", 1, 4 * MS, 6 * MS, 2, 0, 2, 0, 0, 0},
+      {0, "B", 2, 5 * MS, 6 * MS, 1, 0, 1, 0, 0, 0},
+  };
+  expect("end before start", &y, w, sizeof w / sizeof *w);
+  synth_free(&y);
+}
+
 static void test_states(void) {
   snap__trace_slice_t sl;
   memset(&sl, 0, sizeof sl);
@@ -314,6 +335,7 @@ int main(void) {
   test_failed_marks_cpu();
   test_threads();
   test_degenerate();
+  test_end_before_start();
   test_states();
   return check_result("test_trace_slices");
 }
