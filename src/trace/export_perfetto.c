@@ -32,7 +32,8 @@
  *  - track_event = 11 { type = 9, track_uuid = 11, name = 23,
  *    debug_annotations = 4 { name = 10, string_value = 6, uint_value = 3,
  *    double_value = 5 } }: TYPE_SLICE_BEGIN (1) with the frame's name and
- *    cpu_ms, state, wait, samples and image; TYPE_SLICE_END (2), which the
+ *    cpu_ms (when known), state, wait (when its blocked samples waited on
+ *    something), samples and image; TYPE_SLICE_END (2), which the
  *    reader matches to the innermost open slice of the track; TYPE_INSTANT
  *    (3) for a mark, named by its label, with its stack (leaf first, one
  *    frame a line).
