@@ -9,8 +9,9 @@
  *     went unsampled (idle, or the window ended) and the span covers one
  *     period past end_ns instead. Not so for the main thread, which the
  *     sampler samples whatever it does: a gap there is the sampler's own
- *     lateness on a busy machine, so its spans last to the next. Open slices
- * end where the coverage ends when it ends before the next span starts.
+ *     lateness on a busy machine, so its spans last to the next. Open
+ *     slices end where the coverage ends when it ends before the next span
+ *     starts.
  *  2. Between two spans, diff the stacks from the root: the open slices
  *     from the first depth where the frames differ end (deepest first),
  *     the new stack's frames from there begin. Frames are the same
