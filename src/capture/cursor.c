@@ -28,6 +28,7 @@ void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
   c->signal_frame = false;
   c->flags = flags;
   c->signal_frames = 0;
+  c->walker_top = 0;
   c->images = NULL;
   snap__live_init(&c->live);
   /* No rule is asked for with FP_ONLY (the CFI reader skips it, and so do

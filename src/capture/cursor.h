@@ -47,6 +47,11 @@ typedef struct snap__cursor {
   uint64_t salt;     /* rule-cache salt of the image generation in use */
   const snap__images_t *images; /* NULL until first needed */
   snap__live_memo_t live;       /* which image holds a pc now */
+
+  /* The top of the walk's entry frame (walk.c): below it, on this thread's
+     stack, the walker's own frames, where no signal frame may lead
+     (signal_frames.c). 0: unknown. */
+  uintptr_t walker_top;
 } snap__cursor_t;
 
 /* A reader's answer for one frame. */
@@ -59,7 +64,8 @@ enum snap__step {
 };
 
 /* Sets up a cursor at regs (already stopped there) with stack bounds
-   [regs->sp, hi); hi == 0 means unknown. */
+   [regs->sp, hi); hi == 0 means unknown. walker_top starts 0 (the walk
+   sets it). */
 void snap__cursor_init(snap__cursor_t *c, const snap__regs_t *regs, bool exact,
                        unsigned flags, uintptr_t hi);
 /* Moves the cursor to regs (pac bits and async tag stripped). */

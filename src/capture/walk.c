@@ -6,6 +6,8 @@
  * A walk is bounded three ways: the output buffer (max), a step budget
  * (2 * SNAP_MAX_FRAMES, so a skip or an app-only filter cannot make it
  * endless), and the readers' own rule that the stack pointer moves up.
+ * Each entry hands the walk the top of its own frame (ENTRY_TOP): no
+ * signal frame may lead the walk under it, into the walker's own state.
  *
  * The fast path takes the frames where the table's answer is known without
  * asking it: with SNAP_CAPTURE_FP_ONLY and no link register pending, the
@@ -27,6 +29,22 @@
 
 #define STEP_BUDGET (2 * SNAP_MAX_FRAMES)
 #define BATCH SNAP__RECORD_BATCH
+
+/* The top of the calling entry's frame: its CFA, the caller's sp before
+   the call. Everything below it on this stack is the walker's own (its
+   state, its frames), written while the walk reads; the signal reader lets
+   no signal frame lead there (signal_frames.c). GCC gives the CFA on every
+   target and clang on x86_64; clang on arm64 gives the frame record's
+   address, with the callee-saved registers (x19-x28, d8-d15: 144 bytes at
+   most) above it, so there the bound adds both. A bound a little above the
+   CFA is as good: a real interrupted frame lies above the kernel's signal
+   frame, over a kilobyte higher. A macro: it must expand in the entry. */
+#if defined(__clang__) && defined(__aarch64__)
+#define ENTRY_TOP()                                                            \
+  ((uintptr_t)__builtin_frame_address(0) + 2 * sizeof(uintptr_t) + 144)
+#else
+#define ENTRY_TOP() ((uintptr_t)__builtin_dwarf_cfa())
+#endif
 
 /* The readers, in the order they are asked. The signal reader comes right
    after the CFI reader, whose SNAP__STEP_SIGNAL it answers; a reader that
@@ -165,10 +183,11 @@ static int fast_rules(snap__walk_state_t *st, int budget, bool *more) {
 
 static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
                 unsigned flags, uintptr_t hi, uintptr_t *pcs, int max, int skip,
-                bool fast) {
+                bool fast, uintptr_t top) {
   snap__cursor_t *const c = &st->cursor;
   snap__emitter_t *const e = &st->emitter;
   snap__cursor_init(c, regs, exact, flags, hi);
+  c->walker_top = top;
   *e = (snap__emitter_t){
       pcs, max, 0, skip, (flags & SNAP_CAPTURE_APP_ONLY) != 0, c};
   /* The async reader must see every frame: no fast path with ASYNC. */
@@ -197,32 +216,38 @@ static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
 int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
                        uintptr_t hi, uintptr_t *pcs, int max, int skip) {
   snap__walk_state_t st;
-  return walk(&st, regs, exact, flags, hi, pcs, max, skip, true);
+  return walk(&st, regs, exact, flags, hi, pcs, max, skip, true, ENTRY_TOP());
 }
 
 int snap__walk_bounded_in(snap__walk_state_t *st, const snap__regs_t *regs,
                           bool exact, unsigned flags, uintptr_t hi,
                           uintptr_t *pcs, int max, int skip) {
-  return walk(st, regs, exact, flags, hi, pcs, max, skip, true);
+  return walk(st, regs, exact, flags, hi, pcs, max, skip, true, ENTRY_TOP());
 }
 
 int snap__walk_bounded_readers(const snap__regs_t *regs, bool exact,
                                unsigned flags, uintptr_t hi, uintptr_t *pcs,
                                int max, int skip) {
   snap__walk_state_t st;
-  return walk(&st, regs, exact, flags, hi, pcs, max, skip, false);
+  return walk(&st, regs, exact, flags, hi, pcs, max, skip, false, ENTRY_TOP());
+}
+
+/* The top of the stack holding sp, 0 if the platform does not know it. */
+static uintptr_t stack_hi(uintptr_t sp) {
+  uintptr_t lo, hi;
+  return snap__plat_stack_bounds(sp, &lo, &hi) ? hi : 0;
 }
 
 int snap__walk_in(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
                   unsigned flags, uintptr_t *pcs, int max, int skip) {
-  uintptr_t lo, hi;
-  if (!snap__plat_stack_bounds(regs->sp, &lo, &hi))
-    hi = 0;
-  return walk(st, regs, exact, flags, hi, pcs, max, skip, true);
+  return walk(st, regs, exact, flags, stack_hi(regs->sp), pcs, max, skip, true,
+              ENTRY_TOP());
 }
 
 int snap__walk(const snap__regs_t *regs, bool exact, unsigned flags,
                uintptr_t *pcs, int max, int skip) {
+  /* Not through snap__walk_in: st must lie below the entry's top. */
   snap__walk_state_t st;
-  return snap__walk_in(&st, regs, exact, flags, pcs, max, skip);
+  return walk(&st, regs, exact, flags, stack_hi(regs->sp), pcs, max, skip, true,
+              ENTRY_TOP());
 }
