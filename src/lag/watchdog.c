@@ -194,13 +194,40 @@ static int64_t own_ran(const wd_t *w) {
          (int64_t)snap__plat_file_waited_ns();
 }
 
+/* The clock and the counters a wake compares, read together. */
+typedef struct wake_reading {
+  uint64_t now;
+  int64_t ran, proc_cpu, main_runq;
+} wake_reading_t;
+
+/* Reads them so that no time passes between the clock and the counters:
+   a preemption (or a block) between the two would put its wall time in
+   one window and its run-queue wait in the other, and the window without
+   it would look stopped (seen under load: a watchdog preempted for 400 ms
+   right after reading the clock, its next window "400 ms of work, none of
+   it run or queued", and a 400 ms lag discounted whole). Read again while
+   the clock moved more than 1 ms across the counters (three tries). */
+static wake_reading_t read_wake(const wd_t *w) {
+  wake_reading_t r;
+  for (int tries = 0; tries < 3; tries++) {
+    uint64_t t0 = snap__plat_now_ns();
+    r.ran = own_ran(w);
+    r.proc_cpu = snap__plat_process_cpu_ns();
+    r.main_runq = snap__plat_thread_runq_ns(w->main.tid);
+    r.now = snap__plat_now_ns();
+    if (r.now - t0 <= SNAP__MS)
+      break;
+  }
+  return r;
+}
+
 /* Remembers what this wake saw, for the next (woken_late). */
-static void note_wake(wd_t *w, uint64_t now) {
+static void note_wake(wd_t *w, const wake_reading_t *r) {
   w->prev_wake_ns = w->wake_ns;
-  w->wake_ns = now;
-  w->ran_ns = own_ran(w);
-  w->proc_cpu_ns = snap__plat_process_cpu_ns();
-  w->main_runq_ns = snap__plat_thread_runq_ns(w->main.tid);
+  w->wake_ns = r->now;
+  w->ran_ns = r->ran;
+  w->proc_cpu_ns = r->proc_cpu;
+  w->main_runq_ns = r->main_runq;
 }
 
 /* How many stretches ended since the last look (seen_seq), as v shows
@@ -244,7 +271,9 @@ static bool calm(const wd_t *w, const snap__loop_view_t *v, uint64_t now,
    (snap__stolen_ns). A park ends with a post right after a busy call, so
    that is when it was due. The CPU window does not count the time
    either. */
-static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
+static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v,
+                           const wake_reading_t *r) {
+  uint64_t now = r->now;
   uint64_t planned = w->from_park && v->busy ? v->busy_since_ns : w->planned_ns;
   int64_t ran_before = w->ran_ns, proc_before = w->proc_cpu_ns;
   int64_t runq_before = w->main_runq_ns;
@@ -254,7 +283,7 @@ static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v, uint64_t now) {
                           .ran = -1,
                           .proc_ran = -1,
                           .main_runq = -1};
-  note_wake(w, now);
+  note_wake(w, r);
   if (w->ran_ns >= 0 && ran_before >= 0 && w->ran_ns >= ran_before)
     f.ran = w->ran_ns - ran_before;
   if (w->proc_cpu_ns >= 0 && proc_before >= 0 && w->proc_cpu_ns >= proc_before)
@@ -437,15 +466,17 @@ static void run(void *arg) {
      this library) before the first lag needs them. */
   snap_stack_release(snap_callstack_symbols(SNAP_MAX_FRAMES, 0));
   snap__plat_self_sched_open(&w->sched); /* on this thread: its file */
-  w->planned_ns = w->slept_ns = snap__plat_now_ns();
-  note_wake(w, w->planned_ns);
+  wake_reading_t first = read_wake(w);
+  w->planned_ns = w->slept_ns = first.now;
+  note_wake(w, &first);
   snap__cpu_trigger_start(&w->cpu, w->cfg.cpu_percent,
                           w->cfg.cpu_window_ms * SNAP__MS, w->planned_ns,
                           snap__plat_thread_cpu_ns(w->main.tid));
   while (!atomic_load(&w->stop)) {
-    uint64_t now = snap__plat_now_ns();
+    wake_reading_t r = read_wake(w);
+    uint64_t now = r.now;
     snap__loop_view_t v = snap__loop_read();
-    follow_stretch(w, &v, now, woken_late(w, &v, now));
+    follow_stretch(w, &v, now, woken_late(w, &v, &r));
     uint64_t next = UINT64_MAX;
     if (v.busy && v.seq == w->stretch.seq) /* the watched stretch */
       next = watch_stretch(w, &now);
@@ -459,9 +490,10 @@ static void run(void *arg) {
   /* Stopping: one last look (a lag that ended since the last wake, or
      that ended unseen, is reported), then an ongoing lag's report gets its
      duration so far. */
-  uint64_t now = snap__plat_now_ns();
+  wake_reading_t r = read_wake(w);
+  uint64_t now = r.now;
   snap__loop_view_t v = snap__loop_read();
-  follow_stretch(w, &v, now, woken_late(w, &v, now));
+  follow_stretch(w, &v, now, woken_late(w, &v, &r));
   if (snap__lag_state_ongoing(w->lag.state)) {
     uint64_t end = stretch_end_ns(&v, &w->stretch, now);
     lag_event(w, SNAP__LAG_EV_STOP, end,
