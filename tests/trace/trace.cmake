@@ -4,6 +4,7 @@
 add_executable(trace_pattern trace/trace_pattern.c)
 target_compile_options(trace_pattern PRIVATE -fno-omit-frame-pointer -O1)
 target_compile_definitions(trace_pattern PRIVATE _GNU_SOURCE)
+target_include_directories(trace_pattern PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(trace_pattern PRIVATE stacksnap_static Threads::Threads ${CMAKE_DL_LIBS})
 add_test(NAME test_trace_pattern
   COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/trace/test_trace_pattern.py
