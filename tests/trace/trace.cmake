@@ -9,7 +9,7 @@ target_link_libraries(trace_pattern PRIVATE stacksnap_static Threads::Threads ${
 add_test(NAME test_trace_pattern
   COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/trace/test_trace_pattern.py
           $<TARGET_FILE:trace_pattern> --run-with "${SNAP_RUN_WITH}")
-set_tests_properties(test_trace_pattern PROPERTIES TIMEOUT 120 LABELS lag)
+set_tests_properties(test_trace_pattern PROPERTIES TIMEOUT 120)
 
 # The storage's memory cap over 10 minutes at 1 kHz (simulated clock), the
 # newest data kept; the span encoding against a reference.

@@ -42,6 +42,18 @@ static uint64_t unix_ns(void) {
 
 static volatile uint64_t g_sink;
 
+/* Each phase's begin and end, read inside its function: the time its
+   frame is on the stack (a preemption between the caller's clock read and
+   the call would not be the phase's). */
+typedef struct phase {
+  const char *name;
+  uint64_t begin, end;
+} phase_t;
+static phase_t g_ph[4];
+static int g_at;
+#define PHASE_BEGIN(n) (g_ph[g_at].name = (n), g_ph[g_at].begin = unix_ns())
+#define PHASE_END() (g_ph[g_at++].end = unix_ns())
+
 /* Computes until `ms` of wall time have passed. */
 __attribute__((noinline)) static void spin_ms(unsigned ms) {
   uint64_t end = unix_ns() + (uint64_t)ms * 1000000u, x = g_sink | 1;
@@ -64,11 +76,14 @@ static void *holder(void *arg) {
 }
 
 __attribute__((noinline)) static void phase_a(void) {
+  PHASE_BEGIN("phase_a");
   spin_ms(200);
+  PHASE_END();
   __asm__ volatile("" ::: "memory"); /* not a tail call */
 }
 
 __attribute__((noinline)) static void phase_b(void) {
+  PHASE_BEGIN("phase_b");
   pthread_t t;
   pthread_create(&t, NULL, holder, NULL);
   while (!atomic_load(&g_held))
@@ -76,37 +91,28 @@ __attribute__((noinline)) static void phase_b(void) {
   pthread_mutex_lock(&g_lock); /* ~100 ms: the holder sleeps with it */
   pthread_mutex_unlock(&g_lock);
   pthread_join(t, NULL);
+  PHASE_END();
   __asm__ volatile("" ::: "memory");
 }
 
 __attribute__((noinline)) static void phase_c(void) {
+  PHASE_BEGIN("phase_c");
   spin_ms(50);
   snap_trace_mark("phase_c mark");
   spin_ms(50);
+  PHASE_END();
   __asm__ volatile("" ::: "memory");
 }
 
-typedef struct phase {
-  const char *name;
-  uint64_t begin, end;
-} phase_t;
-
-#define PHASE(i, fn)                                                           \
-  do {                                                                         \
-    ph[i].name = #fn;                                                          \
-    ph[i].begin = unix_ns();                                                   \
-    fn();                                                                      \
-    ph[i].end = unix_ns();                                                     \
-  } while (0)
 
 /* Direct calls: a blocked thread is walked from the sp and pc the kernel
    publishes, and a frame-pointer function's record is recovered only
    where a direct call put it (src/capture/fp_recover.c). */
-__attribute__((noinline)) static void pattern_run(phase_t *ph) {
-  PHASE(0, phase_a);
-  PHASE(1, phase_b);
-  PHASE(2, phase_a);
-  PHASE(3, phase_c);
+__attribute__((noinline)) static void pattern_run(void) {
+  phase_a();
+  phase_b();
+  phase_a();
+  phase_c();
   __asm__ volatile("" ::: "memory");
 }
 
@@ -123,9 +129,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   usleep(50000);
-  phase_t ph[4];
   uint64_t t0 = unix_ns();
-  pattern_run(ph);
+  pattern_run();
+  phase_t *ph = g_ph;
   usleep(50000);
   uint64_t t1 = unix_ns();
   snap_trace_stop();
