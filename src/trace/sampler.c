@@ -10,10 +10,15 @@
  * written), allocate, or hold the trace's lock across a capture (the lock
  * is taken after each capture returned and the thread runs again).
  *
- * A thread whose CPU time did not move since its last sample did not run:
- * its stack is the one already recorded, so it is not captured again (a
- * blocked main thread costs a clock read and one /proc read a period, not
- * a walk). It is runnable when the kernel says it is, else blocked on what
+ * A thread whose CPU time did not move since it was read just before its
+ * last capture did not run since: its stack is the one that capture
+ * recorded, so it is not captured again (a blocked main thread costs a
+ * clock read and one /proc read a period, not a walk). The reading must
+ * come before the capture: read after, it can include the thread's last
+ * steps from where it was sampled into a sleep, and every later sample
+ * would repeat the stack it left (seen: 400 ms "in" g_hash_table_insert,
+ * blocked, while the loop slept in poll). A signalled sample makes the
+ * thread run its handler, so the next sample captures it again. It is runnable when the kernel says it is, else blocked on what
  * it was blocked on. A thread that ran is captured (quietly: a blocked one
  * is read, not interrupted) and is blocked when the capture found it in a
  * system call, else running — or runnable, for the main thread, when it
@@ -40,7 +45,7 @@ uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid) {
   snap__trace_thr_t *th = &tr->thr[tr->n_thr];
   *th = (snap__trace_thr_t){.tid = tid,
                             .is_main = tid == snap__plat_thread_main(),
-                            .cpu_after = -1,
+                            .cpu_seen = -1,
                             .runq = -1,
                             .last_stack = SNAP__TRACE_NONE};
   return tr->n_thr++;
@@ -175,7 +180,7 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   }
   sample_t s = {.t_us = us_of(tr, now), .stack = SNAP__TRACE_NONE,
                 .cpu_ns = -1};
-  bool ran = !th->have_last || cpu != th->cpu_after;
+  bool ran = !th->have_last || cpu != th->cpu_seen;
   if (others && (!th->have_last || !ran ||
                  snap__plat_thread_is_running(th->tid) != 1)) {
     /* Idle (or first seen, or no longer on a CPU): not sampled; its
@@ -183,7 +188,7 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     snap__plat_lock_lock(lock);
     snap__trace_close_span(tr, th);
     snap__plat_lock_unlock(lock);
-    th->cpu_after = cpu;
+    th->cpu_seen = cpu;
     th->have_last = true;
     return;
   }
@@ -208,7 +213,6 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
         SNAP_CAPTURE_QUIET |
             (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0),
         &wait, false);
-    int64_t after = snap__plat_thread_cpu_ns(th->tid);
     if (th->is_main)
       th->runq = snap__plat_thread_runq_ns(th->tid);
     if (n < 0) {
@@ -218,12 +222,11 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       s.state = blocked_state(wait.kind);
       s.wait = (uint8_t)wait.kind;
     }
-    if (th->have_last && th->cpu_after >= 0 && after >= th->cpu_after)
-      s.cpu_ns = after - th->cpu_after;
+    if (th->have_last && th->cpu_seen >= 0 && cpu >= th->cpu_seen)
+      s.cpu_ns = cpu - th->cpu_seen;
     if (s.state == SNAP__TRACE_RUNNING && runq0 >= 0 && th->runq >= runq0 &&
         s.cpu_ns >= 0 && th->runq - runq0 > s.cpu_ns)
       s.state = SNAP__TRACE_RUNNABLE; /* it waited more than it ran */
-    cpu = after >= 0 ? after : cpu;
     snap__plat_lock_lock(lock);
     s.stack = n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
     record(tr, th, &s);
@@ -231,7 +234,7 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     th->last_state = s.state;
     th->last_wait = s.wait;
     snap__plat_lock_unlock(lock);
-    th->cpu_after = cpu;
+    th->cpu_seen = cpu; /* read before the capture: see the head comment */
     th->have_last = true;
     return;
   }

@@ -268,7 +268,8 @@ typedef struct snap__trace_thr {
   char name[32];
   bool is_main, gone;
   bool have_last;      /* a sample (or a first look) was taken */
-  int64_t cpu_after;   /* its CPU time read after the last sample */
+  int64_t cpu_seen;    /* its CPU time read just before its last capture
+                          (sampler.c says why before) */
   int64_t runq;        /* its run-queue wait then (main only; -1) */
   uint32_t last_stack; /* the last sample's leaf */
   uint8_t last_state, last_wait;
