@@ -18,7 +18,10 @@ under pattern_run on the main thread, traced at 1 kHz), then:
     phase_c in its stack;
   - the Chrome JSON, parsed with json: the same slices, the same order;
   - the folded stacks: the counts add up to the samples of the window,
-    and the phases' lines carry their share.
+    and the phases' lines carry their share;
+  - and 150 turns of computing 2 ms then sleeping 5 ms: no slice of the
+    computing function is mostly blocked (a thread that went to sleep is
+    never shown in the stack it left).
 Exit 0, or 1 with every failed check printed.
 """
 import argparse
@@ -246,7 +249,32 @@ def main():
     for p in ("phase_a", "phase_b", "phase_c"):
         check(per_phase.get(p, 0) > 0 or gap_at >= 100e6,
               "folded: no samples in %s" % p)
+    transitions(a, d, facts.get("tsan"))
     return report()
+
+
+def transitions(a, d, tsan):
+    """150 times burn_2ms (computing) then nap_5ms (asleep): no slice of
+    burn_2ms may be mostly blocked (the stack of a thread that went to
+    sleep is not the one it was computing in), and the naps are seen."""
+    cmd = shlex.split(a.run_with) + [a.program, d, "transitions"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+    check(r.returncode == 0, "transitions: exit %d %s" % (r.returncode, r.stderr))
+    if r.returncode != 0:
+        return
+    with open(os.path.join(d, "transitions.json")) as f:
+        ev = json.load(f)["traceEvents"]
+    burns = [e for e in ev if e.get("ph") == "X" and e["name"] == "burn_2ms"]
+    naps = [e for e in ev if e.get("ph") == "X" and e["name"] == "nap_5ms"]
+    blocked = [e for e in burns if e["args"].get("state") == "blocked"]
+    print("transitions: %d burn_2ms slices (%d of them blocked), %d nap_5ms "
+          "slices" % (len(burns), len(blocked), len(naps)))
+    if tsan:
+        return
+    check(len(naps) >= 30, "transitions: only %d nap_5ms slices" % len(naps))
+    check(not blocked, "transitions: %d burn_2ms slices are blocked (a "
+          "sleeping thread shown in the stack it had left): %s"
+          % (len(blocked), blocked[:2]))
 
 
 def report():

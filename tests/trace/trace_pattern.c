@@ -116,9 +116,41 @@ __attribute__((noinline)) static void pattern_run(void) {
   __asm__ volatile("" ::: "memory");
 }
 
+/* The transitions case: 150 times, compute 2 ms (burn_2ms) then sleep
+   5 ms (nap_5ms). A sample that lands in burn_2ms just before the sleep
+   must not make the sleep's samples repeat burn_2ms's stack (the sampler
+   once read the thread's CPU time after the capture, and a thread that
+   had already gone to sleep then seemed not to have run since). */
+__attribute__((noinline)) static void burn_2ms(void) {
+  spin_ms(2);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void nap_5ms(void) {
+  usleep(5000);
+  __asm__ volatile("" ::: "memory");
+}
+
+static int transitions(const char *dir) {
+  snap_trace_config_t cfg;
+  snap_trace_config_default(&cfg);
+  if (snap_trace_start(&cfg) != SNAP_OK)
+    return 1;
+  for (int i = 0; i < 150; i++) {
+    burn_2ms();
+    nap_5ms();
+  }
+  snap_trace_stop();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/transitions.json", dir);
+  return snap_trace_write(path, SNAP_TRACE_CHROME_JSON, 0, 0) == SNAP_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[2], "transitions") == 0)
+    return transitions(argv[1]);
   if (argc != 2) {
-    fprintf(stderr, "usage: trace_pattern DIR\n");
+    fprintf(stderr, "usage: trace_pattern DIR [transitions]\n");
     return 2;
   }
   snap_trace_config_t cfg;
