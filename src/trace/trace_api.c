@@ -9,7 +9,7 @@
  * The budget: max_bytes is allocated at start, once: a quarter for the
  * stack table, the rest for the span ring (a stack's nodes are shared,
  * spans are not). The trace's struct itself (thread table, labels, the
- * mark queue: ~70 KiB) is counted in it too. A stopped trace stays
+ * mark queue: 80 KiB) is counted in it too. A stopped trace stays
  * readable until the next start.
  */
 #include <stdlib.h>
