@@ -364,7 +364,14 @@ int main(void) {
         "a spinning thread read blocked or unknown");
   CHECK(cpu_last > cpu_first, "its CPU time did not grow");
 
-  /* A gone thread. */
+  /* A gone thread. pthread_join returns when the thread cleared its tid,
+     which the kernel does before it drops the task: its /proc directory
+     can outlive the join by a moment (still running its exit, then a
+     zombie; seen in CI). Asked once the directory is gone (up to 2 s). */
+  char task[64];
+  snprintf(task, sizeof task, "/proc/self/task/%d", (int)tid);
+  for (int i = 0; i < 2000 && access(task, F_OK) == 0; i++)
+    usleep(1000);
   CHECK_EQ(snap__plat_thread_sched((snap_thread_t)tid, &s), SNAP_ENOTHREAD);
   CHECK(snap__plat_thread_runq_ns((snap_thread_t)tid) < 0, "runq of a gone "
                                                            "thread");

@@ -337,9 +337,12 @@ int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
     out->state = SNAP__SCHED_BLOCKED;
     out->wait = (uint8_t)blocked_in(tid, letter);
     break;
-  case '\0':
   case 'Z':
-  case 'X': break; /* unknown, or exited */
+  case 'X': /* exited, not yet reaped (pthread_join returns before the
+               kernel drops the task): gone all the same */
+    *out = snap__plat_sched_unknown();
+    return SNAP_ENOTHREAD;
+  case '\0': break; /* unknown */
   default:         /* T, t (stopped, traced), W, P, I ...: not running */
     out->state = SNAP__SCHED_BLOCKED;
     out->wait = SNAP__WAIT_OTHER;
