@@ -412,12 +412,10 @@ typedef struct snap__wake_facts {
    the watchdog's own running, run-queue wait and sampling waits do not
    explain, and that no thread of the process spent on a CPU (a process
    that was stopped ran no thread) and the main thread did not spend
-   waiting on a run queue (a stopped process's threads are on none).
-   Seen in CI: the watchdog blocked 400 ms in the kernel, on neither a CPU
-   nor a run queue, while a real-time thread of the process computed on
-   its CPU; the main thread was blocked, so its CPU time said "stopped",
-   and a 400 ms lag vanished. The process's CPU time says it ran.
-   Starved is not stopped: a watchdog waiting for a CPU on a busy machine
+   waiting on a run queue (a stopped process's threads are on none): a
+   main thread blocked while another thread computes is a process that
+   runs (test_lag_starved's real-time worker), which the main thread's
+   CPU time alone took for a stop. Starved is not stopped: a watchdog waiting for a CPU on a busy machine
    wakes late while the app runs (or waits) on, and that is lag time,
    never discounted. Where the OS does not say (ran < 0) only the
    lateness counts, as the old rule did. A remainder within the slack is

@@ -9,8 +9,8 @@
  * actions; this file performs them, in the order lag.h lists), build JSON
  * text (report_json.c) or name and replace files (report_store.c); the
  * sampling trace beside a report is the trace layer's to write
- * (snap__trace_write_running). Stacks come from main_sample.c and thread_dump.c, named only once every
- * sampled thread runs again.
+ * (snap__trace_write_running). Stacks come from main_sample.c and
+ * thread_dump.c, named only once every sampled thread runs again.
  *
  * A write can fail (a full disk). The current lag's rewrites need no
  * retry: the next update writes its content anyway. Its final write does
