@@ -38,7 +38,7 @@ static volatile uint64_t g_sink;
 /* Spins at depth `depth` until `until` (monotonic seconds); returns the
    rounds done. `which` picks one of 8 leaf functions (a moving stack). */
 #define LEAF(k)                                                                \
-  __attribute__((noinline)) static uint64_t leaf##k(double until) {          \
+  __attribute__((noinline)) static uint64_t leaf##k(double until) {            \
     uint64_t n = 0, x = g_sink | 1;                                            \
     while (now_s(CLOCK_MONOTONIC) < until) {                                   \
       for (int i = 0; i < 2000; i++)                                           \
@@ -48,14 +48,15 @@ static volatile uint64_t g_sink;
     g_sink = x;                                                                \
     return n;                                                                  \
   }
-LEAF(0) LEAF(1) LEAF(2) LEAF(3) LEAF(4) LEAF(5) LEAF(6) LEAF(7)
-static uint64_t (*const k_leaves[8])(double) = {leaf0, leaf1, leaf2, leaf3,
-                                                leaf4, leaf5, leaf6, leaf7};
+LEAF(0)
+LEAF(1) LEAF(2) LEAF(3) LEAF(4) LEAF(5) LEAF(6)
+    LEAF(7) static uint64_t (*const k_leaves[8])(double) = {
+        leaf0, leaf1, leaf2, leaf3, leaf4, leaf5, leaf6, leaf7};
 
 __attribute__((noinline)) static uint64_t deep(int depth, int which,
                                                double until) {
-  uint64_t n = depth <= 1 ? k_leaves[which & 7](until)
-                          : deep(depth - 1, which, until);
+  uint64_t n =
+      depth <= 1 ? k_leaves[which & 7](until) : deep(depth - 1, which, until);
   __asm__ volatile("" ::: "memory"); /* no tail call: the frames stay */
   return n;
 }
@@ -141,10 +142,11 @@ static void part_perf(const char *self) {
   }
   int status = pclose(p);
   getrusage(RUSAGE_CHILDREN, &after);
-  double total = (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
-                 (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec) / 1e6 +
-                 (double)(after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
-                 (double)(after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
+  double total =
+      (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
+      (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec) / 1e6 +
+      (double)(after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+      (double)(after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
   if (refused || status != 0 || rate == 0) {
     printf("  not supported here (exit %d)\n", status);
     return;
@@ -208,8 +210,8 @@ static void part_write(double seconds) {
       size = ftell(fp);
       fclose(fp);
     }
-    printf("  %-12s %.1f ms (best of 3, file %ld KiB)\n", f[i].name,
-           best * 1e3, size / 1024);
+    printf("  %-12s %.1f ms (best of 3, file %ld KiB)\n", f[i].name, best * 1e3,
+           size / 1024);
     unlink(path);
   }
 }
@@ -218,7 +220,8 @@ int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "spin") == 0) {
     double c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
     double r = spin_rate(atof(argv[2]));
-    printf("spin rate %.0f cpu %.3f\n", r, now_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
+    printf("spin rate %.0f cpu %.3f\n", r,
+           now_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
     return 0;
   }
   double write_s = 30;

@@ -107,8 +107,7 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
    second before it so far, and names it in the report's "trace" (one
    file per lag, renamed never: a lag that becomes a hang keeps it). A
    trace that cannot be written leaves the report without the field. */
-static void trace_beside(const snap__report_src_t *src,
-                         snap__lag_report_t *r) {
+static void trace_beside(const snap__report_src_t *src, snap__lag_report_t *r) {
   if (r->kind != SNAP__KIND_LAG && r->kind != SNAP__KIND_HANG)
     return;
   char name[64];

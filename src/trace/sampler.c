@@ -18,11 +18,12 @@
  * steps from where it was sampled into a sleep, and every later sample
  * would repeat the stack it left (seen: 400 ms "in" g_hash_table_insert,
  * blocked, while the loop slept in poll). A signalled sample makes the
- * thread run its handler, so the next sample captures it again. It is runnable when the kernel says it is, else blocked on what
- * it was blocked on. A thread that ran is captured (quietly: a blocked one
- * is read, not interrupted) and is blocked when the capture found it in a
- * system call, else running — or runnable, for the main thread, when it
- * waited longer for a CPU than it ran since the last sample.
+ * thread run its handler, so the next sample captures it again. It is runnable
+ * when the kernel says it is, else blocked on what it was blocked on. A thread
+ * that ran is captured (quietly: a blocked one is read, not interrupted) and is
+ * blocked when the capture found it in a system call, else running — or
+ * runnable, for the main thread, when it waited longer for a CPU than it ran
+ * since the last sample.
  */
 #include <string.h>
 
@@ -178,11 +179,11 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     memcpy(th->name, name, sizeof name);
     snap__plat_lock_unlock(lock);
   }
-  sample_t s = {.t_us = us_of(tr, now), .stack = SNAP__TRACE_NONE,
-                .cpu_ns = -1};
+  sample_t s = {
+      .t_us = us_of(tr, now), .stack = SNAP__TRACE_NONE, .cpu_ns = -1};
   bool ran = !th->have_last || cpu != th->cpu_seen;
-  if (others && (!th->have_last || !ran ||
-                 snap__plat_thread_is_running(th->tid) != 1)) {
+  if (others &&
+      (!th->have_last || !ran || snap__plat_thread_is_running(th->tid) != 1)) {
     /* Idle (or first seen, or no longer on a CPU): not sampled; its
        span ends with its last sample. */
     snap__plat_lock_lock(lock);
@@ -228,7 +229,8 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
         s.cpu_ns >= 0 && th->runq - runq0 > s.cpu_ns)
       s.state = SNAP__TRACE_RUNNABLE; /* it waited more than it ran */
     snap__plat_lock_lock(lock);
-    s.stack = n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
+    s.stack =
+        n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
     record(tr, th, &s);
     th->last_stack = s.stack;
     th->last_state = s.state;
@@ -312,7 +314,8 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
       next_main += main_ns;
       now = snap__plat_now_ns();
       if (next_main <= now) { /* late by a whole period or more */
-        atomic_fetch_add_explicit(&tr->missed_ticks, (now - next_main) / main_ns + 1,
+        atomic_fetch_add_explicit(&tr->missed_ticks,
+                                  (now - next_main) / main_ns + 1,
                                   memory_order_relaxed);
         next_main = now + main_ns;
       }

@@ -155,10 +155,10 @@ static void name_batch(snap__trace_snapshot_t *s, names_t *nm,
     if (fr && fr->symbol) {
       f->name = keep(nm, dup_or_null(fr->symbol));
     } else {
-      f->name = keep(nm, hex_name(fr ? fr->image : "???",
-                                  fr && fr->image_base ? f->pc - fr->image_base
-                                                       : f->pc,
-                                  fr && fr->image_base));
+      f->name = keep(
+          nm, hex_name(fr ? fr->image : "???",
+                       fr && fr->image_base ? f->pc - fr->image_base : f->pc,
+                       fr && fr->image_base));
     }
     f->image = keep(nm, dup_or_null(fr && fr->image ? fr->image : "???"));
     f->in_app = fr && fr->in_app;
@@ -170,8 +170,8 @@ static void name_batch(snap__trace_snapshot_t *s, names_t *nm,
   snap_stack_release(st);
 }
 
-static void name_frames(snap__trace_snapshot_t *s, names_t *nm,
-                        const copy_t *c, const uint32_t *old_of) {
+static void name_frames(snap__trace_snapshot_t *s, names_t *nm, const copy_t *c,
+                        const uint32_t *old_of) {
   uint32_t n = s->n_frames;
   bool *exact = calloc(n ? n : 1, sizeof *exact);
   uint32_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -250,7 +250,8 @@ int snap__trace_snapshot(snap__trace_t *tr, snap__lock_t *lock,
     snap__trace_frame_t *f = &out->frames[nf];
     uint32_t p = c.nodes[i].parent;
     f->parent = p < c.n_nodes ? new_of[p] : SNAP__TRACE_NONE;
-    f->depth = f->parent == SNAP__TRACE_NONE ? 0 : out->frames[f->parent].depth + 1;
+    f->depth =
+        f->parent == SNAP__TRACE_NONE ? 0 : out->frames[f->parent].depth + 1;
     f->pc = c.nodes[i].pc;
     old_of[nf] = i;
     new_of[i] = nf++;

@@ -43,7 +43,8 @@ static size_t encode(const snap__tspan_t *s, uint64_t prev_end, uint8_t *p) {
   n += put_varint(p + n, s->end_us - s->start_us);
   n += put_varint(p + n, s->count ? s->count - 1 : 0);
   n += put_varint(p + n, s->thread);
-  n += put_varint(p + n, s->stack == SNAP__TRACE_NONE ? 0 : (uint64_t)s->stack + 1);
+  n += put_varint(p + n,
+                  s->stack == SNAP__TRACE_NONE ? 0 : (uint64_t)s->stack + 1);
   p[n++] = (uint8_t)((s->state & 3) | (s->wait_kind & 15) << 2 |
                      (s->cpu_us >= 0) << 6 | (s->label != 0) << 7);
   if (s->cpu_us >= 0)
@@ -143,8 +144,9 @@ void snap__span_ring_trim(snap__span_ring_t *r, uint64_t before_us,
 }
 
 snap__span_iter_t snap__span_ring_iter(const snap__span_ring_t *r) {
-  return (snap__span_iter_t){
-      .pos = r->head, .left = (size_t)r->records, .prev_end_us = r->head_end_us};
+  return (snap__span_iter_t){.pos = r->head,
+                             .left = (size_t)r->records,
+                             .prev_end_us = r->head_end_us};
 }
 
 bool snap__span_ring_next(const snap__span_ring_t *r, snap__span_iter_t *it,
@@ -158,8 +160,7 @@ bool snap__span_ring_next(const snap__span_ring_t *r, snap__span_iter_t *it,
   return true;
 }
 
-void snap__span_ring_remap(snap__span_ring_t *r,
-                           const snap__stack_table_t *t) {
+void snap__span_ring_remap(snap__span_ring_t *r, const snap__stack_table_t *t) {
   /* Sequential rewrite: each record re-encodes no longer than it was (a
      stack id only shrinks), so the write position never passes the read
      position. The deltas stay, as the ends do. */

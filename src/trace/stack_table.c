@@ -33,7 +33,8 @@ void snap__stack_table_init(snap__stack_table_t *t, void *mem, size_t bytes) {
   while (slots < 2 * (size_t)cap)
     slots *= 2;
   t->nodes = mem;
-  t->slots = (uint32_t *)(void *)((char *)mem + (size_t)cap * sizeof(snap__tnode_t));
+  t->slots =
+      (uint32_t *)(void *)((char *)mem + (size_t)cap * sizeof(snap__tnode_t));
   t->cap = cap;
   t->n = 0;
   t->slot_mask = (uint32_t)(slots - 1);
@@ -49,13 +50,15 @@ static uint32_t slot_of(const snap__stack_table_t *t, uint32_t parent,
 
 static uint32_t find_or_add(snap__stack_table_t *t, uint32_t parent,
                             uintptr_t pc, uint32_t exact) {
-  for (uint32_t s = slot_of(t, parent, pc, exact);; s = (s + 1) & t->slot_mask) {
+  for (uint32_t s = slot_of(t, parent, pc, exact);;
+       s = (s + 1) & t->slot_mask) {
     uint32_t v = t->slots[s];
     if (v == 0) {
       if (t->n == t->cap)
         return SNAP__TRACE_NONE;
       uint32_t id = t->n++;
-      t->nodes[id] = (snap__tnode_t){.parent = parent, .flags = exact, .pc = pc};
+      t->nodes[id] =
+          (snap__tnode_t){.parent = parent, .flags = exact, .pc = pc};
       t->slots[s] = id + 1;
       return id;
     }
@@ -96,7 +99,8 @@ void snap__stack_table_mark(snap__stack_table_t *t, uint32_t leaf) {
 void snap__stack_table_plan(snap__stack_table_t *t) {
   uint32_t next = 0;
   for (uint32_t i = 0; i < t->n; i++)
-    t->slots[i] = t->nodes[i].flags & SNAP__TNODE_LIVE ? next++ : SNAP__TRACE_NONE;
+    t->slots[i] =
+        t->nodes[i].flags & SNAP__TNODE_LIVE ? next++ : SNAP__TRACE_NONE;
 }
 
 uint32_t snap__stack_table_remap(const snap__stack_table_t *t, uint32_t old) {

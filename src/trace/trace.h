@@ -72,9 +72,9 @@ void snap__tbuf_free(snap__tbuf_t *b);
 /* One node of the stack table, named. A stack is a leaf frame and its
    parents up to a root (the outermost frame: main, a thread's start). */
 typedef struct snap__trace_frame {
-  uint32_t parent; /* index into frames, SNAP__TRACE_NONE at a root */
-  uint32_t depth;  /* 0 at a root */
-  uintptr_t pc;    /* as captured */
+  uint32_t parent;   /* index into frames, SNAP__TRACE_NONE at a root */
+  uint32_t depth;    /* 0 at a root */
+  uintptr_t pc;      /* as captured */
   const char *name;  /* the function, else "image + 0x<offset>", else
                         "0x<pc>": never NULL */
   const char *image; /* the image's base name, "???" when none */
@@ -112,10 +112,10 @@ typedef struct snap__trace_snapshot {
   uint32_t n_frames;
   snap__trace_span_t *spans; /* sorted by start_ns (ties: thread) */
   size_t n_spans;
-  uint64_t main_interval_ns;  /* the sampling periods, for the length of */
-  uint64_t other_interval_ns; /* a trailing sample */
+  uint64_t main_interval_ns;   /* the sampling periods, for the length of */
+  uint64_t other_interval_ns;  /* a trailing sample */
   uint64_t since_ns, until_ns; /* the window asked for (unix ns) */
-  void *names_; /* snapshot.c's: the strings it made */
+  void *names_;                /* snapshot.c's: the strings it made */
 } snap__trace_snapshot_t;
 
 /* ---- Slices (slices.c) ---------------------------------------------------
@@ -128,8 +128,8 @@ typedef struct snap__trace_snapshot {
    not sampled: idle, or the window ends). Marks are not slices. */
 typedef struct snap__trace_slice {
   uint32_t thread;
-  uint32_t frame; /* the slice's frame (its name) */
-  uint32_t depth; /* nesting, 0 = root frame */
+  uint32_t frame;            /* the slice's frame (its name) */
+  uint32_t depth;            /* nesting, 0 = root frame */
   uint64_t begin_ns, end_ns; /* unix ns */
   int64_t cpu_ns;            /* CPU time of the thread inside, -1 unknown */
   uint32_t samples;
@@ -172,9 +172,10 @@ typedef struct snap__tnode {
   uint32_t flags;  /* SNAP__TNODE_* */
   uintptr_t pc;
 } snap__tnode_t;
-#define SNAP__TNODE_EXACT 0x1u /* pc is where the thread was, not a return
-                                  address (a sampled leaf) */
-#define SNAP__TNODE_LIVE 0x2u  /* compaction's mark */
+#define SNAP__TNODE_EXACT                                                      \
+  0x1u                        /* pc is where the thread was, not a return      \
+                                 address (a sampled leaf) */
+#define SNAP__TNODE_LIVE 0x2u /* compaction's mark */
 
 typedef struct snap__stack_table {
   snap__tnode_t *nodes;
@@ -250,8 +251,7 @@ bool snap__span_ring_next(const snap__span_ring_t *r, snap__span_iter_t *it,
                           snap__tspan_t *out);
 /* Rewrites every record's stack through the table's remap (after
    compaction's plan): records only shrink, so it is done in place. */
-void snap__span_ring_remap(snap__span_ring_t *r,
-                           const snap__stack_table_t *t);
+void snap__span_ring_remap(snap__span_ring_t *r, const snap__stack_table_t *t);
 
 /* ---- The running trace (trace_api.c, sampler.c, marks.c, snapshot.c) ---- */
 
@@ -291,7 +291,7 @@ typedef struct snap__trace_mark {
 
 typedef struct snap__trace {
   snap_trace_config_t cfg;
-  uint64_t t0_ns;           /* monotonic at start: span times count from it */
+  uint64_t t0_ns;            /* monotonic at start: span times count from it */
   snap__stack_table_t table; /* under lock */
   snap__span_ring_t ring;    /* under lock */
   snap__trace_thr_t thr[SNAP__TRACE_THREADS]; /* under lock */
@@ -299,10 +299,10 @@ typedef struct snap__trace {
   char labels[SNAP__TRACE_LABELS][SNAP__TRACE_LABEL_MAX]; /* under lock */
   uint32_t n_labels;
   snap__trace_mark_t marks[SNAP__TRACE_MARKS];
-  _Atomic uint64_t mark_head; /* next slot a producer claims */
-  uint64_t mark_tail;         /* next slot the sampler reads */
+  _Atomic uint64_t mark_head;     /* next slot a producer claims */
+  uint64_t mark_tail;             /* next slot the sampler reads */
   _Atomic uint64_t mark_tail_pub; /* mark_tail, for producers */
-  void *memory;               /* the table's and the ring's */
+  void *memory;                   /* the table's and the ring's */
   size_t memory_bytes;
   /* Counters (snap_trace_stats). */
   _Atomic uint64_t samples, failed, marks_taken, marks_dropped, missed_ticks,

@@ -222,15 +222,16 @@ static int write_file(const char *dir, const char *name, unsigned format,
   if (!tr)
     return SNAP_EINVAL;
   snap__trace_snapshot_t snap;
-  int rc = snap__trace_snapshot(tr, &g_lock.lock, since_unix_ns,
-                                until_unix_ns, &snap);
+  int rc = snap__trace_snapshot(tr, &g_lock.lock, since_unix_ns, until_unix_ns,
+                                &snap);
   reader_leave();
   if (rc != SNAP_OK)
     return rc;
   snap__tbuf_t out = {0};
-  rc = format == SNAP_TRACE_PERFETTO      ? snap__trace_export_perfetto(&snap, &out)
-       : format == SNAP_TRACE_CHROME_JSON ? snap__trace_export_chrome(&snap, &out)
-                                          : snap__trace_export_folded(&snap, &out);
+  rc = format == SNAP_TRACE_PERFETTO ? snap__trace_export_perfetto(&snap, &out)
+       : format == SNAP_TRACE_CHROME_JSON
+           ? snap__trace_export_chrome(&snap, &out)
+           : snap__trace_export_folded(&snap, &out);
   snap__trace_snapshot_free(&snap);
   if (rc == SNAP_OK && out.failed)
     rc = SNAP_ENOMEM;
@@ -276,9 +277,10 @@ SNAP_EXPORT int snap_trace_stats(snap_trace_stats_t *out) {
     r.stack_nodes = tr->table.n;
     r.bytes_used = tr->ring.len + (uint64_t)tr->table.n * sizeof(snap__tnode_t);
     r.bytes_reserved = tr->memory_bytes + sizeof *tr;
-    r.sampler_cpu_ns = atomic_load(&g_state) == 1
-                           ? snap__plat_thread_cpu_ns(atomic_load(&g_sampler_tid))
-                           : tr->sampler_cpu_ns;
+    r.sampler_cpu_ns =
+        atomic_load(&g_state) == 1
+            ? snap__plat_thread_cpu_ns(atomic_load(&g_sampler_tid))
+            : tr->sampler_cpu_ns;
     snap__plat_lazy_unlock(&g_lock);
     reader_leave();
   }

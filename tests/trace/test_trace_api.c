@@ -223,8 +223,7 @@ int main(void) {
 
   /* A window with nothing in it: a valid, empty trace. */
   snprintf(path, sizeof path, "%s/empty.json", g_dir);
-  CHECK_EQ(snap_trace_write(path, SNAP_TRACE_CHROME_JSON, 1000, 2000),
-           SNAP_OK);
+  CHECK_EQ(snap_trace_write(path, SNAP_TRACE_CHROME_JSON, 1000, 2000), SNAP_OK);
   CHECK(file_size("empty.json") > 0, "no empty trace written");
 
   lag_report_trace();

@@ -40,18 +40,24 @@ static void ring_roundtrip(void) {
   uint64_t t = 5;
   for (int i = 0; i < N; i++) {
     snap__tspan_t s = {0};
-    uint64_t len = snap_xorshift(&rng) % 4 == 0 ? snap_xorshift(&rng) % 100000 : 0;
+    uint64_t len =
+        snap_xorshift(&rng) % 4 == 0 ? snap_xorshift(&rng) % 100000 : 0;
     t += snap_xorshift(&rng) % 3000;
     s.start_us = t;
     s.end_us = t + len;
     s.thread = (uint32_t)(snap_xorshift(&rng) % 300);
-    s.stack = snap_xorshift(&rng) % 10 == 0 ? SNAP__TRACE_NONE
-                                            : (uint32_t)(snap_xorshift(&rng) >> 40);
+    s.stack = snap_xorshift(&rng) % 10 == 0
+                  ? SNAP__TRACE_NONE
+                  : (uint32_t)(snap_xorshift(&rng) >> 40);
     s.count = 1 + (uint32_t)(snap_xorshift(&rng) % 100000);
     s.state = (uint8_t)(snap_xorshift(&rng) % SNAP__TRACE_STATE_COUNT);
     s.wait_kind = (uint8_t)(snap_xorshift(&rng) % SNAP_WAIT_KIND_COUNT);
-    s.cpu_us = snap_xorshift(&rng) % 3 == 0 ? -1 : (int64_t)(snap_xorshift(&rng) % 1000000);
-    s.label = snap_xorshift(&rng) % 5 == 0 ? 1 + (uint32_t)(snap_xorshift(&rng) % 256) : 0;
+    s.cpu_us = snap_xorshift(&rng) % 3 == 0
+                   ? -1
+                   : (int64_t)(snap_xorshift(&rng) % 1000000);
+    s.label = snap_xorshift(&rng) % 5 == 0
+                  ? 1 + (uint32_t)(snap_xorshift(&rng) % 256)
+                  : 0;
     want[i] = s;
     CHECK(snap__span_ring_push(&r, &s), "push %d", i);
   }
@@ -116,9 +122,13 @@ int main(void) {
     }
     snap__trace_thr_t *t = &tr->thr[th];
     snap__trace_close_span(tr, t);
-    t->span = (snap__tspan_t){.start_us = 1000u * i, .end_us = 1000u * i,
-                              .thread = th, .stack = leaf, .count = 1,
-                              .state = SNAP__TRACE_RUNNING, .cpu_us = 1000};
+    t->span = (snap__tspan_t){.start_us = 1000u * i,
+                              .end_us = 1000u * i,
+                              .thread = th,
+                              .stack = leaf,
+                              .count = 1,
+                              .state = SNAP__TRACE_RUNNING,
+                              .cpu_us = 1000};
     t->open = true;
     t->last_stack = leaf;
     if (i >= SAMPLES - KEEP)

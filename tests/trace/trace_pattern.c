@@ -104,7 +104,6 @@ __attribute__((noinline)) static void phase_c(void) {
   __asm__ volatile("" ::: "memory");
 }
 
-
 /* Direct calls: a blocked thread is walked from the sp and pc the kernel
    publishes, and a frame-pointer function's record is recovered only
    where a direct call put it (src/capture/fp_recover.c). */
@@ -143,7 +142,8 @@ static int transitions(const char *dir) {
   snap_trace_stop();
   char path[4096];
   snprintf(path, sizeof path, "%s/transitions.json", dir);
-  return snap_trace_write(path, SNAP_TRACE_CHROME_JSON, 0, 0) == SNAP_OK ? 0 : 1;
+  return snap_trace_write(path, SNAP_TRACE_CHROME_JSON, 0, 0) == SNAP_OK ? 0
+                                                                         : 1;
 }
 
 int main(int argc, char **argv) {
@@ -201,8 +201,8 @@ int main(int argc, char **argv) {
           (unsigned long long)st.samples, (unsigned long long)st.failed,
           (unsigned long long)st.spans, (unsigned long long)st.marks,
           (unsigned long long)st.missed_ticks,
-          (unsigned long long)st.stack_nodes,
-          (unsigned long long)st.bytes_used, (long long)st.sampler_cpu_ns);
+          (unsigned long long)st.stack_nodes, (unsigned long long)st.bytes_used,
+          (long long)st.sampler_cpu_ns);
   fclose(f);
   return 0;
 }
