@@ -173,7 +173,9 @@ int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,
 
 int snap__capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
                               unsigned flags, snap_wait_t *wait,
-                              bool name_owner) {
+                              bool name_owner, bool *os_blocked) {
+  if (os_blocked)
+    *os_blocked = false;
   if (!wait)
     return snap_capture_thread(thread, pcs, max, flags);
   /* API v1 knows one size: the whole struct. */
@@ -188,6 +190,8 @@ int snap__capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
   } else {
     snap__plat_wait_regs_t regs = {.source = SNAP__WAIT_REGS_NONE};
     n = capture_other(thread, pcs, max, flags, &regs);
+    if (os_blocked)
+      *os_blocked = n >= 0 && regs.source == SNAP__WAIT_REGS_KERNEL;
     if (n >= 0) {
       snap__plat_wait_decode(thread, &regs, pcs, n, &w);
       if (name_owner && w.owner_state == SNAP_OWNER_KNOWN &&
@@ -202,7 +206,7 @@ int snap__capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
 
 int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
                              unsigned flags, snap_wait_t *wait) {
-  return snap__capture_thread_wait(thread, pcs, max, flags, wait, true);
+  return snap__capture_thread_wait(thread, pcs, max, flags, wait, true, NULL);
 }
 
 const char *snap_wait_kind_name(unsigned kind) {

@@ -19,9 +19,13 @@ void snap__capture_quiet_counts(uint64_t *kept, uint64_t *signalled);
 
 /* snap_capture_thread_wait, with the owner's name read (a /proc read on
    Linux, ~6 us) only when name_owner: a caller that names every thread
-   of a dump anyway (lag/thread_dump.c) reads each name once. */
+   of a dump anyway (lag/thread_dump.c) reads each name once. *os_blocked
+   (may be NULL): the OS said the thread was blocked in its system call
+   (a quiet walk, SNAP__WAIT_REGS_KERNEL); false when a signal stopped it,
+   where a system call in its registers may be a short one it was running
+   (clock_gettime under qemu, which has no vDSO). */
 int snap__capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
                               unsigned flags, snap_wait_t *wait,
-                              bool name_owner);
+                              bool name_owner, bool *os_blocked);
 
 #endif /* SNAP_CAPTURE_CAPTURE_H */

@@ -39,7 +39,8 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   m->running = snap_thread_is_running(m->tid) == 1;
   m->wait = (snap_wait_t){.size = sizeof m->wait};
   int n = snap__capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
-                                    snap__lag_capture_flags(), &m->wait, false);
+                                    snap__lag_capture_flags(), &m->wait, false,
+                                    NULL);
   m->n = n; /* kept for the thread dump */
   const snap_stack_t *s =
       n < 0 ? NULL : snap__lag_name(m->pcs, n); /* it runs again */

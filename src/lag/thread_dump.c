@@ -54,7 +54,7 @@ static bool cycle_stands(const snap__lag_thread_t *ts,
     const snap__lag_thread_t *t = &ts[cycle->at[i]];
     snap_wait_t now = {.size = sizeof now};
     if (snap__capture_thread_wait(t->tid, pcs, SNAP__DUMP_DEPTH, flags, &now,
-                                  false) < 0 ||
+                                  false, NULL) < 0 ||
         now.owner_state != SNAP_OWNER_KNOWN || now.owner != t->wait.owner ||
         now.address != t->wait.address)
       return false;
@@ -70,7 +70,7 @@ static int sample_into(snap__lag_thread_t *t, uintptr_t *pcs, unsigned flags) {
   int got = snap__plat_sample_reachable(t->tid);
   if (got == SNAP_OK)
     got = snap__capture_thread_wait(t->tid, pcs, SNAP__DUMP_DEPTH, flags,
-                                    &t->wait, false);
+                                    &t->wait, false, NULL);
   t->error = got < 0 ? got : SNAP_OK;
   return got < 0 ? 0 : got;
 }

@@ -152,8 +152,14 @@ static void record(snap__trace_t *tr, snap__trace_thr_t *th,
   th->open = true;
 }
 
-static uint8_t blocked_state(unsigned kind) {
-  return kind == SNAP_WAIT_NONE ? SNAP__TRACE_RUNNING : SNAP__TRACE_BLOCKED;
+/* Blocked when the OS said so (a quiet walk), or when a signal found the
+   thread in a call that waits (a lock, I/O, a sleep, a poll: the signal
+   woke it there); a signal that found it in another call (clock_gettime,
+   a system call under qemu-user, which has no vDSO) found it running. */
+static uint8_t blocked_state(unsigned kind, bool os_blocked) {
+  if (kind == SNAP_WAIT_NONE || (kind == SNAP_WAIT_OTHER && !os_blocked))
+    return SNAP__TRACE_RUNNING;
+  return SNAP__TRACE_BLOCKED;
 }
 
 /* Samples one thread (its entry th, looked up under the lock by the
@@ -209,19 +215,20 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     uintptr_t pcs[SNAP__TRACE_DEPTH];
     snap_wait_t wait = {.size = sizeof wait};
     int64_t runq0 = th->runq;
+    bool os_blocked;
     int n = snap__capture_thread_wait(
         th->tid, pcs, SNAP__TRACE_DEPTH,
         SNAP_CAPTURE_QUIET |
             (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0),
-        &wait, false);
+        &wait, false, &os_blocked);
     if (th->is_main)
       th->runq = snap__plat_thread_runq_ns(th->tid);
     if (n < 0) {
       atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
       s.state = SNAP__TRACE_UNKNOWN;
     } else {
-      s.state = blocked_state(wait.kind);
-      s.wait = (uint8_t)wait.kind;
+      s.state = blocked_state(wait.kind, os_blocked);
+      s.wait = s.state == SNAP__TRACE_BLOCKED ? (uint8_t)wait.kind : 0;
     }
     if (th->have_last && th->cpu_seen >= 0 && cpu >= th->cpu_seen)
       s.cpu_ns = cpu - th->cpu_seen;
