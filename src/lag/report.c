@@ -102,9 +102,9 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
   classify(r);
 }
 
-/* While a sampling trace runs, each write of a lag or hang report writes
-   "<start_unix_ms>-trace.pftrace" beside it, the trace of the lag and the
-   second before it so far, and names it in the report's "trace" (one
+/* While a sampling trace runs, the first and the final write of a lag or
+   hang report write "<start_unix_ms>-trace.pftrace" beside it, the trace
+   of the lag and the second before it so far, and name it in the report's "trace" (one
    file per lag, renamed never: a lag that becomes a hang keeps it). A
    trace that cannot be written leaves the report without the field. */
 static void trace_beside(const snap__report_src_t *src, snap__lag_report_t *r) {
@@ -123,7 +123,11 @@ static void trace_beside(const snap__report_src_t *src, snap__lag_report_t *r) {
    once per report. */
 static int write_report(const snap__report_src_t *src, snap__lag_report_t *r,
                         char name[64], bool is_new, bool final) {
-  trace_beside(src, r);
+  /* The first write and the one that completes the report: a hang is
+     rewritten a dozen times while it lasts, and each trace would be the
+     last one again, a little longer. */
+  if (is_new || final)
+    trace_beside(src, r);
   size_t n;
   char *json = snap__lag_report_json(r, &n);
   if (!json)
