@@ -1,0 +1,116 @@
+/*
+ * fatal.c — the last write when a signal ends the process, without the
+ * program seeing a handler it did not install.
+ *
+ * Owns: a handler for each signal whose default action ends the process
+ * and whose disposition is the default at start-up (an ignored signal
+ * stays ignored; a sanitizer's handler stays). It makes the last write
+ * (writer.c) and raises the signal again: SA_RESETHAND made the
+ * disposition the default, so the signal then does what it would have
+ * done, and the exit status says so.
+ *
+ * Owns too: the interposed sigaction and signal. A program asking for a
+ * disposition we hold is told SIG_DFL, as it would be without the audit
+ * (CPython installs its KeyboardInterrupt handler only when SIGINT's is
+ * SIG_DFL; a shell treats an inherited disposition as the user's). A
+ * program installing its own handler replaces ours; one setting SIG_DFL
+ * keeps ours, which ends in the default action anyway.
+ * Must not: do anything in the handler that is not async-signal-safe.
+ */
+#include "audit.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The signals whose default action ends the process (SIGKILL and
+   SIGSTOP cannot be caught). */
+static const int k_fatal[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGILL,  SIGTRAP,
+                              SIGABRT, SIGBUS,    SIGFPE,  SIGUSR1, SIGSEGV,
+                              SIGUSR2, SIGPIPE,   SIGALRM, SIGTERM, SIGXCPU,
+                              SIGXFSZ, SIGVTALRM, SIGPROF, SIGSYS};
+
+static atomic_bool g_ours[NSIG]; /* our handler is the disposition */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static sigaction_fn g_real_sigaction; /* looked up at start-up */
+
+static void on_fatal(int sig, siginfo_t *info, void *ctx) {
+  (void)info;
+  (void)ctx;
+  int saved = errno;
+  atomic_store(&g_ours[sig], false); /* SA_RESETHAND: the default now */
+  if (atomic_load(&audit_pid) == (int)syscall(SYS_getpid))
+    audit_writer_final("signal", sig);
+  /* Raised again: delivered when this returns (it is blocked until then).
+     A fault would recur on its own, but a kill would not. */
+  syscall(SYS_tgkill, (int)syscall(SYS_getpid), (int)syscall(SYS_gettid), sig);
+  errno = saved;
+}
+
+static bool ours(int sig) {
+  return sig > 0 && sig < NSIG && atomic_load(&g_ours[sig]);
+}
+
+/* What a program is told of a disposition we hold. */
+static void as_default(struct sigaction *old) {
+  if (old) {
+    memset(old, 0, sizeof *old);
+    old->sa_handler = SIG_DFL;
+  }
+}
+
+AUDIT_EXPORT int sigaction(int sig, const struct sigaction *act,
+                           struct sigaction *old) {
+  if (!g_real_sigaction) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (!ours(sig))
+    return g_real_sigaction(sig, act, old);
+  if (act && ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL)) {
+    int rc = g_real_sigaction(sig, act, NULL);
+    if (rc != 0)
+      return rc;
+    atomic_store(&g_ours[sig], false);
+  }
+  as_default(old);
+  return 0;
+}
+
+AUDIT_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  /* glibc's signal(): BSD semantics, the signal blocked in its handler. */
+  sigemptyset(&sa.sa_mask);
+  if (sig > 0 && sig < NSIG)
+    sigaddset(&sa.sa_mask, sig);
+  sa.sa_flags = SA_RESTART;
+  return sigaction(sig, &sa, &old) == 0 ? old.sa_handler : SIG_ERR;
+}
+
+void audit_fatal_init(void) {
+  g_real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+  if (!g_real_sigaction)
+    return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fatal;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask); /* one fatal signal at a time */
+  for (size_t i = 0; i < sizeof k_fatal / sizeof k_fatal[0]; i++)
+    sigaddset(&sa.sa_mask, k_fatal[i]);
+  for (size_t i = 0; i < sizeof k_fatal / sizeof k_fatal[0]; i++) {
+    struct sigaction old;
+    int sig = k_fatal[i];
+    if (g_real_sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+        old.sa_handler != SIG_DFL)
+      continue; /* ignored, or a sanitizer's own */
+    atomic_store(&g_ours[sig], true);
+    if (g_real_sigaction(sig, &sa, NULL) != 0)
+      atomic_store(&g_ours[sig], false);
+  }
+}
