@@ -1,25 +1,40 @@
 /*
- * audit_target.c — the demo_audit test's subject: a program whose
- * sensitive calls are known in advance, run under libstacksnap_audit.so.
+ * audit_target.c — the audit tests' own subject: a program whose
+ * sensitive calls are known in advance, run under libstacksnap_audit.so
+ * by test_audit.py. Each mode is one situation the audit must get right:
  *
- * It opens the file named by argv[1] (under STACKSNAP_AUDIT_PREFIX) from
- * two distinct call sites, the first one twice through one call site, and
- * resolves "localhost" once. So the report must show exactly three sites,
- * with counts 2, 1 and 1, each naming the function below that made the
- * call. Those functions are exported and noinline so that nm lists them
- * and each is its own frame.
+ *   basic FILE         opens FILE from one call site twice, fopens it
+ *                      once, resolves "localhost" once: three records
+ *                      (counts 2, 1, 1), each named for its function here
+ *   probe DIR          calls each hooked file function once on files in
+ *                      DIR (some there, some not), and prints what each
+ *                      call returned: "<function> <path> <ok|ERRNAME>"
+ *   fork A B N         opens A N times, forks; the child opens B N times
+ *                      and exits; the parent waits and opens A N times
+ *                      more. Prints "child <pid>".
+ *   exit FILE N        opens FILE N times, then _exit(7)
+ *   term FILE N        opens FILE N times, prints "ready", and waits to
+ *                      be killed
+ *   close-stderr FILE N
+ *                      closes 0, 1 and 2, then opens FILE N times (the
+ *                      descriptors it gets are the closed ones) and
+ *                      writes "mine\n" into the last one
  *
- * Exits 0 when every call did what it should, 1 otherwise (a hook that
- * broke a call would show here, not only in the report).
+ * The functions that make the calls are exported and noinline so that nm
+ * lists them and each is its own frame. Exits 0 when every call did what
+ * it should (a hook that broke a call shows here), 1 otherwise.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -28,6 +43,8 @@
 int audit_read_settings(const char *path);
 int audit_read_profile(const char *path);
 int audit_resolve_server(void);
+int audit_open_n(const char *path, int n);
+int audit_probe(const char *dir);
 
 NOINLINE int audit_read_settings(const char *path) {
   int fd = open(path, O_RDONLY);
@@ -63,17 +80,111 @@ NOINLINE int audit_resolve_server(void) {
   return 0;
 }
 
+/* Opens path n times from one call site; 0 when every open worked. */
+NOINLINE int audit_open_n(const char *path, int n) {
+  int bad = 0;
+  for (volatile int i = 0; i < n; i++) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+      bad = 1;
+    else
+      close(fd);
+  }
+  KEEP_FRAME();
+  return bad;
+}
+
+static void said(const char *fn, const char *path, int failed) {
+  printf("%s %s %s\n", fn, path, failed ? strerrorname_np(errno) : "ok");
+}
+
+/* Each hooked file function once; relative paths from inside dir. */
+NOINLINE int audit_probe(const char *dir) {
+  if (chdir(dir) != 0)
+    return 1;
+  struct stat st;
+  int fd;
+  said("stat", "present", stat("present", &st) != 0);
+  said("lstat", "missing", lstat("missing", &st) != 0);
+  said("access", "present", access("present", R_OK) != 0);
+  fd = open("missing", O_RDONLY);
+  said("open", "missing", fd < 0);
+  fd = creat("created", 0600);
+  said("creat", "created", fd < 0);
+  if (fd >= 0)
+    close(fd);
+  int dfd = open(".", O_RDONLY | O_DIRECTORY);
+  said("open", ".", dfd < 0);
+  fd = openat(dfd, "present", O_RDONLY);
+  said("openat", "present", fd < 0);
+  if (fd >= 0)
+    close(fd);
+  said("fstatat", "missing", fstatat(dfd, "missing", &st, 0) != 0);
+  said("faccessat", "present", faccessat(dfd, "present", R_OK, 0) != 0);
+  close(dfd);
+  FILE *f = fopen("../probe/./present", "r");
+  said("fopen", "../probe/./present", f == NULL);
+  if (f && !freopen("present", "r", f))
+    f = NULL;
+  said("freopen", "present", f == NULL);
+  if (f)
+    fclose(f);
+  KEEP_FRAME();
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: audit_target FILE\n");
+  const char *mode = argc > 1 ? argv[1] : "";
+  int bad = 0;
+  if (strcmp(mode, "basic") == 0 && argc == 3) {
+    /* One call site, twice (volatile: the compiler must not unroll the
+       loop into two call sites). */
+    for (volatile int i = 0; i < 2; i++)
+      bad |= audit_read_settings(argv[2]);
+    bad |= audit_read_profile(argv[2]);
+    bad |= audit_resolve_server();
+  } else if (strcmp(mode, "probe") == 0 && argc == 3) {
+    bad |= audit_probe(argv[2]);
+  } else if (strcmp(mode, "fork") == 0 && argc == 5) {
+    int n = atoi(argv[4]);
+    bad |= audit_open_n(argv[2], n);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0)
+      exit(audit_open_n(argv[3], n));
+    printf("child %d\n", (int)child);
+    int status;
+    if (child < 0 || waitpid(child, &status, 0) != child ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      bad = 1;
+    bad |= audit_open_n(argv[2], n);
+  } else if (strcmp(mode, "exit") == 0 && argc == 4) {
+    audit_open_n(argv[2], atoi(argv[3]));
+    _exit(7);
+  } else if (strcmp(mode, "term") == 0 && argc == 4) {
+    bad |= audit_open_n(argv[2], atoi(argv[3]));
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+      pause();
+  } else if (strcmp(mode, "close-stderr") == 0 && argc == 4) {
+    close(0);
+    close(1);
+    close(2);
+    int n = atoi(argv[3]), fd = -1;
+    for (int i = 0; i < n; i++) {
+      if (fd >= 0)
+        close(fd);
+      fd = open(argv[2], O_WRONLY | O_APPEND);
+      bad |= fd < 0;
+    }
+    if (fd >= 0 && write(fd, "mine\n", 5) != 5)
+      bad = 1;
+  } else {
+    fprintf(stderr, "usage: audit_target basic FILE | probe DIR | fork A B N "
+                    "| exit FILE N | term FILE N | close-stderr FILE N\n");
     return 2;
   }
-  int bad = 0;
-  /* One call site, twice (volatile: the compiler must not unroll the loop
-     into two call sites). */
-  for (volatile int i = 0; i < 2; i++)
-    bad |= audit_read_settings(argv[1]);
-  bad |= audit_read_profile(argv[1]);
-  bad |= audit_resolve_server();
+  fflush(stdout);
   return bad;
 }

@@ -105,7 +105,40 @@ static int open_output(void) {
   return fd >= 0 ? move_high(fd) : -1;
 }
 
-/* The output, opened on first use; -1 when there is none [signal-safe]. */
+/* Writes all of p, or false. A write into a closed pipe must not kill
+   the host: SIGPIPE is held back meanwhile, and one the write raised is
+   taken back [signal-safe]. */
+static bool write_all(int fd, const char *p, size_t len) {
+  sigset_t pipe, old, pending;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  sigpending(&pending);
+  bool was_pending = sigismember(&pending, SIGPIPE);
+  bool ok = true;
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(fd, p + off, len - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      ok = false;
+      if (errno == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe, NULL, &zero);
+      }
+      break;
+    }
+    off += (size_t)w;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
+}
+
+static atomic_bool g_header; /* the process line was written */
+
+/* The output, opened on first use, its process line first (whoever opens
+   it writes that line before anyone else may write); -1 when there is
+   none [signal-safe]. */
 static int out_fd(void) {
   for (int tries = 0; tries < 2000; tries++) {
     int state = atomic_load(&g_out_state);
@@ -131,6 +164,12 @@ static int out_fd(void) {
         g_out_dev = st.st_dev;
         g_out_ino = st.st_ino;
         atomic_store(&g_out_fd, fd);
+        if (!atomic_load(&g_header)) {
+          static char mem[BUF_BYTES]; /* one opener at a time */
+          audit_buf_t head = {.p = mem, .cap = sizeof mem};
+          if (audit_line_process(&head) && write_all(fd, head.p, head.len))
+            atomic_store(&g_header, true);
+        }
         atomic_store(&g_out_state, OUT_OPEN);
         return fd;
       }
@@ -144,85 +183,67 @@ static int out_fd(void) {
   return -1;
 }
 
-static uint64_t lines_in(const audit_buf_t *b) {
-  uint64_t n = 0;
-  for (size_t i = 0; i < b->len; i++)
-    n += b->p[i] == '\n';
-  return n;
-}
+/* ---- Lines of the table, in batches ---------------------------------------
+ * A record's `written` is raised only once its line is in the output: a
+ * writer stopped between formatting and writing (the helper, when the last
+ * write begins) leaves the record for the other to write. Two writers may
+ * then write one line each for a record; readers keep the greatest count. */
 
-/* Writes b's whole lines and empties it [signal-safe]. A write into a
-   closed pipe must not kill the host: SIGPIPE is held back meanwhile, and
-   one the write raised is taken back. */
-static void flush(audit_buf_t *b) {
-  if (b->len == 0)
-    return;
-  int fd = out_fd();
-  bool ok = fd >= 0;
-  if (ok) {
-    sigset_t pipe, old, pending;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &old);
-    sigpending(&pending);
-    bool was_pending = sigismember(&pending, SIGPIPE);
-    for (size_t off = 0; off < b->len;) {
-      ssize_t w = write(fd, b->p + off, b->len - off);
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w <= 0) {
-        ok = false;
-        if (errno == EPIPE && !was_pending) {
-          struct timespec zero = {0, 0};
-          sigtimedwait(&pipe, NULL, &zero);
+#define BATCH 256
+
+typedef struct batch {
+  audit_buf_t buf;
+  int ids[BATCH];
+  uint64_t counts[BATCH];
+  int n;
+} batch_t;
+
+/* Writes the batch's lines and marks their records written [signal-safe]. */
+static void batch_flush(batch_t *t) {
+  if (t->buf.len > 0) {
+    int fd = out_fd();
+    if (fd >= 0 && write_all(fd, t->buf.p, t->buf.len)) {
+      for (int i = 0; i < t->n; i++) {
+        audit_record_t *r = &audit_records[t->ids[i]];
+        uint64_t w = atomic_load(&r->written);
+        /* Only ever raised: another writer may have written later. */
+        while (w < t->counts[i] &&
+               !atomic_compare_exchange_weak(&r->written, &w, t->counts[i])) {
         }
-        break;
       }
-      off += (size_t)w;
+    } else {
+      atomic_fetch_add(&g_lines_lost, (uint64_t)t->n);
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
-  if (!ok)
-    atomic_fetch_add(&g_lines_lost, lines_in(b));
-  b->len = 0;
+  t->buf.len = 0;
+  t->n = 0;
 }
 
-/* ---- Lines of the table ------------------------------------------------- */
-
-static atomic_bool g_header;   /* the process line was written */
-static atomic_bool g_final;    /* the last write began: the helper stops */
-static atomic_int g_final_run; /* the last write runs (0 / 1) */
-
-/* Appends a line with add, writing the buffer first when it is full. */
-static void add_line(audit_buf_t *b, bool (*add)(audit_buf_t *, int), int id) {
-  if (!atomic_exchange(&g_header, true) && !audit_line_process(b)) {
-    flush(b);
-    audit_line_process(b);
-  }
-  if (!add(b, id)) {
-    flush(b);
-    if (!add(b, id)) /* a line bigger than the buffer: cannot happen */
-      atomic_fetch_add(&g_lines_lost, 1);
-  }
-}
-
-/* The record's line, or its update, when its count moved since its last
-   line [signal-safe]. */
-static void write_record(audit_buf_t *b, int id) {
+/* Adds the record's line, or its update when its count moved since its
+   last line [signal-safe]. */
+static void batch_record(batch_t *t, int id) {
   audit_record_t *r = &audit_records[id];
   uint64_t count = atomic_load_explicit(&r->count, memory_order_acquire);
   uint64_t written = atomic_load(&r->written);
   if (written != 0 && count <= written)
     return;
-  add_line(b, written == 0 ? audit_line_record : audit_line_update, id);
-  /* Only ever raised: another writer may have written a later count. */
-  while (written < count &&
-         !atomic_compare_exchange_weak(&r->written, &written, count)) {
+  bool (*add)(audit_buf_t *, int) =
+      written == 0 ? audit_line_record : audit_line_update;
+  if (t->n == BATCH || !add(&t->buf, id)) {
+    batch_flush(t);
+    if (!add(&t->buf, id)) { /* bigger than the buffer: cannot happen */
+      atomic_fetch_add(&g_lines_lost, 1);
+      return;
+    }
   }
+  t->ids[t->n] = id;
+  t->counts[t->n++] = count;
 }
 
 /* ---- The helper thread and its queue ------------------------------------- */
 
+static atomic_bool g_final;    /* the last write began: the helper stops */
+static atomic_int g_final_run; /* the last write runs (0 / 1) */
 static pthread_mutex_t g_qlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_qcond;
 static int g_queue[QUEUE];
@@ -234,7 +255,8 @@ static void *helper(void *arg) {
   audit_busy = 1; /* for good: nothing this thread does is recorded */
   prctl(PR_SET_NAME, "stacksnap-audit", 0, 0, 0);
   static char mem[BUF_BYTES];
-  audit_buf_t b = {.p = mem, .cap = sizeof mem};
+  static batch_t t;
+  t.buf = (audit_buf_t){.p = mem, .cap = sizeof mem};
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   for (;;) {
@@ -256,16 +278,16 @@ static void *helper(void *arg) {
     if (atomic_load(&g_final))
       return NULL;
     for (int i = 0; i < n; i++)
-      write_record(&b, ids[i]);
+      batch_record(&t, ids[i]);
+    batch_flush(&t);
     if (scan) {
       int records = atomic_load_explicit(&audit_nrecords, memory_order_acquire);
       for (int i = 0; i < records && !atomic_load(&g_final); i++)
-        write_record(&b, i);
+        batch_record(&t, i);
+      batch_flush(&t);
       clock_gettime(CLOCK_MONOTONIC, &next);
       next.tv_sec += 1;
     }
-    if (!atomic_load(&g_final))
-      flush(&b);
   }
 }
 
@@ -311,16 +333,16 @@ void audit_writer_final(const char *reason, int sig) {
      would otherwise leave a file for each process). */
   if (records > 0 || atomic_load(&g_header)) {
     static char mem[BUF_BYTES];
-    audit_buf_t b = {.p = mem, .cap = sizeof mem};
+    static batch_t t;
+    t.buf = (audit_buf_t){.p = mem, .cap = sizeof mem};
+    t.n = 0;
     for (int i = 0; i < records; i++)
-      write_record(&b, i);
-    if (!atomic_exchange(&g_header, true))
-      audit_line_process(&b);
-    if (!audit_line_end(&b, reason, sig, atomic_load(&g_lines_lost))) {
-      flush(&b);
-      audit_line_end(&b, reason, sig, atomic_load(&g_lines_lost));
-    }
-    flush(&b);
+      batch_record(&t, i);
+    batch_flush(&t);
+    audit_line_end(&t.buf, reason, sig, atomic_load(&g_lines_lost));
+    int fd = out_fd();
+    if (fd >= 0)
+      write_all(fd, t.buf.p, t.buf.len);
   }
   audit_busy = busy;
 }
