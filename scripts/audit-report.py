@@ -203,11 +203,11 @@ def better(a, b):
 
 
 class Process:
-    def __init__(self, source, line_no, header):
+    def __init__(self, source, line_no, pid, header):
         self.source = source
         self.line_no = line_no
         self.header = header  # None: its lines came with no process line
-        self.pid = header["pid"]
+        self.pid = pid
         self.end = None
         self.records = {}
         self.orphans = {}  # id -> the best update line with no record line
@@ -273,7 +273,7 @@ def read_lines(name, data, procs):
             if obj.get("schema") not in (None, SCHEMA):
                 raise Malformed(f"{where}: schema {obj['schema']!r}, not "
                                 f"{SCHEMA!r}")
-            p = Process(name, n, obj)
+            p = Process(name, n, pid, obj)
             current[pid] = p
             procs.append(p)
             continue
@@ -281,8 +281,7 @@ def read_lines(name, data, procs):
         if p is None:
             warn(f"{where}: pid {pid} has no process line before this one: "
                  "its lines are shown under a process with no header")
-            p = Process(name, n, None)
-            p.pid = pid
+            p = Process(name, n, pid, None)
             current[pid] = p
             procs.append(p)
         if t == "end":
@@ -375,8 +374,11 @@ def symbolicate(p, records, tool, debug_dirs):
         frames, picked = [None], []
         for f in m["frames"]:
             base, size = hex_value(f.get("image_base")), f.get("image_size")
+            # Only frames inside their image: the tool refuses a whole
+            # document when one frame's offset disagrees with its images.
             if f.get("symbol") is not None or base is None or \
-                    not isinstance(size, int):
+                    not isinstance(size, int) or \
+                    not 0 <= hex_value(f["pc"]) - base < size:
                 continue
             key = (f.get("image_path"), base, size)
             if key not in images:
@@ -440,11 +442,14 @@ def symbolicate(p, records, tool, debug_dirs):
 # ---- text ------------------------------------------------------------------
 
 def shown(s):
-    """A file string as bytes for a terminal: valid UTF-8 kept, control
-    bytes and bytes that are not UTF-8 as \\xNN, a backslash doubled."""
-    if s is None:
-        return b"-"
-    text = raw_bytes(s).decode("utf-8", "surrogateescape")
+    """A file string as bytes for a terminal (shown_bytes); "-" for null."""
+    return b"-" if s is None else shown_bytes(raw_bytes(s))
+
+
+def shown_bytes(b):
+    """Bytes for a terminal: valid UTF-8 kept, control bytes and bytes
+    that are not UTF-8 as \\xNN, a backslash doubled."""
+    text = b.decode("utf-8", "surrogateescape")
     out = []
     for c in text:
         o = ord(c)
@@ -526,7 +531,7 @@ def header_lines(p, records, total):
     h, e = p.header or {}, p.end
     exe = shown(h.get("exe")) if p.header else b"(no process line)"
     out = [b"== process %d: " % p.pid + exe + b" ==",
-           b"  input:          " + shown(p.source) + b", line %d" % p.line_no]
+           b"  input:          " + shown_bytes(os.fsencode(p.source)) + b", line %d" % p.line_no]
     if p.header is None:
         out.append(b"  header:         none: the file has no process line "
                    b"for this pid before its other lines")
@@ -755,6 +760,8 @@ def main(argv):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)
     except BrokenPipeError:  # audit-report.py ... | head
         # Point stdout at /dev/null so the interpreter's final flush does
         # not raise again; the reader left, which is not our error.
