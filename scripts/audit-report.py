@@ -52,6 +52,7 @@ read or is malformed, or the output cannot be written; 2 on bad usage.
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -110,15 +111,13 @@ def warn(msg):
         pass
 
 
+HEX = re.compile(r"0[xX]([0-9a-fA-F]+)")
+
+
 def hex_value(text):
     """"0x1f" -> 31; None when text is not such a string."""
-    if not isinstance(text, str) or len(text) < 3 or text[:2] not in ("0x",
-                                                                     "0X"):
-        return None
-    try:
-        return int(text[2:], 16) if text[2:].isalnum() else None
-    except ValueError:
-        return None
+    m = HEX.fullmatch(text) if isinstance(text, str) else None
+    return int(m.group(1), 16) if m else None
 
 
 def type_ok(value, kinds):
@@ -150,8 +149,9 @@ def check(obj, fields, where, required=()):
                                {"int": "an integer", "str": "a string",
                                 "bool": "true/false", "list": "an array"}[k]
                                for k in kinds)
-            raise Malformed(f"{where}: \"{key}\" is {json.dumps(obj[key])[:60]}"
-                            f", not {want}")
+            shown_value = json.dumps(obj[key])[:60]
+            raise Malformed(f"{where}: \"{key}\" is {shown_value}, not "
+                            f"{want}")
 
 
 def check_line(obj, where):
@@ -531,7 +531,8 @@ def header_lines(p, records, total):
     h, e = p.header or {}, p.end
     exe = shown(h.get("exe")) if p.header else b"(no process line)"
     out = [b"== process %d: " % p.pid + exe + b" ==",
-           b"  input:          " + shown_bytes(os.fsencode(p.source)) + b", line %d" % p.line_no]
+           b"  input:          " + shown_bytes(os.fsencode(p.source)) +
+           b", line %d" % p.line_no]
     if p.header is None:
         out.append(b"  header:         none: the file has no process line "
                    b"for this pid before its other lines")

@@ -205,7 +205,7 @@ def as_json(args, stdin=None):
         return None
 
 
-# ---- reading the text back -------------------------------------------------
+# ---- reading the text back --------------------------------------------------
 
 def stacks(text):
     """{record id: [frame lines]} of the first process in text (bytes)."""
@@ -239,7 +239,7 @@ def rows(text, resource):
     return None
 
 
-# ---- 1. merging --------------------------------------------------------------
+# ---- 1. merging -------------------------------------------------------------
 
 def test_merge():
     t = [T0 + k * 10**8 for k in range(10)]
@@ -406,7 +406,7 @@ def test_unknown():
            "unknown types and fields: the same report as without them")
 
 
-# ---- 2. hostile strings ------------------------------------------------------
+# ---- 2. hostile strings -----------------------------------------------------
 
 def test_hostile():
     res_utf8 = b"/etc/caf\xc3\xa9 \"q\"/x"
@@ -462,7 +462,7 @@ def test_hostile():
            "hostile: --resource matches bytes that are not UTF-8")
 
 
-# ---- 3. selecting, output ----------------------------------------------------
+# ---- 3. selecting, output ---------------------------------------------------
 
 def test_select():
     text = (process(70) +
@@ -511,7 +511,7 @@ def test_select():
            "an empty file: no processes, exit 0")
 
 
-# ---- 4. the stack layout -----------------------------------------------------
+# ---- 4. the stack layout ----------------------------------------------------
 
 def lib_line(i, image, pc, tail_name, tail_off):
     # The library's layout, from its documentation and snprintf's meaning
@@ -595,7 +595,7 @@ def test_real_lines(demo, emulator):
                for s, (w, _) in zip(st, block) if s != w))
 
 
-# ---- 5. errors -------------------------------------------------------------
+# ---- 5. errors --------------------------------------------------------------
 
 def test_errors():
     good = process(90) + record(90, 0, "/etc/a")
@@ -647,7 +647,7 @@ def test_errors():
            f"| head -1: exit 0, nothing on stderr ({rc}, {err[-300:]!r})")
 
 
-# ---- 6. --symbolicate --------------------------------------------------------
+# ---- 6. --symbolicate -------------------------------------------------------
 
 def build_id(readelf, path):
     r = subprocess.run([readelf, "-n", path], capture_output=True, text=True,
