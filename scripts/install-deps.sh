@@ -25,6 +25,7 @@ test_pkgs=(
   libunwind-dev                     # benchmarks: unw_backtrace
   g++ libabsl-dev                   # benchmarks: absl::GetStackTrace, absl::Symbolize (bench/peer_absl.cc)
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 suite
+  git xz-utils perl strace          # audit tests: real programs under the preload; strace the oracle
 )
 
 pkgs=("${test_pkgs[@]}")

@@ -37,6 +37,16 @@
 #include "stacksnap.h"
 
 #define AUDIT_EXPORT __attribute__((visibility("default")))
+/* For hooks a sanitizer's runtime calls while it starts (it installs its
+   own signal handlers through sigaction, which finds ours): no
+   instrumentation, which would run before the runtime is ready. */
+#if defined(__has_attribute) &&                                                \
+    __has_attribute(disable_sanitizer_instrumentation)
+#define AUDIT_UNSANITIZED __attribute__((disable_sanitizer_instrumentation))
+#else
+#define AUDIT_UNSANITIZED                                                      \
+  __attribute__((no_sanitize("address", "thread", "undefined")))
+#endif
 #define AUDIT_MAX_FRAMES 128 /* of a record's stack */
 #define AUDIT_MAX_RECORDS 4096
 #define AUDIT_MAX_THREADS 8   /* distinct threads named per record */

@@ -32,16 +32,16 @@ static const int k_fatal[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGILL,  SIGTRAP,
                               SIGUSR2, SIGPIPE,   SIGALRM, SIGTERM, SIGXCPU,
                               SIGXFSZ, SIGVTALRM, SIGPROF, SIGSYS};
 
-static atomic_bool g_ours[NSIG]; /* our handler is the disposition */
+static bool g_ours[NSIG]; /* our handler is the disposition (atomic) */
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-static sigaction_fn g_real_sigaction; /* looked up at start-up */
+static sigaction_fn g_real_sigaction; /* looked up on first use (atomic) */
 
 static void on_fatal(int sig, siginfo_t *info, void *ctx) {
   (void)info;
   (void)ctx;
   int saved = errno;
-  atomic_store(&g_ours[sig], false); /* SA_RESETHAND: the default now */
+  __atomic_store_n(&g_ours[sig], false, __ATOMIC_RELEASE); /* SA_RESETHAND */
   if (atomic_load(&audit_pid) == (int)syscall(SYS_getpid))
     audit_writer_final("signal", sig);
   /* Raised again: delivered when this returns (it is blocked until then).
@@ -50,39 +50,49 @@ static void on_fatal(int sig, siginfo_t *info, void *ctx) {
   errno = saved;
 }
 
-static bool ours(int sig) {
-  return sig > 0 && sig < NSIG && atomic_load(&g_ours[sig]);
-}
-
-/* What a program is told of a disposition we hold. */
-static void as_default(struct sigaction *old) {
-  if (old) {
-    memset(old, 0, sizeof *old);
-    old->sa_handler = SIG_DFL;
+/* Before the constructor ran (a sanitizer's runtime starting, another
+   library's constructor), the hooks look the real function up
+   themselves. */
+AUDIT_UNSANITIZED static sigaction_fn real_sigaction(void) {
+  sigaction_fn f = __atomic_load_n(&g_real_sigaction, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+    __atomic_store_n(&g_real_sigaction, f, __ATOMIC_RELEASE);
   }
+  return f;
 }
 
-AUDIT_EXPORT int sigaction(int sig, const struct sigaction *act,
-                           struct sigaction *old) {
-  if (!g_real_sigaction) {
+/* No calls below into this library's code but real_sigaction: it would be
+   instrumented. (libc's, and the atomics builtins, are not.) */
+AUDIT_UNSANITIZED AUDIT_EXPORT int
+sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  sigaction_fn real = real_sigaction();
+  if (!real) {
     errno = ENOSYS;
     return -1;
   }
-  if (!ours(sig))
-    return g_real_sigaction(sig, act, old);
+  bool ours =
+      sig > 0 && sig < NSIG && __atomic_load_n(&g_ours[sig], __ATOMIC_ACQUIRE);
+  if (!ours)
+    return real(sig, act, old);
   if (act && ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL)) {
-    int rc = g_real_sigaction(sig, act, NULL);
+    int rc = real(sig, act, NULL);
     if (rc != 0)
       return rc;
-    atomic_store(&g_ours[sig], false);
+    __atomic_store_n(&g_ours[sig], false, __ATOMIC_RELEASE);
   }
-  as_default(old);
+  /* What a program is told of a disposition we hold. */
+  if (old) {
+    __builtin_memset(old, 0, sizeof *old);
+    old->sa_handler = SIG_DFL;
+  }
   return 0;
 }
 
-AUDIT_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
+AUDIT_UNSANITIZED AUDIT_EXPORT __sighandler_t signal(int sig,
+                                                     __sighandler_t handler) {
   struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
+  __builtin_memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
   /* glibc's signal(): BSD semantics, the signal blocked in its handler. */
   sigemptyset(&sa.sa_mask);
@@ -93,8 +103,8 @@ AUDIT_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
 }
 
 void audit_fatal_init(void) {
-  g_real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-  if (!g_real_sigaction)
+  sigaction_fn real = real_sigaction();
+  if (!real)
     return;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -106,11 +116,11 @@ void audit_fatal_init(void) {
   for (size_t i = 0; i < sizeof k_fatal / sizeof k_fatal[0]; i++) {
     struct sigaction old;
     int sig = k_fatal[i];
-    if (g_real_sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+    if (real(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
         old.sa_handler != SIG_DFL)
       continue; /* ignored, or a sanitizer's own */
-    atomic_store(&g_ours[sig], true);
-    if (g_real_sigaction(sig, &sa, NULL) != 0)
-      atomic_store(&g_ours[sig], false);
+    __atomic_store_n(&g_ours[sig], true, __ATOMIC_RELEASE);
+    if (real(sig, &sa, NULL) != 0)
+      __atomic_store_n(&g_ours[sig], false, __ATOMIC_RELEASE);
   }
 }

@@ -43,6 +43,9 @@ def env_with(**extra):
     # A preload is never first in the library list, which AddressSanitizer
     # checks for (its runtime is in the test's own program).
     env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
+    # A forked child of a process with threads (the audit's helper) starts
+    # its own helper: glibc allows it, ThreadSanitizer only when told.
+    env["TSAN_OPTIONS"] = "die_after_fork=0"
     for k, v in extra.items():
         env[k] = v
     return env
