@@ -178,7 +178,7 @@ typedef struct audit_record {
   uintptr_t site_pc;
   uint32_t hash; /* of the resource */
   char *resource;
-  char *argument; /* the path as passed, when relative; else NULL */
+  char *argument; /* the first call's path as passed, when it differs */
   /* Moved under the table's lock; read without it by the writers (a
      final write cannot take a lock), so each is atomic. */
   _Atomic uint64_t count, first_ns, last_ns;

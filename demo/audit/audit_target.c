@@ -9,6 +9,11 @@
  *   probe DIR          calls each hooked file function once on files in
  *                      DIR (some there, some not), and prints what each
  *                      call returned: "<function> <path> <ok|ERRNAME>"
+ *   net                connects (one accepted, one refused, one to an
+ *                      abstract unix name nobody listens on), sends a
+ *                      datagram with sendto and with sendmsg, resolves
+ *                      "localhost" with gethostbyname and _r; prints
+ *                      "<function> <peer or host> <ok|ERRNAME>" for each
  *   fork A B N         opens A N times, forks; the child opens B N times
  *                      and exits; the parent waits and opens A N times
  *                      more. Prints "child <pid>".
@@ -27,13 +32,17 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +54,7 @@ int audit_read_profile(const char *path);
 int audit_resolve_server(void);
 int audit_open_n(const char *path, int n);
 int audit_probe(const char *dir);
+int audit_net(void);
 
 NOINLINE int audit_read_settings(const char *path) {
   int fd = open(path, O_RDONLY);
@@ -133,6 +143,83 @@ NOINLINE int audit_probe(const char *dir) {
   return 0;
 }
 
+static const char *herr_name(int h) {
+  switch (h) {
+  case HOST_NOT_FOUND: return "HOST_NOT_FOUND";
+  case TRY_AGAIN: return "TRY_AGAIN";
+  case NO_RECOVERY: return "NO_RECOVERY";
+  case NO_DATA: return "NO_DATA";
+  default: return "NETDB_INTERNAL";
+  }
+}
+
+static struct sockaddr_in loopback(int type, int *fd) {
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  *fd = socket(AF_INET, type, 0);
+  if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, len) != 0 ||
+      getsockname(*fd, (struct sockaddr *)&a, &len) != 0)
+    a.sin_port = 0;
+  return a;
+}
+
+static void said_peer(const char *fn, const struct sockaddr_in *a, int failed) {
+  char ip[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+  printf("%s %s:%u %s\n", fn, ip, ntohs(a->sin_port),
+         failed ? strerrorname_np(errno) : "ok");
+}
+
+/* Each network hook once; 1 when the sockets could not be set up. */
+NOINLINE int audit_net(void) {
+  int ls, us, c;
+  struct sockaddr_in tcp = loopback(SOCK_STREAM, &ls);
+  struct sockaddr_in udp = loopback(SOCK_DGRAM, &us);
+  if (!tcp.sin_port || !udp.sin_port || listen(ls, 4) != 0)
+    return 1;
+  c = socket(AF_INET, SOCK_STREAM, 0);
+  said_peer("connect", &tcp,
+            connect(c, (struct sockaddr *)&tcp, sizeof tcp) != 0);
+  close(c);
+  close(ls); /* now nobody listens there: refused */
+  c = socket(AF_INET, SOCK_STREAM, 0);
+  said_peer("connect", &tcp,
+            connect(c, (struct sockaddr *)&tcp, sizeof tcp) != 0);
+  close(c);
+  c = socket(AF_INET, SOCK_DGRAM, 0);
+  said_peer("sendto", &udp,
+            sendto(c, "x", 1, 0, (struct sockaddr *)&udp, sizeof udp) != 1);
+  struct iovec iov = {.iov_base = "y", .iov_len = 1};
+  struct msghdr msg = {.msg_name = &udp,
+                       .msg_namelen = sizeof udp,
+                       .msg_iov = &iov,
+                       .msg_iovlen = 1};
+  said_peer("sendmsg", &udp, sendmsg(c, &msg, 0) != 1);
+  close(c);
+  close(us);
+  struct sockaddr_un un = {.sun_family = AF_UNIX};
+  int n = snprintf(un.sun_path + 1, sizeof un.sun_path - 1,
+                   "stacksnap-audit-%d", (int)getpid());
+  c = socket(AF_UNIX, SOCK_STREAM, 0);
+  int failed = connect(c, (struct sockaddr *)&un,
+                       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                                   (size_t)n)) != 0;
+  printf("connect unix:@%s %s\n", un.sun_path + 1,
+         failed ? strerrorname_np(errno) : "ok");
+  close(c);
+  struct hostent *h = gethostbyname("localhost");
+  printf("gethostbyname localhost %s\n", h ? "ok" : herr_name(h_errno));
+  struct hostent he, *res = NULL;
+  char buf[4096];
+  int herr = 0;
+  int rc = gethostbyname_r("localhost", &he, buf, sizeof buf, &res, &herr);
+  printf("gethostbyname_r localhost %s\n",
+         rc == 0 && res ? "ok" : herr_name(herr));
+  KEEP_FRAME();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   int bad = 0;
@@ -145,6 +232,8 @@ int main(int argc, char **argv) {
     bad |= audit_resolve_server();
   } else if (strcmp(mode, "probe") == 0 && argc == 3) {
     bad |= audit_probe(argv[2]);
+  } else if (strcmp(mode, "net") == 0 && argc == 2) {
+    bad |= audit_net();
   } else if (strcmp(mode, "fork") == 0 && argc == 5) {
     int n = atoi(argv[4]);
     bad |= audit_open_n(argv[2], n);
@@ -181,8 +270,9 @@ int main(int argc, char **argv) {
     if (fd >= 0 && write(fd, "mine\n", 5) != 5)
       bad = 1;
   } else {
-    fprintf(stderr, "usage: audit_target basic FILE | probe DIR | fork A B N "
-                    "| exit FILE N | term FILE N | close-stderr FILE N\n");
+    fprintf(stderr,
+            "usage: audit_target basic FILE | probe DIR | net | fork A B N "
+            "| exit FILE N | term FILE N | close-stderr FILE N\n");
     return 2;
   }
   fflush(stdout);

@@ -97,6 +97,7 @@ AUDIT_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     char peer[RESOURCE_CHARS];
     describe_peer(addr, len, peer, sizeof peer);
     after(mine, FN_connect, peer, rc == 0 ? 0 : err, 0);
+    errno = err; /* describing the peer may have set it */
   }
   return rc;
 }
@@ -116,6 +117,7 @@ AUDIT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
     char peer[RESOURCE_CHARS];
     describe_peer(addr, len, peer, sizeof peer);
     after(mine, FN_sendto, peer, rc >= 0 ? 0 : err, 0);
+    errno = err; /* describing the peer may have set it */
   }
   return rc;
 }
@@ -132,6 +134,7 @@ AUDIT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
     char peer[RESOURCE_CHARS];
     describe_peer(msg->msg_name, msg->msg_namelen, peer, sizeof peer);
     after(mine, FN_sendmsg, peer, rc >= 0 ? 0 : err, 0);
+    errno = err; /* describing the peer may have set it */
   }
   return rc;
 }
@@ -168,6 +171,7 @@ AUDIT_EXPORT int getaddrinfo(const char *node, const char *service,
     snprintf(host, sizeof host, "%s%s%s", node ? node : "(null)",
              service ? ":" : "", service ? service : "");
     after(mine, FN_getaddrinfo, host, rc, rc == EAI_SYSTEM ? err : 0);
+    errno = err; /* describing the peer may have set it */
   }
   return rc;
 }

@@ -72,16 +72,15 @@ static size_t record_slot(uintptr_t site, int fn, int result, uint32_t hash) {
          RECORD_SLOTS;
 }
 
+/* The path as passed is not part of the key: only what it named. */
 static bool same_record(const audit_record_t *r, int fn, int result,
-                        uint32_t hash, const char *resource,
-                        const char *argument) {
+                        uint32_t hash, const char *resource) {
   return r->fn == fn && r->result == result && r->hash == hash &&
-         strcmp(r->resource, resource) == 0 && (!r->argument) == (!argument) &&
-         (!argument || strcmp(r->argument, argument) == 0);
+         strcmp(r->resource, resource) == 0;
 }
 
 static int key_find(const snap_stack_t *s, int fn, int result, uint32_t hash,
-                    const char *resource, const char *argument) {
+                    const char *resource) {
   for (size_t i = key_slot(s, fn, result, hash);; i = (i + 1) % KEY_SLOTS) {
     int k = g_key_slots[i] - 1;
     if (k < 0)
@@ -89,8 +88,7 @@ static int key_find(const snap_stack_t *s, int fn, int result, uint32_t hash,
     const key_t_ *key = &g_keys[k];
     if (key->stack == s && key->fn == fn && key->result == result &&
         key->hash == hash &&
-        same_record(&audit_records[key->record], fn, result, hash, resource,
-                    argument))
+        same_record(&audit_records[key->record], fn, result, hash, resource))
       return key->record;
   }
 }
@@ -115,14 +113,14 @@ static bool key_add(const snap_stack_t *s, int fn, int result, uint32_t hash,
 }
 
 static int record_find(uintptr_t site, int fn, int result, uint32_t hash,
-                       const char *resource, const char *argument) {
+                       const char *resource) {
   for (size_t i = record_slot(site, fn, result, hash);;
        i = (i + 1) % RECORD_SLOTS) {
     int k = g_record_slots[i] - 1;
     if (k < 0)
       return -1;
     if (audit_records[k].site_pc == site &&
-        same_record(&audit_records[k], fn, result, hash, resource, argument))
+        same_record(&audit_records[k], fn, result, hash, resource))
       return k;
   }
 }
@@ -245,12 +243,12 @@ void audit_record_call(int fn, const char *resource, const char *argument,
   uint32_t hash = hash_str(resource);
   bool fresh = false, kept = false;
   pthread_mutex_lock(&g_lock);
-  int id = key_find(s, fn, result, hash, resource, argument);
+  int id = key_find(s, fn, result, hash, resource);
   if (id < 0) {
     bool app;
     int site = call_site_of(s, &app);
     uintptr_t site_pc = snap_stack_count(s) ? snap_stack_frame(s, site)->pc : 0;
-    id = record_find(site_pc, fn, result, hash, resource, argument);
+    id = record_find(site_pc, fn, result, hash, resource);
     if (id < 0) {
       id = record_new(s, site, app, truncated, fn, result, result_errno, hash,
                       resource, argument);

@@ -269,6 +269,30 @@ def case_probe():
     print("probe: %d calls, each one record with the program's own result" % len(seen))
 
 
+def case_net():
+    d = fresh_dir("net")
+    out = os.path.join(d, "audit.jsonl")
+    r = run([ARGS.target, "net"], capture_output=True, text=True,
+            env=env_with(STACKSNAP_AUDIT_OUT=out, STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target net: %d %s" % (r.returncode, r.stderr))
+    p = only_process(out)
+    recs = list(p["records"].values())
+    seen = [line.split() for line in r.stdout.splitlines()]
+    check(len(seen) == 7, "the program made %d calls" % len(seen))
+    results = set()
+    for fn, peer, result in seen:
+        match = [x for x in recs if (x["function"], x["resource"], x["result"]) == (fn, peer, result)]
+        check(len(match) == 1 and match[0]["count"] == 1,
+              "%s %s -> %s: %r among %r" % (fn, peer, result, match,
+                                           [(x["function"], x["resource"], x["result"]) for x in recs]))
+        check(call_site(match[0])["symbol"] == "audit_net", "call site %r" % call_site(match[0]))
+        results.add(result)
+    check("ECONNREFUSED" in results, "no refused connect among %r" % results)
+    check(len(recs) == len(seen), "%d records for %d calls" % (len(recs), len(seen)))
+    print("net: connect (accepted, refused, unix abstract), sendto, sendmsg, "
+          "gethostbyname and _r: each one record, with the program's own result")
+
+
 def case_fork():
     d = fresh_dir("fork")
     a, b = os.path.join(d, "a.conf"), os.path.join(d, "b.conf")
