@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "stacksnap.h"
 
 extern char **environ;
@@ -68,23 +69,6 @@ extern char **environ;
 #define GOAL_NS 1000.0      /* issue 17: <= 1 us added per recorded open */
 #define HOOK_PREFIX "/nonexistent-prefix/"
 #define RECORD_PREFIX "/etc/"
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Median of n values (sorts them). */
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* (max - min) / median of sorted values: a noise gauge. */
 static double spread(const double *sorted, int n, double med) {

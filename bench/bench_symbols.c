@@ -57,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "stacksnap.h"
 #include "xorshift.h"
 
@@ -78,22 +79,6 @@ typedef int (*backtrace_fn)(void **, int);
 typedef char **(*backtrace_symbols_fn)(void *const *, int);
 static backtrace_fn g_backtrace;
 static backtrace_symbols_fn g_backtrace_symbols;
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void print_ratio(const char *label, double num, double den) {
   if (num < 0 || den <= 0)
