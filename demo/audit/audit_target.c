@@ -14,6 +14,9 @@
  *                      datagram with sendto and with sendmsg, resolves
  *                      "localhost" with gethostbyname and _r; prints
  *                      "<function> <peer or host> <ok|ERRNAME>" for each
+ *   threads FILE N     opens FILE N times from one call site on the main
+ *                      thread and on 4 more at once; prints the 5 thread
+ *                      ids
  *   fork A B N         opens A N times, forks; the child opens B N times
  *                      and exits; the parent waits and opens A N times
  *                      more. Prints "child <pid>".
@@ -36,12 +39,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -220,6 +225,18 @@ NOINLINE int audit_net(void) {
   return 0;
 }
 
+typedef struct opener {
+  const char *path;
+  int n, tid, bad;
+} opener_t;
+
+static void *opener(void *arg) {
+  opener_t *o = arg;
+  o->tid = (int)syscall(SYS_gettid);
+  o->bad = audit_open_n(o->path, o->n);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   int bad = 0;
@@ -234,6 +251,21 @@ int main(int argc, char **argv) {
     bad |= audit_probe(argv[2]);
   } else if (strcmp(mode, "net") == 0 && argc == 2) {
     bad |= audit_net();
+  } else if (strcmp(mode, "threads") == 0 && argc == 4) {
+    opener_t o[5];
+    pthread_t t[4];
+    for (int i = 0; i < 5; i++)
+      o[i] = (opener_t){.path = argv[2], .n = atoi(argv[3])};
+    for (int i = 0; i < 4; i++)
+      if (pthread_create(&t[i], NULL, opener, &o[i + 1]) != 0)
+        return 1;
+    opener(&o[0]);
+    for (int i = 0; i < 4; i++)
+      pthread_join(t[i], NULL);
+    for (int i = 0; i < 5; i++) {
+      printf("%d\n", o[i].tid);
+      bad |= o[i].bad;
+    }
   } else if (strcmp(mode, "fork") == 0 && argc == 5) {
     int n = atoi(argv[4]);
     bad |= audit_open_n(argv[2], n);
@@ -271,7 +303,8 @@ int main(int argc, char **argv) {
       bad = 1;
   } else {
     fprintf(stderr,
-            "usage: audit_target basic FILE | probe DIR | net | fork A B N "
+            "usage: audit_target basic FILE | probe DIR | net | threads FILE N "
+            "| fork A B N "
             "| exit FILE N | term FILE N | close-stderr FILE N\n");
     return 2;
   }

@@ -12,6 +12,7 @@ CASE is one of: target, probe, fork, exit, term, close-stderr, sigpipe,
 git, xz, python, perl, signals. Exit 0 when it holds; 1 with the reason.
 """
 import argparse
+import datetime
 import json
 import os
 import re
@@ -51,6 +52,19 @@ def env_with(**extra):
     return env
 
 
+def iso(ns):
+    """The ISO 8601 form docs/audit.md gives, by Python's own calendar."""
+    t = datetime.datetime.fromtimestamp(ns // 10**9, datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + ".%06dZ" % (ns % 10**9 // 1000)
+
+
+def check_times(d, where):
+    for k in ("start", "first", "last", "time"):
+        if k + "_ns" in d:
+            check(d[k] == iso(d[k + "_ns"]), "%s: %s %r is not %s_ns %d (%s)"
+                  % (where, k, d[k], k, d[k + "_ns"], iso(d[k + "_ns"])))
+
+
 def read_audit(path):
     """Every line must be one JSON object (a line written in part is a
     failure). Returns {pid: {"process":..., "records": {id: merged},
@@ -67,6 +81,7 @@ def read_audit(path):
             fail("%s:%d: not a JSON line (%s): %r" % (path, n, e, raw[:200]))
         check(isinstance(d, dict) and "type" in d and "pid" in d,
               "%s:%d: no type or pid" % (path, n))
+        check_times(d, "%s:%d" % (path, n))
         p = procs.setdefault(d["pid"], {"process": None, "records": {}, "end": None})
         t = d["type"]
         if t == "process":
@@ -291,6 +306,27 @@ def case_net():
     check(len(recs) == len(seen), "%d records for %d calls" % (len(recs), len(seen)))
     print("net: connect (accepted, refused, unix abstract), sendto, sendmsg, "
           "gethostbyname and _r: each one record, with the program's own result")
+
+
+def case_threads():
+    d = fresh_dir("threads")
+    f = os.path.join(d, "shared.conf")
+    open(f, "w").close()
+    out = os.path.join(d, "audit.jsonl")
+    n = 300
+    r = run([ARGS.target, "threads", f, str(n)], capture_output=True, text=True,
+            env=env_with(STACKSNAP_AUDIT_OUT=out, STACKSNAP_AUDIT_PREFIX=d + "/",
+                         STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target threads: %d %s" % (r.returncode, r.stderr))
+    tids = sorted(int(t) for t in r.stdout.split())
+    p = only_process(out)
+    recs = records_for(p, f)
+    # Five threads, five stacks below one call site: one record.
+    check(len(recs) == 1, "%d records: %r" % (len(recs), [call_site(x)["symbol"] for x in recs]))
+    check(recs[0]["count"] == 5 * n, "count %d, expected %d" % (recs[0]["count"], 5 * n))
+    check(sorted(t["tid"] for t in recs[0]["threads"]) == tids,
+          "threads %r, the program ran on %r" % (recs[0]["threads"], tids))
+    print("threads: %d opens on 5 threads at once, one record naming the 5" % (5 * n))
 
 
 def case_fork():
