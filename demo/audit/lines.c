@@ -339,10 +339,14 @@ bool audit_line_record(audit_buf_t *b, int id) {
   b->cap = cap > TAIL_ROOM ? cap - TAIL_ROOM : 0;
   int n = snap_stack_count(r->stack);
   for (int i = 0; i < n; i++) {
+    /* Built when the record was made (records.c): only read here. */
+    const snap_frame_t *f = snap_stack_frame(r->stack, i);
+    if (!f)
+      break;
     size_t mark = b->len;
     if (i)
       put(b, ",", 1);
-    put_frame(b, snap_stack_frame(r->stack, i));
+    put_frame(b, f);
     if (b->full) {
       b->len = mark;
       b->full = false;

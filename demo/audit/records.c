@@ -235,7 +235,10 @@ void audit_record_call(int fn, const char *resource, const char *argument,
     keep = AUDIT_MAX_FRAMES;
   const snap_stack_t *s =
       keep >= 0 ? snap_symbolicate(pcs + skip, keep, 0) : NULL;
-  if (!s) {
+  /* The frames' view is built here, on the first snap_stack_frame, so the
+     writers (a signal handler among them) only ever read it. */
+  if (!s || (snap_stack_count(s) > 0 && !snap_stack_frame(s, 0))) {
+    snap_stack_release(s);
     atomic_fetch_add_explicit(&audit_calls_not_kept, 1, memory_order_relaxed);
     errno = saved;
     return;
