@@ -431,6 +431,31 @@ def case_sigpipe():
           "program its life")
 
 
+def case_stuck_pipe():
+    d = fresh_dir("stuck_pipe")
+    f = os.path.join(d, "s.conf")
+    open(f, "w").close()
+    rd, wr = os.pipe()
+    # A reader that never reads, and a pipe already full: every write of
+    # the audit's would wait forever.
+    os.set_blocking(wr, False)
+    try:
+        while True:
+            os.write(wr, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(wr, True)
+    start = time.monotonic()
+    r = run([ARGS.target, "exit", f, "3"], stderr=wr, timeout=60,
+            env=env_with(STACKSNAP_AUDIT_PREFIX=d + "/"))
+    took = time.monotonic() - start
+    os.close(wr)
+    os.close(rd)
+    check(r.returncode == 7, "status %d" % r.returncode)
+    print("stuck-pipe: a stderr nobody drains held the exit back %.1f s, "
+          "then the audit's lines were given up" % took)
+
+
 # ---- cases: programs nobody here wrote ------------------------------------
 
 

@@ -25,6 +25,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -60,9 +62,15 @@ static int move_high(int fd) {
   return high;
 }
 
+/* O_NONBLOCK while opening: a FIFO nobody reads must fail the open, not
+   hang the process; writes to our own descriptor then block again. */
 static int open_append(const char *path) {
-  return (int)syscall(SYS_openat, AT_FDCWD, path,
-                      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+                        O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK,
+                        0644);
+  if (fd >= 0)
+    fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);
+  return fd;
 }
 
 /* path + "-" + pid into out (sized for it: config.c keeps room). */
@@ -105,10 +113,26 @@ static int open_output(void) {
   return fd >= 0 ? move_high(fd) : -1;
 }
 
+/* Whether the last write waits for a pipe that nobody drains: at most
+   this long, then its lines are lost rather than the process kept alive. */
+#define LAST_WRITE_WAIT_MS 2000
+static atomic_bool g_final;   /* the last write began: the helper stops */
+static atomic_bool g_gave_up; /* the last write's wait ran out once */
+
 /* Writes all of p, or false. A write into a closed pipe must not kill
    the host: SIGPIPE is held back meanwhile, and one the write raised is
-   taken back [signal-safe]. */
+   taken back. Into a pipe or socket, the last write waits for room with a
+   deadline, once, and writes what fits (PIPE_BUF at a time: whole lines
+   cannot be promised there); a regular file takes the whole buffer in one
+   write [signal-safe]. */
 static bool write_all(int fd, const char *p, size_t len) {
+  struct stat st;
+  bool stream = fstat(fd, &st) == 0 && !S_ISREG(st.st_mode);
+  bool bounded = stream && atomic_load(&g_final);
+  if (bounded && atomic_load(&g_gave_up))
+    return false;
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
   sigset_t pipe, old, pending;
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
@@ -116,8 +140,28 @@ static bool write_all(int fd, const char *p, size_t len) {
   sigpending(&pending);
   bool was_pending = sigismember(&pending, SIGPIPE);
   bool ok = true;
-  for (size_t off = 0; off < len;) {
-    ssize_t w = write(fd, p + off, len - off);
+  for (size_t off = 0; ok && off < len;) {
+    size_t chunk = len - off;
+    if (bounded) {
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long waited = (now.tv_sec - start.tv_sec) * 1000 +
+                    (now.tv_nsec - start.tv_nsec) / 1000000;
+      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+      int ready = waited < LAST_WRITE_WAIT_MS
+                      ? poll(&pfd, 1, (int)(LAST_WRITE_WAIT_MS - waited))
+                      : 0;
+      if (ready < 0 && errno == EINTR)
+        continue;
+      if (ready <= 0) { /* the next write would wait as long: none */
+        atomic_store(&g_gave_up, true);
+        ok = false;
+        break;
+      }
+      if (chunk > PIPE_BUF)
+        chunk = PIPE_BUF;
+    }
+    ssize_t w = write(fd, p + off, chunk);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0) {
@@ -242,7 +286,6 @@ static void batch_record(batch_t *t, int id) {
 
 /* ---- The helper thread and its queue ------------------------------------- */
 
-static atomic_bool g_final;    /* the last write began: the helper stops */
 static atomic_int g_final_run; /* the last write runs (0 / 1) */
 static pthread_mutex_t g_qlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_qcond;
@@ -412,6 +455,7 @@ static void after_fork_child(void) {
   atomic_store(&g_lines_lost, 0);
   atomic_store(&g_header, false);
   atomic_store(&g_final, false);
+  atomic_store(&g_gave_up, false);
   atomic_store(&g_final_run, 0);
 }
 
