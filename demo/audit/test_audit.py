@@ -8,8 +8,10 @@ functions) and readelf (build ids).
     test_audit.py CASE --preload SO --work DIR [--target EXE --nm FILE
                   --readelf READELF --tool STACKSNAP_SYMBOLICATE]
 
-CASE is one of: target, probe, fork, exit, term, close-stderr, sigpipe,
-git, xz, python, perl, signals. Exit 0 when it holds; 1 with the reason.
+CASE is one of: target, probe, net, threads, fork, exit, term,
+close-stderr, sigpipe, stuck-pipe (the test's own program, audit_target),
+git, xz, python, perl, signals (programs nobody here wrote). Exit 0 when
+it holds; 1 with the reason.
 """
 import argparse
 import datetime
