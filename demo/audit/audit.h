@@ -216,6 +216,10 @@ typedef struct audit_buf {
   bool full; /* something did not fit */
 } audit_buf_t;
 
+/* v in decimal at out, NUL-terminated (out has room for 21 bytes);
+   returns the digits written [signal-safe]. */
+size_t audit_decimal(char *out, uint64_t v);
+
 /* Each appends one whole line ending in '\n', or nothing (false) when it
    does not fit in what is left of b. [signal-safe] */
 bool audit_line_process(audit_buf_t *b);

@@ -30,13 +30,21 @@ static void put(audit_buf_t *b, const char *s, size_t n) {
 
 static void puts_(audit_buf_t *b, const char *s) { put(b, s, strlen(s)); }
 
-static void put_u64(audit_buf_t *b, uint64_t v) {
-  char tmp[24];
-  int n = 0;
+size_t audit_decimal(char *out, uint64_t v) {
+  char tmp[20];
+  size_t n = 0;
   do
-    tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
+    tmp[n++] = (char)('0' + v % 10);
   while (v /= 10);
-  put(b, tmp + sizeof tmp - n, (size_t)n);
+  for (size_t i = 0; i < n; i++)
+    out[i] = tmp[n - 1 - i];
+  out[n] = '\0';
+  return n;
+}
+
+static void put_u64(audit_buf_t *b, uint64_t v) {
+  char tmp[21];
+  put(b, tmp, audit_decimal(tmp, v));
 }
 
 static void put_i64(audit_buf_t *b, int64_t v) {

@@ -22,15 +22,8 @@ static bool dir_of(int dirfd, char *out, size_t size) {
     return getcwd(out, size) != NULL && out[0] == '/';
   if (dirfd < 0)
     return false;
-  char link[32] = "/proc/self/fd/";
-  char digits[12];
-  int n = 0;
-  for (unsigned v = (unsigned)dirfd; n == 0 || v; v /= 10)
-    digits[n++] = (char)('0' + v % 10);
-  size_t at = strlen(link);
-  while (n > 0)
-    link[at++] = digits[--n];
-  link[at] = '\0';
+  char link[40] = "/proc/self/fd/";
+  audit_decimal(link + strlen(link), (uint64_t)dirfd);
   ssize_t len = readlink(link, out, size - 1);
   if (len <= 0 || (size_t)len >= size - 1 || out[0] != '/')
     return false; /* a socket, a pipe, or too long */

@@ -78,14 +78,7 @@ static void with_pid(char *out, const char *path, int pid) {
   size_t n = strlen(path);
   memcpy(out, path, n);
   out[n++] = '-';
-  char digits[12];
-  int k = 0;
-  do
-    digits[k++] = (char)('0' + pid % 10);
-  while (pid /= 10);
-  while (k > 0)
-    out[n++] = digits[--k];
-  out[n] = '\0';
+  audit_decimal(out + n, (uint64_t)pid);
 }
 
 /* Opens the output [signal-safe]. */
