@@ -68,6 +68,21 @@ static void after(bool mine, int fn, const char *resource, int result,
   errno = err;
 }
 
+/* after() for a call on a peer: the peer is described only when the call
+   is recorded. failed: the call failed, and errno says why. */
+static void after_peer(bool mine, int fn, const struct sockaddr *addr,
+                       socklen_t len, bool failed) {
+  int err = errno;
+  if (!mine || !atomic_load_explicit(&audit_ready, memory_order_acquire) ||
+      !audit_enter())
+    return;
+  char peer[RESOURCE_CHARS];
+  describe_peer(addr, len, peer, sizeof peer);
+  audit_record_call(fn, peer, NULL, failed ? err : 0, 0);
+  audit_leave();
+  errno = err; /* describing the peer may have set it */
+}
+
 #define LOOKUP(name)                                                           \
   bool mine = audit_enter();                                                   \
   name##_fn real = real_##name();                                              \
@@ -92,13 +107,7 @@ AUDIT_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     return -1;
   }
   int rc = real(fd, addr, len);
-  if (mine) {
-    int err = errno;
-    char peer[RESOURCE_CHARS];
-    describe_peer(addr, len, peer, sizeof peer);
-    after(mine, FN_connect, peer, rc == 0 ? 0 : err, 0);
-    errno = err; /* describing the peer may have set it */
-  }
+  after_peer(mine, FN_connect, addr, len, rc != 0);
   return rc;
 }
 
@@ -112,13 +121,8 @@ AUDIT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
     return -1;
   }
   ssize_t rc = real(fd, buf, n, flags, addr, len);
-  if (mine && addr && len > 0) {
-    int err = errno;
-    char peer[RESOURCE_CHARS];
-    describe_peer(addr, len, peer, sizeof peer);
-    after(mine, FN_sendto, peer, rc >= 0 ? 0 : err, 0);
-    errno = err; /* describing the peer may have set it */
-  }
+  if (addr && len > 0)
+    after_peer(mine, FN_sendto, addr, len, rc < 0);
   return rc;
 }
 
@@ -129,13 +133,8 @@ AUDIT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
     return -1;
   }
   ssize_t rc = real(fd, msg, flags);
-  if (mine && msg && msg->msg_name && msg->msg_namelen > 0) {
-    int err = errno;
-    char peer[RESOURCE_CHARS];
-    describe_peer(msg->msg_name, msg->msg_namelen, peer, sizeof peer);
-    after(mine, FN_sendmsg, peer, rc >= 0 ? 0 : err, 0);
-    errno = err; /* describing the peer may have set it */
-  }
+  if (msg && msg->msg_name && msg->msg_namelen > 0)
+    after_peer(mine, FN_sendmsg, msg->msg_name, msg->msg_namelen, rc < 0);
   return rc;
 }
 
@@ -171,7 +170,7 @@ AUDIT_EXPORT int getaddrinfo(const char *node, const char *service,
     snprintf(host, sizeof host, "%s%s%s", node ? node : "(null)",
              service ? ":" : "", service ? service : "");
     after(mine, FN_getaddrinfo, host, rc, rc == EAI_SYSTEM ? err : 0);
-    errno = err; /* describing the peer may have set it */
+    errno = err; /* snprintf may have set it */
   }
   return rc;
 }
