@@ -49,6 +49,7 @@ static atomic_int g_out_state;
 static _Atomic int g_out_fd = -1;
 static dev_t g_out_dev;
 static ino_t g_out_ino;
+static atomic_bool g_out_stream; /* a pipe or socket, not a regular file */
 static _Atomic uint64_t g_lines_lost;
 
 /* Above the descriptors a program counts on; closes fd. */
@@ -119,9 +120,7 @@ static atomic_bool g_gave_up; /* the last write's wait ran out once */
    cannot be promised there); a regular file takes the whole buffer in one
    write [signal-safe]. */
 static bool write_all(int fd, const char *p, size_t len) {
-  struct stat st;
-  bool stream = fstat(fd, &st) == 0 && !S_ISREG(st.st_mode);
-  bool bounded = stream && atomic_load(&g_final);
+  bool bounded = atomic_load(&g_out_stream) && atomic_load(&g_final);
   if (bounded && atomic_load(&g_gave_up))
     return false;
   struct timespec start;
@@ -200,6 +199,7 @@ static int out_fd(void) {
       if (fd >= 0 && fstat(fd, &st) == 0) {
         g_out_dev = st.st_dev;
         g_out_ino = st.st_ino;
+        atomic_store(&g_out_stream, !S_ISREG(st.st_mode));
         atomic_store(&g_out_fd, fd);
         if (!atomic_load(&g_header)) {
           static char mem[BUF_BYTES]; /* one opener at a time */
