@@ -119,6 +119,23 @@ def only_process(path):
     return next(iter(procs.values()))
 
 
+def one_record(proc, resource, count):
+    """The one record of resource, which must have counted count calls."""
+    recs = records_for(proc, resource)
+    check(len(recs) == 1 and recs[0]["count"] == count,
+          "%s: records %r, expected one of %d calls"
+          % (resource, [(x["function"], x["count"]) for x in recs], count))
+    return recs[0]
+
+
+def dir_with_file(name, file):
+    """A fresh work directory with an empty file in it; both paths."""
+    d = fresh_dir(name)
+    f = os.path.join(d, file)
+    open(f, "w").close()
+    return d, f
+
+
 def records_for(proc, resource):
     return [r for r in proc["records"].values() if r["resource"] == resource]
 
@@ -311,9 +328,7 @@ def case_net():
 
 
 def case_threads():
-    d = fresh_dir("threads")
-    f = os.path.join(d, "shared.conf")
-    open(f, "w").close()
+    d, f = dir_with_file("threads", "shared.conf")
     out = os.path.join(d, "audit.jsonl")
     n = 300
     r = run([ARGS.target, "threads", f, str(n)], capture_output=True, text=True,
@@ -322,12 +337,10 @@ def case_threads():
     check(r.returncode == 0, "audit_target threads: %d %s" % (r.returncode, r.stderr))
     tids = sorted(int(t) for t in r.stdout.split())
     p = only_process(out)
-    recs = records_for(p, f)
     # Five threads, five stacks below one call site: one record.
-    check(len(recs) == 1, "%d records: %r" % (len(recs), [call_site(x)["symbol"] for x in recs]))
-    check(recs[0]["count"] == 5 * n, "count %d, expected %d" % (recs[0]["count"], 5 * n))
-    check(sorted(t["tid"] for t in recs[0]["threads"]) == tids,
-          "threads %r, the program ran on %r" % (recs[0]["threads"], tids))
+    rec = one_record(p, f, 5 * n)
+    check(sorted(t["tid"] for t in rec["threads"]) == tids,
+          "threads %r, the program ran on %r" % (rec["threads"], tids))
     print("threads: %d opens on 5 threads at once, one record naming the 5" % (5 * n))
 
 
@@ -351,37 +364,30 @@ def case_fork():
     check(kid["process"]["forked_from"] == parent["process"]["pid"],
           "forked_from %r" % kid["process"]["forked_from"])
     check(parent["process"]["forked_from"] is None, "the parent says forked")
-    pa = records_for(parent, a)
-    check(len(pa) == 1 and pa[0]["count"] == 2 * n and not records_for(parent, b),
-          "parent: %r" % [(x["resource"], x["count"]) for x in parent["records"].values()])
-    kb = records_for(kid, b)
-    check(len(kb) == 1 and kb[0]["count"] == n and not records_for(kid, a),
-          "child: %r" % [(x["resource"], x["count"]) for x in kid["records"].values()])
-    check([t["tid"] for t in kb[0]["threads"]] == [child], "child threads %r" % kb[0]["threads"])
+    one_record(parent, a, 2 * n)
+    check(not records_for(parent, b), "the parent has the child's record")
+    kb = one_record(kid, b, n)
+    check(not records_for(kid, a), "the child repeats the parent's record")
+    check([t["tid"] for t in kb["threads"]] == [child], "child threads %r" % kb["threads"])
     check(kid["end"] and parent["end"], "an end line is missing")
     print("fork: parent %d opens in its file, child %d in its own, counts %d and %d"
           % (parent["process"]["pid"], child, 2 * n, n))
 
 
 def case_exit():
-    d = fresh_dir("exit")
-    f = os.path.join(d, "x.conf")
-    open(f, "w").close()
+    d, f = dir_with_file("exit", "x.conf")
     out = os.path.join(d, "audit.jsonl")
     r = run([ARGS.target, "exit", f, "9"], env=env_with(
         STACKSNAP_AUDIT_OUT=out, STACKSNAP_AUDIT_PREFIX=d + "/"))
     check(r.returncode == 7, "status %d, expected 7" % r.returncode)
     p = only_process(out)
     check(p["end"] and p["end"]["reason"] == "_exit", "end %r" % p["end"])
-    recs = records_for(p, f)
-    check(len(recs) == 1 and recs[0]["count"] == 9, "records %r" % recs)
+    one_record(p, f, 9)
     print("exit: _exit(7) wrote its 9 opens and an end line")
 
 
 def case_term():
-    d = fresh_dir("term")
-    f = os.path.join(d, "t.conf")
-    open(f, "w").close()
+    d, f = dir_with_file("term", "t.conf")
     out = os.path.join(d, "audit.jsonl")
     proc = subprocess.Popen([ARGS.target, "term", f, "11"], stdout=subprocess.PIPE,
                             text=True, env=env_with(STACKSNAP_AUDIT_OUT=out,
@@ -394,16 +400,13 @@ def case_term():
     p = only_process(out)
     check(p["end"] and p["end"]["reason"] == "signal" and p["end"]["signal"] == signal.SIGTERM,
           "end %r" % p["end"])
-    recs = records_for(p, f)
-    check(len(recs) == 1 and recs[0]["count"] == 11, "records %r" % recs)
+    one_record(p, f, 11)
     print("term: SIGTERM still ends the process by SIGTERM; its 11 opens and "
           "an end line were written first")
 
 
 def case_close_stderr():
-    d = fresh_dir("close_stderr")
-    f = os.path.join(d, "sink")
-    open(f, "w").close()
+    d, f = dir_with_file("close_stderr", "sink")
     err = os.path.join(d, "stderr")
     with open(err, "wb") as e:
         r = run([ARGS.target, "close-stderr", f, "4"], stderr=e,
@@ -412,16 +415,13 @@ def case_close_stderr():
     with open(f) as s:
         check(s.read() == "mine\n", "the program's file holds more than its own line")
     p = only_process(err)
-    recs = records_for(p, f)
-    check(len(recs) == 1 and recs[0]["count"] == 4, "records %r" % recs)
+    one_record(p, f, 4)
     print("close-stderr: a program that closed fd 2 still has its audit on "
           "the stderr it started with, and its own files hold only its lines")
 
 
 def case_sigpipe():
-    d = fresh_dir("sigpipe")
-    f = os.path.join(d, "p.conf")
-    open(f, "w").close()
+    d, f = dir_with_file("sigpipe", "p.conf")
     rd, wr = os.pipe()
     os.close(rd)  # nobody reads the audit: its writes fail with EPIPE
     r = run([ARGS.target, "exit", f, "3"], stderr=wr,
@@ -434,9 +434,7 @@ def case_sigpipe():
 
 
 def case_stuck_pipe():
-    d = fresh_dir("stuck_pipe")
-    f = os.path.join(d, "s.conf")
-    open(f, "w").close()
+    d, f = dir_with_file("stuck_pipe", "s.conf")
     rd, wr = os.pipe()
     # A reader that never reads, and a pipe already full: every write of
     # the audit's would wait forever.
