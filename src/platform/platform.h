@@ -299,11 +299,21 @@ bool snap__plat_sigframe_regs(uintptr_t sp, snap__regs_t *out);
 /* Whether pc is the first instruction of a signal-return trampoline, judged
    by its code (for trampolines without unwind info). [signal-safe] */
 bool snap__plat_is_sigreturn(uintptr_t pc);
-/* The same answer, for naming (outside the stopped window): where pc lies in
-   a loaded image (in_image), the platform may learn the answer for the code
-   around pc at once, so that pcs never asked before cost no system call.
-   [setup] */
-bool snap__plat_is_sigreturn_named(uintptr_t pc, bool in_image);
+/* The signal-return trampolines whose code starts in [start, end), a loaded
+   image's executable range, found by searching all of its code at once
+   (bulk safe reads, outside the stopped window), so that naming learns an
+   image's few trampolines once instead of reading code per pc. Stores up
+   to max addresses in out and returns how many there are (more than max
+   is possible), or -1 when the range could not be read whole. Where the
+   platform recognises no trampoline by its code (Apple), 0. [setup] */
+int snap__plat_find_sigreturns(uintptr_t start, uintptr_t end, uintptr_t *out,
+                               int max);
+/* The signal-return trampolines the kernel returns signal handlers to now:
+   the restorer of every installed handler (Linux x86_64: glibc's
+   __restore_rt, or a runtime's own). Up to max into out; returns how many
+   there are. Where the kernel picks the trampoline itself (Linux arm64:
+   the vdso's) or none is recognised (Apple), 0. [setup] */
+int snap__plat_sigreturn_restorers(uintptr_t *out, int max);
 
 /* Whether the current thread runs a Swift async task, so an extended frame
    record really leads to an async context chain. [signal-safe] */

@@ -26,6 +26,7 @@
 #include "symbols/hash.h"
 #include "symbols/stack.h"
 #include "symbols/symbolicate.h"
+#include "symbols/trampolines.h"
 
 #define NAMING_FLAGS                                                           \
   (SNAP_CAPTURE_APP_ONLY | SNAP_SYMBOLICATE_EXACT_PC0 |                        \
@@ -107,9 +108,7 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                            .pcs = pcs,
                            .images = rec,
                            .generation = snap__images_generation(t)};
-  for (int i = 0; i < n; i++)
-    sigret[i] = pcs[i] && snap__plat_is_sigreturn_named(
-                              pcs[i], snap__images_find(t, pcs[i]) != NULL);
+  snap__trampolines_mark(t, pcs, n, sigret);
   for (int i = 0; i < n; i++) {
     uintptr_t pc = pcs[i];
     bool exact = pc == 0 || sigret[i] || (i > 0 && sigret[i - 1]) ||

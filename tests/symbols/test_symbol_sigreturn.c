@@ -3,9 +3,9 @@
  *
  * The pc after a trampoline is where a signal interrupted a thread: exact,
  * not a return address, so it is named for itself, not by pc - 1. Whether
- * a pc is a trampoline is learnt a 4 KiB chunk of code at a time while
- * naming (so a never-seen pc in a chunk already searched costs no read);
- * a chunk that holds a trampoline must never be taken for clean.
+ * a pc is a trampoline is learnt once per image while naming (its code
+ * searched whole, symbols/trampolines.c): the trampoline must be found
+ * there, and no other pc of its image taken for one.
  *
  * Witness: the kernel. A signal handler's return address is the
  * trampoline the kernel made it return to (sa_restorer: glibc's
@@ -61,8 +61,9 @@ int main(void) {
   uintptr_t tramp = g_tramp;
   CHECK(tramp != 0, "no trampoline seen");
 
-  /* Other pcs of the trampoline's own chunk first: searching the chunk
-     for them finds the trampoline, so the chunk must stay unlearnt. */
+  /* Other pcs of the trampoline's image first (its own page), so the
+     image is searched before the trampoline itself is named: the search
+     must find it, and none of these may be taken for it. */
   uintptr_t chunk = tramp & ~(uintptr_t)4095;
   uintptr_t near[3] = {chunk, tramp - 16, tramp + 1};
   for (int i = 0; i < 3; i++) {

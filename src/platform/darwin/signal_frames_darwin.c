@@ -32,7 +32,13 @@ bool snap__plat_is_sigreturn(uintptr_t pc) {
   return false;
 }
 
-bool snap__plat_is_sigreturn_named(uintptr_t pc, bool in_image) {
-  (void)in_image;
-  return snap__plat_is_sigreturn(pc);
+int snap__plat_find_sigreturns(uintptr_t start, uintptr_t end, uintptr_t *out,
+                               int max) {
+  (void)start, (void)end, (void)out, (void)max;
+  return 0;
+}
+
+int snap__plat_sigreturn_restorers(uintptr_t *out, int max) {
+  (void)out, (void)max;
+  return 0;
 }

@@ -11,6 +11,10 @@
 
 /* Fills regs from a ucontext_t the kernel handed to a signal handler.
    [signal-safe] */
+/* snap__plat_read without its 4 KiB bound, for bulk reads outside the
+   stopped window (the trampoline search): one process_vm_readv, or 4 KiB
+   pipe reads where that is missing. [setup] */
+bool snap__linux_read_bulk(uintptr_t addr, void *dst, size_t n);
 void snap__linux_regs_from_ucontext(const void *uc, snap__regs_t *regs);
 /* Copies the registers a wait is decoded from (SNAP__WAIT_REGS_THREAD: the
    pc, the system call number's register and the six argument registers)

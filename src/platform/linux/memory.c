@@ -84,6 +84,24 @@ bool snap__plat_read(uintptr_t addr, void *dst, size_t n) {
   return ok;
 }
 
+bool snap__linux_read_bulk(uintptr_t addr, void *dst, size_t n) {
+  if (n == 0)
+    return true;
+  if (addr == 0 || addr + n < addr)
+    return false;
+  if (!atomic_load_explicit(&g_use_pipes, memory_order_relaxed)) {
+    int saved = errno;
+    bool ok = vm_read(addr, dst, n);
+    errno = saved;
+    return ok;
+  }
+  for (size_t off = 0; off < n; off += 4096) /* a pipe's read: 4 KiB */
+    if (!snap__plat_read(addr + off, (char *)dst + off,
+                         n - off < 4096 ? n - off : 4096))
+      return false;
+  return true;
+}
+
 static void open_pipes(void) {
   for (int i = 0; i < PIPES; i++)
     if (pipe2(g_pipe[i], O_CLOEXEC | O_NONBLOCK) != 0)

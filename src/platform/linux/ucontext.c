@@ -10,8 +10,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "platform/linux/linux.h"
 
@@ -118,44 +121,22 @@ static bool code_is_sigreturn(uintptr_t pc) {
          memcmp(got, k_code, sizeof k_code) == 0;
 }
 
-/* Answers are memoised twice, both lock-free (a concurrent reader — or the
-   stopped window — sees a whole entry or none):
-    - per pc: the check is one safe read (a system call, ~1 us here) and
-      the symbolicator asks it for every frame of every stack it names.
-      Direct-mapped, one word per slot, (pc << 1) | answer. User-space pcs
-      stay below 2^62, so the shift loses nothing;
-    - per 4 KiB chunk of an image's code, filled only outside the stopped
-      window (snap__plat_is_sigreturn_named): one read of the whole chunk,
-      searched for the trampoline's code; a chunk where it starts nowhere
-      is remembered as clean (its address | 1), so every other pc in it —
-      a cold lookup names pcs nothing named before — costs no system call.
-      A chunk holding a trampoline is not remembered: its pcs take the
-      per-pc path.
-   The code at an address does not change for the life of the mapping; a
-   library unloaded and another mapped at the same place with a trampoline
-   at the very same place is the one case this would miss. Chunks are
-   learnt only in images (file-backed code, never rewritten in place), not
-   in anonymous memory a JIT may fill later. */
+/* Answers are memoised per pc, lock-free (a concurrent reader — or the
+   stopped window — sees a whole entry or none): the check is one safe read
+   (a system call, ~1 us here), and the walker asks it at every frame whose
+   unwind information ends. Direct-mapped, one word per slot,
+   (pc << 1) | answer. User-space pcs stay below 2^62, so the shift loses
+   nothing. Naming does not come here for pcs inside images: it learns each
+   image's trampolines once (snap__plat_find_sigreturns, symbols/
+   trampolines.c). The code at an address does not change for the life of
+   the mapping; a library unloaded and another mapped at the same place
+   with a trampoline at the very same pc is the one case the memo would
+   miss. */
 #define MEMO_SLOTS 1024
-#define CHUNK 4096u
-#define CHUNK_SLOTS 512
 static _Atomic uintptr_t g_memo[MEMO_SLOTS];
-static _Atomic uintptr_t g_clean[CHUNK_SLOTS];
-
-static _Atomic uintptr_t *clean_slot(uintptr_t chunk) {
-  return &g_clean[((chunk / CHUNK) * 0x9E3779B97F4A7C15ull) >> 55];
-}
-
-static bool chunk_is_clean(uintptr_t pc) {
-  uintptr_t chunk = pc & ~(uintptr_t)(CHUNK - 1);
-  return atomic_load_explicit(clean_slot(chunk), memory_order_relaxed) ==
-         (chunk | 1);
-}
 
 bool snap__plat_is_sigreturn(uintptr_t pc) {
   if (!pc || pc >> 62)
-    return false;
-  if (chunk_is_clean(pc))
     return false;
   _Atomic uintptr_t *slot = &g_memo[(pc * 0x9E3779B97F4A7C15ull) >> 54];
   uintptr_t e = atomic_load_explicit(slot, memory_order_relaxed);
@@ -166,33 +147,84 @@ bool snap__plat_is_sigreturn(uintptr_t pc) {
   return yes;
 }
 
-/* Whether the trampoline's code starts anywhere in [chunk, chunk + CHUNK):
-   -1 unknown (unreadable), 0 nowhere, 1 somewhere. The bytes just past the
-   chunk are read too, for a trampoline that starts in it and ends in the
-   next; if they cannot be read, a chunk whose last bytes could begin one
-   stays unknown. */
-static int chunk_has_sigreturn(uintptr_t chunk) {
-  unsigned char buf[CHUNK + sizeof k_code];
-  if (!snap__plat_read(chunk, buf, CHUNK))
+/* An image's code is read a block at a time (one process_vm_readv each),
+   each block with the first
+   bytes of the next, so a trampoline that starts in one block and ends in
+   the next is seen; its start decides which block counts it. Instructions
+   are 4-byte aligned on arm64, so a match elsewhere is data, not code. */
+#define SCAN_BLOCK ((size_t)1 << 20)
+
+int snap__plat_find_sigreturns(uintptr_t start, uintptr_t end, uintptr_t *out,
+                               int max) {
+  if (start >= end)
+    return 0;
+  unsigned char *buf = malloc(SCAN_BLOCK + sizeof k_code);
+  if (!buf)
     return -1;
-  size_t len = CHUNK;
-  if (snap__plat_read(chunk + CHUNK, buf + CHUNK, sizeof k_code))
-    len += sizeof k_code;
-  else if (memchr(buf + CHUNK - sizeof k_code + 1, k_code[0],
-                  sizeof k_code - 1))
-    return -1;
-  return memmem(buf, len, k_code, sizeof k_code) != NULL;
+  int found = 0;
+  for (uintptr_t at = start; at < end; at += SCAN_BLOCK) {
+    size_t own = end - at < SCAN_BLOCK ? (size_t)(end - at) : SCAN_BLOCK;
+    size_t len = own + sizeof k_code - 1;
+    if (len > end - at)
+      len = (size_t)(end - at);
+    if (!snap__linux_read_bulk(at, buf, len)) {
+      found = -1;
+      break;
+    }
+    /* memchr for the code's last byte (the syscall's 0x05; svc's 0xd4:
+       one byte in 200 of compiled code), then the whole code before it:
+       ~10x faster than memmem, whose shift tables stall on the zeros and
+       repeated opcodes of code. */
+    const unsigned char last = k_code[sizeof k_code - 1];
+    for (const unsigned char *p = buf + sizeof k_code - 1, *end_ = buf + len;
+         p < end_ && (p = memchr(p, last, (size_t)(end_ - p))); p++) {
+      const unsigned char *code = p - (sizeof k_code - 1);
+      uintptr_t a = at + (uintptr_t)(code - buf);
+      if (a - at >= own)
+        break;
+      if (memcmp(code, k_code, sizeof k_code) != 0)
+        continue;
+#if defined(__aarch64__)
+      if (a % 4)
+        continue;
+#endif
+      if (found < max)
+        out[found] = a;
+      found++;
+    }
+  }
+  free(buf);
+  return found;
 }
 
-bool snap__plat_is_sigreturn_named(uintptr_t pc, bool in_image) {
-  if (!pc || pc >> 62)
-    return false;
-  if (!in_image || chunk_is_clean(pc))
-    return snap__plat_is_sigreturn(pc);
-  uintptr_t chunk = pc & ~(uintptr_t)(CHUNK - 1);
-  if (chunk_has_sigreturn(chunk) == 0) {
-    atomic_store_explicit(clean_slot(chunk), chunk | 1, memory_order_relaxed);
-    return false;
+/* The kernel's own struct sigaction (asm-generic layout, x86_64 and arm64
+   alike), which rt_sigaction fills: unlike glibc's, it shows the
+   restorer. */
+typedef struct kernel_sigaction {
+  uintptr_t handler;
+  unsigned long flags;
+  uintptr_t restorer;
+  uint64_t mask;
+} kernel_sigaction_t;
+#define KERNEL_SA_RESTORER 0x04000000ul
+
+int snap__plat_sigreturn_restorers(uintptr_t *out, int max) {
+  int found = 0;
+  for (int sig = 1; sig <= 64; sig++) {
+    kernel_sigaction_t ka;
+    if (syscall(SYS_rt_sigaction, sig, NULL, &ka, sizeof ka.mask) != 0)
+      continue;
+    /* SIG_DFL (0) and SIG_IGN (1) have no handler to return from. */
+    if (ka.handler <= 1 || !(ka.flags & KERNEL_SA_RESTORER) || !ka.restorer)
+      continue;
+    bool seen = false;
+    for (int k = 0; k < found && k < max; k++)
+      seen |= out[k] == ka.restorer;
+    if (seen)
+      continue;
+    if (found < max)
+      out[found] = ka.restorer;
+    found++;
   }
-  return snap__plat_is_sigreturn(pc);
+  return found;
 }
