@@ -2,7 +2,7 @@
 # Installs a stacksnap build into a fresh temporary prefix and builds
 # tests/install/consumer.c against that prefix only:
 #   (a) with the compiler and `pkg-config --static --libs stacksnap-static`,
-#       the README's static recipe, as printed (no linker flags of ours):
+#       docs/build.md's static recipe, as printed (no linker flags of ours):
 #       it must link libstacksnap.a, and the binary must not need
 #       libstacksnap.so;
 #   (a') with `pkg-config --libs stacksnap`: the shared library;
