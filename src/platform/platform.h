@@ -186,7 +186,7 @@ bool snap__plat_read(uintptr_t addr, void *dst, size_t n);
    .eh_frame_hdr address and its link map's address, compared, never
    dereferenced. Platforms without such a lookup (Apple, older glibc)
    answer SNAP__IDENT_UNKNOWN; their unwind-table reads go through
-   snap__plat_read or are trusted to the last refresh (README). */
+   snap__plat_read or are trusted to the last refresh (docs/guarantees.md). */
 #define SNAP__IDENT_NONE 0u    /* addr is in no image */
 #define SNAP__IDENT_UNKNOWN 1u /* the platform cannot tell lock-free */
 typedef struct snap__plat_ident {

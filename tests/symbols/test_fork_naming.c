@@ -65,8 +65,7 @@ static double now_s(void) {
    rebuilds the image table is a race of the walker's own (issue 12,
    defect 2), which ThreadSanitizer would report here. */
 __attribute__((noinline)) static bool name_fresh(uint64_t *rng, unsigned flags,
-                                                 const uintptr_t *base,
-                                                 int n) {
+                                                 const uintptr_t *base, int n) {
   uintptr_t pcs[32];
   if (n <= 0 || n > 32)
     return false;
@@ -76,7 +75,8 @@ __attribute__((noinline)) static bool name_fresh(uint64_t *rng, unsigned flags,
      inside it; frame 1 is a return address (named at pc - 1). */
   int k = (int)(snap_xorshift(rng) % PICKS);
   int k1 = (int)(snap_xorshift(rng) % PICKS);
-  pcs[0] = g_pick[k] + (uintptr_t)(snap_xorshift(rng) % (g_pick_index[k] % 7 + 1));
+  pcs[0] =
+      g_pick[k] + (uintptr_t)(snap_xorshift(rng) % (g_pick_index[k] % 7 + 1));
   if (n > 1)
     pcs[1] = g_pick[k1] + 1;
   const snap_stack_t *s =
@@ -111,7 +111,8 @@ static void *namer(void *arg) {
          writer lock). With SNAP_TEST_FORK_DLOPEN set, also a dlopen and a
          dlclose of the app's own: glibc 2.36 does not make the loader's
          list lock new in a child, so a fork while they edit the list
-         leaves the child's loader stuck (README, "After fork"). */
+         leaves the child's loader stuck (docs/guarantees.md, "After fork()").
+       */
       if (g_dlopen) {
         void *h = dlopen(ELF_SMALL_LIB, RTLD_NOW | RTLD_LOCAL);
         if (h)
@@ -185,7 +186,7 @@ static int wait_child(pid_t pid, double *secs) {
     }
     bool stalled = t - last_progress >= STALL_SECONDS;
     if ((t - start >= CHILD_SECONDS && stalled) || t - start >= SLOW_SECONDS) {
-        if (getenv("SNAP_TEST_FORK_GDB")) { /* which lock: gdb's answer */
+      if (getenv("SNAP_TEST_FORK_GDB")) { /* which lock: gdb's answer */
         char cmd[128];
         snprintf(cmd, sizeof cmd,
                  "gdb -p %d -batch -ex bt 2>/dev/null | grep '^#'", (int)pid);
@@ -271,8 +272,8 @@ int main(void) {
          "hung, %d failed, slowest child %.3f s\n",
          forks, NAMERS, atomic_load(&g_named), hung, failed, slowest);
   CHECK(hung == 0, "%d of %d forked children hung on a lock", hung, forks);
-  CHECK(failed == 0, "%d of %d children did not name their own stack",
-        failed, forks);
+  CHECK(failed == 0, "%d of %d children did not name their own stack", failed,
+        forks);
   CHECK(bad == 0, "%ld stacks named wrong in the parent", bad);
   dlclose(big);
   return check_result("test_fork_naming");

@@ -48,8 +48,8 @@ typedef struct enum_ctx {
 /* The values compared: where the image is mapped, where its unwind table
    is, and which link map (by address) describes it. Two different images
    agree in all of them only if the second reuses the first's address,
-   size, table offset and freed link-map memory at once (README, "Images
-   that come and go"). */
+   size, table offset and freed link-map memory at once (docs/guarantees.md,
+   "Images that come and go"). */
 static uint64_t mix_ident(const struct dl_find_object *fo) {
   uint64_t h = 0x9E3779B97F4A7C15ull;
   const uintptr_t v[4] = {
@@ -75,7 +75,7 @@ void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out) {
 }
 #else
 /* Older glibc has no lock-free lookup: the walker trusts the table as last
-   refreshed (README, "Images that come and go"). */
+   refreshed (docs/guarantees.md, "Images that come and go"). */
 void snap__plat_image_ident(uintptr_t addr, snap__plat_ident_t *out) {
   (void)addr;
   *out = (snap__plat_ident_t){0, 0, SNAP__IDENT_UNKNOWN, 0};
