@@ -4,7 +4,7 @@
 # dlsym and uses only libSystem.
 Pod::Spec.new do |s|
   s.name         = 'stacksnap'
-  s.version      = '1.0.0'
+  s.version      = '1.3.0'
   s.summary      = 'Call stacks captured in-process, named fast, and a main-thread lag watchdog.'
   s.description  = <<~DESC
     stacksnap captures call stacks of the calling thread or of any other

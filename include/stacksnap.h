@@ -5,12 +5,27 @@
  * thread of the process), tells app code from system code, and names frames
  * through a cache and watches the main thread's event loop for lag.
  *
- * Conventions (see shared/api.md, the contract this header implements):
- *  - Integers returned are a count (>= 0) or a negative SNAP_E* code.
+ * Conventions:
+ *  - Integers returned are a count (>= 0) or a negative SNAP_E* code
+ *    (snap_strerror says it in words, snap_err_name as its name).
  *  - Nothing here aborts the host app or prints unless asked to.
- *  - Every function may be called from any thread. Functions tagged
- *    [async-signal-safe] may also be called from a signal handler: they take
- *    no lock and allocate nothing.
+ *  - Every function is tagged with where it may run. Each tag line lists:
+ *      [async-signal-safe]  may be called from a signal handler (one that
+ *                           interrupted malloc, a lock, anything): it takes
+ *                           no lock, allocates nothing, blocks on nothing;
+ *      [thread-safe]        may be called from any thread, concurrently
+ *                           with any other function here (every function
+ *                           is, but where a tag says otherwise);
+ *      [allocates]          may call malloc (so: not in a signal handler,
+ *                           not in a child forked from a threaded parent
+ *                           before exec);
+ *      [locks]              may take a lock of the library's, held briefly
+ *                           (never across a call out of it);
+ *      [blocks: ...]        may wait, and on what and for how long.
+ *    A function with neither [allocates] nor [locks] does neither.
+ *  - Structs the caller hands in to be filled start with `uint32_t size`
+ *    (sizeof as the caller was built): later versions add fields only at
+ *    the end and fill only what that size covers.
  */
 #ifndef STACKSNAP_H
 #define STACKSNAP_H
@@ -37,11 +52,11 @@ extern "C" {
    file and the CMake package take their version from these three lines
    (keep each exactly `#define SNAP_VERSION_<PART> <number>`). */
 #define SNAP_VERSION_MAJOR 1
-#define SNAP_VERSION_MINOR 2
+#define SNAP_VERSION_MINOR 3
 #define SNAP_VERSION_PATCH 0
 #define SNAP__STR2(x) #x
 #define SNAP__STR(x) SNAP__STR2(x)
-/* "1.0.0" */
+/* "MAJOR.MINOR.PATCH", e.g. "1.3.0" */
 #define SNAP_VERSION_STRING                                                    \
   SNAP__STR(SNAP_VERSION_MAJOR)                                                \
   "." SNAP__STR(SNAP_VERSION_MINOR) "." SNAP__STR(SNAP_VERSION_PATCH)
@@ -64,7 +79,8 @@ SNAP_EXPORT const char *snap_version(void);
   X(EIO, -6, "a file could not be read or written")                            \
   X(EBUSY, -7, "already started or in use")                                    \
   X(EBLOCKED, -8, "the thread blocks the sampling signal")                     \
-  X(EENDED, -9, "it was over before the watchdog could sample it")
+  X(EENDED, -9, "it was over before the watchdog could sample it")             \
+  X(ENOSTACK, -10, "the thread has too little stack left to be sampled")
 
 enum {
 #define SNAP__ERRNO_ENUM(name, value, text) SNAP_##name = value,
@@ -75,24 +91,32 @@ enum {
 /* A static string for any int; never NULL ("unknown error" for non-codes).
    [async-signal-safe] */
 SNAP_EXPORT const char *snap_strerror(int code);
+/* Since 1.3. The code's name, a static string that never changes between
+   versions (for logs and reports): "SNAP_OK", "SNAP_EINVAL", ...;
+   "SNAP_EUNKNOWN" for an int that is no code. [async-signal-safe] */
+SNAP_EXPORT const char *snap_err_name(int code);
 
 /* ---- Threads ----------------------------------------------------------- */
 
 typedef uint64_t
     snap_thread_t; /* Linux: kernel TID. Apple: mach thread port. */
 
-/* [async-signal-safe] */
+/* The calling thread. [async-signal-safe] */
 SNAP_EXPORT snap_thread_t snap_thread_self(void);
 /* The process's main thread, recorded when the library loads.
    [async-signal-safe] */
 SNAP_EXPORT snap_thread_t snap_thread_main(void);
 /* Fills up to max thread ids; returns the total number of threads (which may
-   exceed max), or a negative error. */
+   exceed max), or a negative error.
+   [thread-safe] [blocks: a /proc directory read on Linux; task_threads on
+   Apple] No allocation on Linux; Apple's task_threads allocates. */
 SNAP_EXPORT int snap_thread_list(snap_thread_t *out, int max);
 
-/* Extension: 1 if the thread is running or runnable right now, 0 if it
-   sleeps or waits (blocked in a lock, in poll(), ...), or a negative error.
-   A lag monitor uses it to sample busy threads first and skip idle ones. */
+/* 1 if the thread is running or runnable right now, 0 if it sleeps or
+   waits (blocked in a lock, in poll(), ...), or a negative error. A lag
+   monitor uses it to sample busy threads first and skip idle ones.
+   [thread-safe] [blocks: one /proc read on Linux, thread_info on Apple]
+   Allocates nothing, takes no lock. */
 SNAP_EXPORT int snap_thread_is_running(snap_thread_t thread);
 
 /* ---- Capture ----------------------------------------------------------- */
@@ -102,12 +126,12 @@ SNAP_EXPORT int snap_thread_is_running(snap_thread_t thread);
 #define SNAP_CAPTURE_ASYNC 0x1u
 /* Keep only pcs inside app images (see snap_set_app_image_prefixes). */
 #define SNAP_CAPTURE_APP_ONLY 0x2u
-/* Extension: walk frame records only; never consult call-frame information
+/* Walk frame records only; never consult call-frame information
    (.eh_frame). Faster through code without unwind tables, but loses the
    frames of code built without frame pointers (Debian's libc). Linux only;
    frame records are the whole story on Apple platforms anyway. */
 #define SNAP_CAPTURE_FP_ONLY 0x4u
-/* Extension for snap_capture_thread: do not interrupt a thread blocked in
+/* For snap_capture_thread: do not interrupt a thread blocked in
    a system call; walk it from the registers the kernel publishes (Linux:
    /proc/self/task/<tid>/syscall, its stack read with checked reads), and
    send the sampling signal only to threads that are running. A signal
@@ -130,7 +154,8 @@ SNAP_EXPORT int snap_thread_is_running(snap_thread_t thread);
    Called in a signal handler, the walk crosses the signal frame: the frame
    after it is the exact pc where the signal landed, not a return address.
    Returns the number of pcs written (<= max), or SNAP_EINVAL.
-   [async-signal-safe] Allocates nothing, takes no lock. */
+   [async-signal-safe] [thread-safe] Allocates nothing, takes no lock,
+   blocks on nothing. */
 SNAP_EXPORT int snap_capture_self(uintptr_t *pcs, int max, int skip,
                                   unsigned flags);
 
@@ -145,18 +170,21 @@ SNAP_EXPORT int snap_capture_self(uintptr_t *pcs, int max, int skip,
    target's stack under the kernel's signal frame (3 KiB on x86_64 with
    AVX-512, 4.6 KiB on arm64, more with SVE: AT_MINSIGSTKSZ) and needs 2 KiB
    more (16 KiB in ASan/TSan builds); with less room left the sample is
-   SNAP_ENOMEM and the thread runs on unharmed. 8 KiB left is enough on
-   x86_64 and on arm64 without SVE; below the kernel's frame no signal
-   handler can run at all. Also SNAP_EIO when the target's stack cannot be
-   located (/proc/self/maps unreadable), SNAP_EBUSY when it ran on a
+   SNAP_ENOSTACK (SNAP_ENOMEM before 1.3) and the thread runs on unharmed. 8 KiB
+   left is enough on x86_64 and on arm64 without SVE; below the kernel's frame
+   no signal handler can run at all. Also SNAP_EIO when the target's stack
+   cannot be located (/proc/self/maps unreadable), SNAP_EBUSY when it ran on a
    different stack at each of three signals (coroutines switching fast).
+   [thread-safe] [locks: the process's one sampler lock, so samples never
+   overlap] [blocks: up to the sample timeout, waiting for the target]
+   Allocates only the first time a thread is sampled (its stack bounds).
    Not async-signal-safe. */
 SNAP_EXPORT int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs,
                                     int max, unsigned flags);
 
 /* ---- What a blocked thread waits for ------------------------------------ */
 
-/* Extension (issue 14): the kind of wait a sampled thread was in. */
+/* The kind of wait a sampled thread was in. */
 enum {
   SNAP_WAIT_NONE = 0,    /* not in a system call as far as the sample shows
                             (running, or between calls), or not known */
@@ -203,7 +231,7 @@ typedef struct snap_wait {
 } snap_wait_t;
 #define SNAP_WAIT_NO_SYSCALL INT64_MIN
 
-/* Extension: snap_capture_thread, and what the thread was waiting for.
+/* snap_capture_thread, and what the thread was waiting for.
    wait may be NULL (then this is snap_capture_thread). The wait is taken
    with the stack at no cost to the sample: with SNAP_CAPTURE_QUIET from
    what the kernel publishes (Linux), otherwise from the registers the
@@ -215,33 +243,35 @@ typedef struct snap_wait {
    On failure (a negative return) *wait is kind SNAP_WAIT_NONE. The
    caller's own thread: kind SNAP_WAIT_NONE. Returns as
    snap_capture_thread, or SNAP_EINVAL for a wait whose size is not one
-   this library knows. Not async-signal-safe. */
+   this library knows. Tags as snap_capture_thread; the decode also
+   reads /proc (the owner's name: ~6 us). Not async-signal-safe. */
 SNAP_EXPORT int snap_capture_thread_wait(snap_thread_t thread, uintptr_t *pcs,
                                          int max, unsigned flags,
                                          snap_wait_t *wait);
 /* "none", "mutex", "rwlock", "unfair_lock", "condvar", "semaphore",
    "futex", "io", "sleep", "poll", "other"; "unknown" for other values.
-   [async-signal-safe] */
+   A static string. [async-signal-safe] */
 SNAP_EXPORT const char *snap_wait_kind_name(unsigned kind);
 
-/* Extension: how long snap_capture_thread waits for the target to answer.
-   Default 100 ms; 1..10000 ms accepted. Returns SNAP_OK or SNAP_EINVAL. */
+/* How long snap_capture_thread waits for the target to answer. Default
+   100 ms; 1..10000 ms accepted. Returns SNAP_OK or SNAP_EINVAL.
+   [async-signal-safe] [thread-safe] (one atomic store) */
 SNAP_EXPORT int snap_set_sample_timeout_ms(unsigned ms);
 
-/* Extension (Linux): the real-time signal used for cross-thread samples.
+/* Linux: the real-time signal used for cross-thread samples.
    Default SIGRTMIN+5. Must be called before the first snap_capture_thread;
    returns SNAP_EBUSY after that, SNAP_EINVAL for a non-real-time signal,
    SNAP_EUNSUPPORTED where samples do not use signals (Apple). A handler the
    app had installed for that signal keeps receiving every signal that is not
-   a stacksnap sample request. */
+   a stacksnap sample request. [thread-safe] [locks] Allocates nothing. */
 SNAP_EXPORT int snap_set_sample_signal(int signo);
 
 /* ---- Images ------------------------------------------------------------ */
 
-/* True if pc lies in the executable range of an app image. [async-signal-safe]
-   Reads the last image table: images loaded or unloaded since are picked up
-   by the next snap_capture_thread, snap_image_lookup or
-   snap_set_app_image_prefixes. */
+/* True if pc lies in the executable range of an app image. Reads the last
+   image table: images loaded or unloaded since are picked up by the next
+   snap_capture_thread, snap_image_lookup or snap_set_app_image_prefixes.
+   [async-signal-safe] [thread-safe] */
 SNAP_EXPORT bool snap_is_app_address(uintptr_t pc);
 
 /* Which images count as "the app": those whose path starts with one of the
@@ -250,10 +280,12 @@ SNAP_EXPORT bool snap_is_app_address(uintptr_t pc);
    SNAP_OK, SNAP_EINVAL (n < 0, n > 64, a NULL or empty prefix),
    SNAP_ENOMEM, or SNAP_EBUSY (the new table could not be published yet
    because older ones are still being read; the prefixes are kept and
-   apply from the next refresh). */
+   apply from the next refresh). [thread-safe] [allocates] [locks: the
+   image table's writer lock] [blocks: the loader's lock while it lists
+   the images] */
 SNAP_EXPORT int snap_set_app_image_prefixes(const char *const *prefixes, int n);
 
-/* Extension: what image holds pc. Useful before symbols exist: prints as
+/* What image holds pc. Useful before symbols exist: prints as
    "image + offset".
    API v1: a struct the caller provides starts with its own size. Set
    `size = sizeof(snap_image_info_t)` before the call; the library fills
@@ -282,7 +314,8 @@ typedef struct snap_image_info {
 
 /* Returns SNAP_OK and fills *out, or SNAP_EINVAL (out NULL, out->size not
    a size this library knows, or pc in no executable image). Refreshes the
-   image table first. */
+   image table first. [thread-safe] [allocates and locks when the table
+   must be rebuilt] [blocks: the loader's lock, briefly] */
 SNAP_EXPORT int snap_image_lookup(uintptr_t pc, snap_image_info_t *out);
 
 /* ---- Symbols ----------------------------------------------------------- */
@@ -295,12 +328,12 @@ typedef struct snap_frame {
   const char *symbol;    /* demangled function name, NULL if unknown */
   uintptr_t symbol_addr; /* start of that function, 0 if unknown */
   bool in_app;
-  /* Extension: source position, only with SNAP_SYMBOLICATE_SOURCE_LINES
+  /* Source position, only with SNAP_SYMBOLICATE_SOURCE_LINES
      where elfutils' libdw is installed and the image has DWARF line
      tables; NULL / 0 otherwise. */
   const char *source_file;
   unsigned source_line;
-  /* API 1.1: the containing image's full path, its build id (as in
+  /* Since 1.1: the containing image's full path, its build id (as in
      snap_image_info_t; NULL if none) and its extent from image_base, so a
      stack printed or stored now can be named later from the image's
      separate debug file (stacksnap-symbolicate). NULL / 0 when pc is in no
@@ -313,14 +346,14 @@ typedef struct snap_frame {
 
 typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
 
-/* Extension flag for snap_symbolicate: pcs[0] is an exact pc (where a thread
+/* Flag for snap_symbolicate: pcs[0] is an exact pc (where a thread
    was stopped, as frame 0 of snap_capture_thread is), not a return address.
    Every other pc is taken as a return address and named by the call before
    it (pc - 1), except the pc right after a signal-return trampoline, which
    is always exact. Without the flag a frame stopped on a function's first
    instruction would be named for the function before it. */
 #define SNAP_SYMBOLICATE_EXACT_PC0 0x100u
-/* Extension flag: also fill source_file / source_line (see snap_frame_t).
+/* Flag: also fill source_file / source_line (see snap_frame_t).
    Costs a DWARF lookup per frame on a cache miss; never on a hit. */
 #define SNAP_SYMBOLICATE_SOURCE_LINES 0x200u
 
@@ -331,7 +364,12 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
    SNAP_SYMBOLICATE_EXACT_PC0, SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an
    empty stack. NULL for NULL pcs with n > 0, n < 0, n > SNAP_MAX_FRAMES,
    unknown flags, or out of memory (snap_symbolicate_ex tells which).
-   Release the result with snap_stack_release. Not async-signal-safe. */
+   Release the result with snap_stack_release.
+   [thread-safe] A hit (the same pcs again) allocates nothing and takes no
+   lock when the calling thread's own front holds it; a miss [allocates]
+   [locks: a cache stripe, the symbol provider's] [blocks: the loader's
+   lock briefly; reading an image's symbol file the first time one of its
+   pcs is named]. Not async-signal-safe. */
 SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
                                                  unsigned flags);
 
@@ -343,45 +381,56 @@ SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
    nothing: every frame of the caller's own stack, frame 0 included, is a
    return address and is named by its call. NULL on bad arguments or out of
    memory (snap_callstack_symbols_ex tells which).
-   Not async-signal-safe (it may allocate and lock on a cache miss); from
-   a signal handler, capture with snap_capture_self and name later. */
+   [thread-safe] Tags as snap_symbolicate. Not async-signal-safe (it may
+   allocate and lock on a cache miss); from a signal handler, capture with
+   snap_capture_self and name later. */
 SNAP_EXPORT const snap_stack_t *snap_callstack_symbols(int max, unsigned flags);
 
-/* Extension: the naming calls' int-returning twins, for callers that want
+/* The naming calls' int-returning twins, for callers that want
    to know why there is no stack. Each takes the same arguments plus `out`
    and returns SNAP_OK with *out set (release it with snap_stack_release),
    or a negative code with *out NULL:
      SNAP_EINVAL  out NULL; pcs NULL with n > 0; n < 0 or > SNAP_MAX_FRAMES
                   (max <= 0 or > SNAP_MAX_FRAMES); unknown flag bits
      SNAP_ENOMEM  an allocation failed while naming (nothing is cached)
-   The NULL-returning calls above are these with the code dropped. */
+   The NULL-returning calls above are these with the code dropped; tags
+   as theirs. */
 SNAP_EXPORT int snap_symbolicate_ex(const uintptr_t *pcs, int n, unsigned flags,
                                     const snap_stack_t **out);
 SNAP_EXPORT int snap_callstack_symbols_ex(int max, unsigned flags,
                                           const snap_stack_t **out);
 
-/* 0 for NULL. */
+/* 0 for NULL. [async-signal-safe] [thread-safe] */
 SNAP_EXPORT int snap_stack_count(const snap_stack_t *s);
 /* NULL when s is NULL or i is out of range (or out of memory: a stack's
-   frames and lines are built on the first call of either). */
+   frames and lines are built on the first call of either).
+   [thread-safe] [allocates: the frames and lines, on the first call for a
+   stack] Lock-free. */
 SNAP_EXPORT const snap_frame_t *snap_stack_frame(const snap_stack_t *s, int i);
 /* One line per frame, in the layout of Apple's callStackSymbols lines:
    "<index>   <image, padded>   0x<pc, 16 hex digits> <symbol> + <offset>",
    where offset = pc - symbol_addr; "<image> + <pc - image_base>" when the
    symbol is unknown, "0x0 + <pc>" when the image is. NULL when out of
-   range. */
+   range. Tags as snap_stack_frame. */
 SNAP_EXPORT const char *snap_stack_line(const snap_stack_t *s, int i);
-/* Drops one reference; NULL is ignored. */
+/* Since 1.3. Adds one reference and returns s (NULL: NULL), so a stack
+   can be kept by two owners, each releasing its own.
+   [async-signal-safe] [thread-safe] (one atomic add) */
+SNAP_EXPORT const snap_stack_t *snap_stack_retain(const snap_stack_t *s);
+/* Drops one reference; NULL is ignored. The last one frees the stack.
+   [thread-safe] [allocates: frees] [locks: the shared names', on the last
+   reference] Not async-signal-safe. */
 SNAP_EXPORT void snap_stack_release(const snap_stack_t *s);
 
 /* Debug printing of the caller's stack to a file descriptor, one line per
    frame as snap_stack_line. max and flags as for snap_callstack_symbols.
    Returns the number of frames printed, or SNAP_EINVAL (fd < 0, or as
-   snap_callstack_symbols_ex), SNAP_ENOMEM, SNAP_EIO (a write failed). Not
-   async-signal-safe. */
+   snap_callstack_symbols_ex), SNAP_ENOMEM, SNAP_EIO (a write failed).
+   [thread-safe] Tags as snap_callstack_symbols, plus [blocks: write(2) to
+   fd]. Never raises SIGPIPE. Not async-signal-safe. */
 SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
 
-/* Extension: the cache's memory cap in bytes: stack objects, index
+/* The cache's memory cap in bytes: stack objects, index
    entries, the symbol names they share, each thread's front slots, and the
    frames and lines of stacks whose frames or lines were read. Default
    SNAP_SYMBOL_CACHE_DEFAULT_BYTES: 16 MiB holds ~18 000 stacks of depth 32
@@ -390,15 +439,18 @@ SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
    more), more distinct call sites than a hooked API sees in a test run.
    Least recently used stacks are evicted past the cap; a lower cap also
    empties every thread's front slots. A stack handed out stays valid until
-   released. 0 disables caching (every call names afresh). Returns SNAP_OK. */
+   released. 0 disables caching (every call names afresh). Returns SNAP_OK.
+   [thread-safe] [locks: every stripe, one after another] [allocates:
+   frees what it evicts] */
 #define SNAP_SYMBOL_CACHE_DEFAULT_BYTES (16u << 20)
 SNAP_EXPORT int snap_set_symbol_cache_limit(size_t bytes);
 
-/* Extension: cache counters, for tests and tuning. As with
+/* Cache counters, for tests and tuning. As with
    snap_image_info_t, the caller sets `size = sizeof
    (snap_symbol_cache_stats_t)` first; only what that size covers is
    filled. Returns SNAP_OK, or SNAP_EINVAL (out NULL, or a size this
-   library does not know: nothing is written). */
+   library does not know: nothing is written). [thread-safe] [locks: every
+   stripe, one after another] Allocates nothing. */
 typedef struct snap_symbol_cache_stats {
   uint32_t size; /* set by the caller: sizeof(snap_symbol_cache_stats_t) */
   uint64_t hits, misses, evictions;
@@ -413,7 +465,7 @@ SNAP_EXPORT int snap_symbol_cache_stats(snap_symbol_cache_stats_t *out);
    snap_lag_loop_busy / snap_lag_loop_idle, or an adapter that makes those
    calls) and writes a JSON report when one busy stretch outlives
    threshold_ms. Reports are named "<unix-ms>-<kind>.json" (the unix-ms is
-   when the busy stretch began), schema "stacksnap.lag/1"; the fields are
+   when the busy stretch began), schema "stacksnap.lag/2"; the fields are
    listed in docs/lag.md.
 
    API v1: the struct carries its own size, so later versions can add
@@ -466,7 +518,8 @@ typedef struct snap_lag_config {
   /* Report even while a debugger traces the process. Default false: a
      process stopped at a breakpoint is not lagging. */
   bool report_when_traced;
-  /* Version 2 (1.1.0). Called on the watchdog thread after every write of a
+  /* Since 1.1 (config version 2). Called on the watchdog thread after every
+     write of a
      report, as on_report is, with `final` true exactly once per report, on
      the write that completes it: its lag or hang ended (or the watchdog
      stopped during it), a cpu report, a hang_killed one. A report is
@@ -475,7 +528,8 @@ typedef struct snap_lag_config {
      acts once, on final. May be NULL (the default); both callbacks may be
      set, and both get ctx. */
   void (*on_report_write)(const char *report_path, bool final, void *ctx);
-  /* Version 2 (1.1.0). The whole-process dump of a report samples threads
+  /* Since 1.1 (config version 2). The whole-process dump of a report
+     samples threads
      one after another; past this budget the rest are listed unsampled
      ("the target thread did not stop in time"), and a thread that blocks
      the sampling signal (Linux; libdispatch's workers do) is listed with
@@ -488,7 +542,7 @@ typedef struct snap_lag_config {
    with `size` (NULL: nothing). Call it through snap_lag_config_default,
    which passes the caller's sizeof: the library never writes past the
    caller's struct. A size it does not know gets zeroes and is refused by
-   snap_lag_start. */
+   snap_lag_start. [async-signal-safe] [thread-safe] */
 SNAP_EXPORT void snap_lag_config_init(snap_lag_config_t *cfg, size_t size);
 /* Fills *cfg with the defaults above and its size (report_dir NULL: set
    it). */
@@ -501,11 +555,14 @@ static inline void snap_lag_config_default(snap_lag_config_t *cfg) {
    applied to report_dir. Returns SNAP_OK, SNAP_EINVAL (NULL, a size this
    library does not know, a value out of range, no report_dir), SNAP_EIO
    (report_dir cannot be created or written), SNAP_ENOMEM, SNAP_EBUSY (already
-   started). */
+   started). [thread-safe] [allocates] [locks] [blocks: reading and
+   rewriting report_dir; creating the watchdog thread] */
 SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *cfg);
 /* Stops and joins the watchdog; an ongoing lag's report is finished (its
-   duration so far). SNAP_OK, also when not started. Not from the watchdog
-   thread (on_report): that returns SNAP_EBUSY. */
+   duration so far). SNAP_OK, also when not started or already stopped.
+   Not from the watchdog thread (on_report): that returns SNAP_EBUSY.
+   [thread-safe] [blocks: until the watchdog finishes the report it is
+   writing and exits] */
 SNAP_EXPORT int snap_lag_stop(void);
 
 /* Loop observer calls, from the main thread, on every loop iteration:
@@ -515,7 +572,10 @@ SNAP_EXPORT int snap_lag_stop(void);
    semaphore when it finds the watchdog parked, which the watchdog does only
    after a whole sample interval with no busy call (so at most a few times
    a second, and a loop that sleeps costs the watchdog no wakeups).
-   No lock, no allocation. Cheap no-ops when the watchdog is not running. */
+   No lock, no allocation. Cheap no-ops when the watchdog is not running.
+   Lock-free and wait-free: fit for the hottest path. Main thread only
+   (the observer keeps one loop's state, written by that loop alone), and
+   not from a signal handler that could interrupt the loop's own call. */
 SNAP_EXPORT void snap_lag_loop_busy(void);
 SNAP_EXPORT void snap_lag_loop_idle(void);
 
@@ -526,13 +586,14 @@ SNAP_EXPORT void snap_lag_loop_idle(void);
    and AfterWaiting. SNAP_EUNSUPPORTED when stacksnap was built without
    GLib's headers or the process has not loaded GLib.
    CFRunLoop (Apple): observers in the common modes (NULL = main run loop);
-   SNAP_EUNSUPPORTED elsewhere. */
+   SNAP_EUNSUPPORTED elsewhere. [thread-safe] [allocates] [locks] (the
+   loop's own: call them where the loop's API may be called) */
 SNAP_EXPORT int snap_lag_attach_glib(void *main_context);
 SNAP_EXPORT int snap_lag_attach_cfrunloop(void *runloop);
 
 /* ---- Sampling trace ---------------------------------------------------- */
 
-/* API 1.2. A sampler thread records what the main thread (and, while they
+/* Since 1.2. A sampler thread records what the main thread (and, while they
    run, the other threads) did, sample by sample, into a bounded memory
    budget that keeps the last window_seconds; snap_trace_write turns any
    part of it into a Perfetto trace, Trace Event JSON or folded stacks.
@@ -568,18 +629,22 @@ typedef struct snap_trace_config {
 } snap_trace_config_t;
 
 /* Fills the `size` bytes at cfg with the defaults and cfg->size with size;
-   use snap_trace_config_default. */
+   use snap_trace_config_default. [async-signal-safe] [thread-safe] */
 SNAP_EXPORT void snap_trace_config_init(snap_trace_config_t *cfg, size_t size);
 static inline void snap_trace_config_default(snap_trace_config_t *cfg) {
   snap_trace_config_init(cfg, sizeof *cfg);
 }
 /* Starts the sampler thread. SNAP_OK, SNAP_EINVAL (NULL, unknown size, a
    value out of range), SNAP_ENOMEM, SNAP_EBUSY (already started). A trace
-   started again after a stop starts empty. */
+   started again after a stop starts empty. [thread-safe] [allocates: the
+   whole max_bytes, at once] [locks] [blocks: creating the sampler
+   thread] */
 SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg);
 /* Stops and joins the sampler. What was recorded stays readable by
-   snap_trace_write until the next start. SNAP_OK; SNAP_EINVAL when no
-   trace was started. */
+   snap_trace_write until the next start. SNAP_OK, also when no trace runs
+   (never started, or already stopped: as snap_lag_stop; before 1.3 that
+   was SNAP_EINVAL); SNAP_EBUSY while another thread is stopping it.
+   [thread-safe] [blocks: until the sampler thread exits] */
 SNAP_EXPORT int snap_trace_stop(void);
 /* A synchronous sample of the calling thread, labelled (copied; at most
    47 bytes kept; NULL or "" is "mark"): an instant event in the trace
@@ -587,7 +652,7 @@ SNAP_EXPORT int snap_trace_stop(void);
    system call but the clock (a hook can call it on every call of a
    sensitive API). SNAP_OK, SNAP_EINVAL (no trace running), SNAP_EBUSY
    (the sampler's queue of 64 marks is full: this one is dropped and
-   counted). */
+   counted). [async-signal-safe] [thread-safe] */
 SNAP_EXPORT int snap_trace_mark(const char *label);
 /* Writes the samples of [since, until] (unix ns; 0 = the oldest kept /
    now) to path, atomically (a temporary file renamed into place), in one
@@ -595,7 +660,9 @@ SNAP_EXPORT int snap_trace_mark(const char *label);
    SNAP_EINVAL (NULL or empty path, unknown format, since > until, no
    trace ever started), SNAP_EIO (the file cannot be written: nothing is
    left at path), SNAP_ENOMEM. A window with no samples writes a valid,
-   empty trace. */
+   empty trace. [thread-safe] [allocates] [locks: the trace's storage,
+   while it copies the window out] [blocks: naming every stack (reading
+   symbol files), writing and fsyncing the file] */
 SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
                                  uint64_t since_unix_ns,
                                  uint64_t until_unix_ns);
@@ -603,20 +670,21 @@ SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
 #define SNAP_TRACE_CHROME_JSON 2u /* Trace Event Format JSON */
 #define SNAP_TRACE_FOLDED 3u      /* folded stacks "a;b;c count" */
 
-/* Extension: what the trace holds and costs. Set size first, as for
-   snap_symbol_cache_stats_t. SNAP_OK or SNAP_EINVAL. */
+/* What the trace holds and costs. Set size first, as for
+   snap_symbol_cache_stats_t. SNAP_OK or SNAP_EINVAL.
+   [thread-safe] [locks: the trace's storage, briefly] Allocates nothing. */
 typedef struct snap_trace_stats {
   uint32_t size;
-  uint64_t samples;      /* taken since start (marks included) */
-  uint64_t failed;       /* samples whose capture failed */
-  uint64_t spans;        /* spans kept now */
+  uint64_t samples;       /* taken since start (marks included) */
+  uint64_t failed;        /* samples whose capture failed */
+  uint64_t spans;         /* spans kept now */
   uint64_t spans_dropped; /* dropped for the window or the memory cap */
   uint64_t marks, marks_dropped;
-  uint64_t missed_ticks;  /* main-thread periods the sampler was late for */
-  uint64_t stack_nodes;   /* nodes in the stack table now */
-  uint64_t bytes_used;    /* of the spans and the stack table now */
+  uint64_t missed_ticks;   /* main-thread periods the sampler was late for */
+  uint64_t stack_nodes;    /* nodes in the stack table now */
+  uint64_t bytes_used;     /* of the spans and the stack table now */
   uint64_t bytes_reserved; /* allocated at start: <= max_bytes */
-  int64_t sampler_cpu_ns; /* the sampler thread's CPU time, -1 unknown */
+  int64_t sampler_cpu_ns;  /* the sampler thread's CPU time, -1 unknown */
 } snap_trace_stats_t;
 SNAP_EXPORT int snap_trace_stats(snap_trace_stats_t *out);
 

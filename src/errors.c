@@ -1,6 +1,6 @@
 /*
- * errors.c — snap_strerror, generated from the one error table in
- * stacksnap.h so codes and texts cannot drift apart.
+ * errors.c — snap_strerror and snap_err_name, generated from the one error
+ * table in stacksnap.h so codes, names and texts cannot drift apart.
  */
 #include "stacksnap.h"
 
@@ -12,4 +12,14 @@ const char *snap_strerror(int code) {
 #undef SNAP__ERRNO_TEXT
   }
   return "unknown error";
+}
+
+const char *snap_err_name(int code) {
+  switch (code) {
+#define SNAP__ERRNO_NAME(name, value, text)                                    \
+  case SNAP_##name: return "SNAP_" #name;
+    SNAP_ERRNO_MAP(SNAP__ERRNO_NAME)
+#undef SNAP__ERRNO_NAME
+  }
+  return "SNAP_EUNKNOWN";
 }

@@ -400,6 +400,10 @@ static void stack_free(snap_stack_t *s) {
   free(s);
 }
 
+const snap_stack_t *snap_stack_retain(const snap_stack_t *s) {
+  return s ? snap__stack_retain(s) : NULL;
+}
+
 void snap_stack_release(const snap_stack_t *cs) {
   snap_stack_t *s = (snap_stack_t *)cs;
   if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)

@@ -166,8 +166,9 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
 
 SNAP_EXPORT int snap_trace_stop(void) {
   int expect = 1;
+  /* Stopping what does not run is done already, as for snap_lag_stop. */
   if (!atomic_compare_exchange_strong(&g_state, &expect, 2))
-    return expect == 2 ? SNAP_EBUSY : SNAP_EINVAL;
+    return expect == 2 ? SNAP_EBUSY : SNAP_OK;
   atomic_store(&g_stop, true);
   snap__plat_sem_post(&g_wake);
   snap__plat_thread_join(&g_thread);

@@ -1,6 +1,6 @@
 /*
  * test_low_stack.c — sampling a thread that is low on stack never kills the
- * process: each sample is whole, or SNAP_ENOMEM when the room left is below
+ * process: each sample is whole, or SNAP_ENOSTACK when the room left is below
  * what the sampling handler needs (include/stacksnap.h, snap_capture_thread).
  *
  * On Linux the sampling signal handler runs on the target's own stack (the
@@ -310,7 +310,7 @@ static void sample_many(enum kind kind, size_t headroom) {
     uintptr_t pcs[DEPTH];
     int n =
         snap_capture_thread((snap_thread_t)atomic_load(&t.tid), pcs, DEPTH, 0);
-    if (n == SNAP_ENOMEM) {
+    if (n == SNAP_ENOSTACK) {
       refused++;
       continue;
     }
@@ -336,7 +336,7 @@ static void sample_many(enum kind kind, size_t headroom) {
     whole++;
   }
   fprintf(stderr,
-          "%-8s %5zu bytes left: %2d whole, %2d refused (SNAP_ENOMEM)\n",
+          "%-8s %5zu bytes left: %2d whole, %2d refused (SNAP_ENOSTACK)\n",
           kind == SPIN ? "spinning" : "blocked", left, whole, refused);
   if (!SANITIZED && headroom >= 8 * KIB)
     CHECK(refused == 0,

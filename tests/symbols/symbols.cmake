@@ -1,6 +1,8 @@
 # The symbolication core and its public API (src/symbols/): naming
 # conventions, the cache, image unloads.
 snap_test(test_symbolicate symbols/test_symbolicate.c)
+# Two owners of one stack (snap_stack_retain, 1.3).
+snap_test(test_stack_retain symbols/test_stack_retain.c)
 set_target_properties(test_symbolicate PROPERTIES ENABLE_EXPORTS ON)
 
 # The pc after a signal-return trampoline is exact (issue 12, speed: the

@@ -30,7 +30,7 @@
  * frame (whether the app gives its threads an alternate signal stack is the
  * app's choice; we install none and ask for none). So before it runs fn it
  * checks the room left under its own frame against SNAP__LINUX_WINDOW_STACK
- * and answers SNAP_ENOMEM when there is less: a thread deep in its stack is
+ * and answers SNAP_ENOSTACK when there is less: a thread deep in its stack is
  * refused, never pushed into its guard page. The room is measured from the
  * stack's low bound, which the window does not look up itself (that means
  * parsing /proc/self/maps): the sampler learns it on its own thread and
@@ -149,7 +149,7 @@ static int window(slot_t *s, void *uc) {
     s->seen_sp = here;
     rc = NEED_STACK;
   } else if (here - lo < SNAP__LINUX_WINDOW_STACK) {
-    rc = SNAP_ENOMEM; /* too deep to sample without a fault */
+    rc = SNAP_ENOSTACK; /* too deep to sample without a fault */
   } else {
     snap__linux_wait_regs_from_ucontext(uc, &s->wait);
     t_in_window = 1;
