@@ -46,3 +46,36 @@ add_test(NAME test_darwin_emulated_walk
     --objdump "${SNAP_EMU_OBJDUMP}")
 set_tests_properties(test_darwin_emulated_walk PROPERTIES
   LABELS darwin-emulated SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# The darwin backend's pure functions (wait decoders, compact-unwind lookup,
+# call-stack lines, run-loop nesting) compiled against the iPhoneOS SDK
+# named by SNAP_DARWIN_SDK, emulated and compared with snap_emu_host_pure.
+# Skipped when the variable is unset (here at configure time, or in the
+# test's environment). With the SDK, check_darwin's smoke binary lends its
+# real __unwind_info as well.
+add_executable(snap_emu_host_pure ${snap_emu_dir}/host_pure.c
+  ${snap_emu_dir}/pure_seam.c
+  ${PROJECT_SOURCE_DIR}/src/platform/darwin/runloop_nesting.c
+  ${PROJECT_SOURCE_DIR}/src/platform/darwin/callstack_lines.c
+  ${PROJECT_SOURCE_DIR}/src/platform/darwin/compact_unwind.c
+  ${PROJECT_SOURCE_DIR}/src/platform/darwin/wait_abi.c)
+target_include_directories(snap_emu_host_pure PRIVATE ${snap_emu_dir}
+  ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(snap_emu_host_pure PRIVATE _GNU_SOURCE)
+set(snap_emu_pure_extra)
+if(DEFINED ENV{SNAP_DARWIN_SDK} AND NOT "$ENV{SNAP_DARWIN_SDK}" STREQUAL "")
+  list(APPEND snap_emu_pure_extra --sdk "$ENV{SNAP_DARWIN_SDK}" --unwind-from
+    ${PROJECT_BINARY_DIR}/darwin/ios-arm64/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke)
+endif()
+add_test(NAME test_darwin_emulated_pure
+  COMMAND ${SNAP_PYTHON3} ${snap_emu_dir}/run_emulated.py --part pure
+    --src ${PROJECT_SOURCE_DIR}
+    --image-dir ${CMAKE_CURRENT_BINARY_DIR}/darwin/emulated
+    --host $<TARGET_FILE:snap_emu_host_pure>
+    --clang "${SNAP_EMU_CLANG}" --ld64 "${SNAP_EMU_LD64}" ${snap_emu_pure_extra})
+set_tests_properties(test_darwin_emulated_pure PROPERTIES
+  LABELS darwin-emulated SKIP_RETURN_CODE 77 TIMEOUT 600)
+if(snap_emu_pure_extra)
+  set_tests_properties(test_darwin_emulated_pure PROPERTIES
+    FIXTURES_REQUIRED snap_darwin_build)
+endif()

@@ -434,13 +434,21 @@ class MachO:
             "<IiiIIIII", d)
         if magic != 0xFEEDFACF or cputype != 0x0100000C:
             raise SystemExit(f"{path}: not an arm64 Mach-O")
-        self.segments, self.symbols = [], {}
+        self.segments, self.symbols, self.sections = [], {}, {}
         off = 32
         for _ in range(ncmds):
             cmd, size = struct.unpack_from("<II", d, off)
             if cmd == LC_SEGMENT_64:
                 name, vmaddr, vmsize, fileoff, filesize = struct.unpack_from(
                     "<16sQQQQ", d, off + 8)
+                nsects = struct.unpack_from("<I", d, off + 64)[0]
+                for k in range(nsects):
+                    sect, seg, addr, ssize, soff = struct.unpack_from(
+                        "<16s16sQQI", d, off + 72 + 80 * k)
+                    key = (seg.rstrip(b"\0").decode(),
+                           sect.rstrip(b"\0").decode())
+                    self.sections[key] = (addr, d[soff:soff + ssize]
+                                          if soff else b"")
                 if vmaddr or fileoff or filesize:  # not __PAGEZERO
                     self.segments.append((name.rstrip(b"\0").decode(), vmaddr,
                                           vmsize, d[fileoff:fileoff + filesize]))
@@ -656,6 +664,308 @@ def count_pac_instructions(image, objdump):
                if line.split("\t")[-1].split(" ")[0].strip() in words)
 
 
+# ---- The SDK part: the darwin backend's pure functions ----------------
+PURE = ["runloop_nesting", "callstack_lines", "compact_unwind", "wait_abi"]
+OP_RUNLOOP, OP_CSLINE, OP_UNWIND, OP_WAIT = 1, 2, 3, 4
+ARENA, ARENA_SIZE, OUT_MAX = 0x30000000, 0x400000, 4096
+OUT_AT = 0x710000000
+
+
+def build_pure_images(args):
+    """pure_seam.c and the four files compiled as the Apple build compiles
+    them: against the SDK's headers (-isysroot), C11, arm64 and arm64e."""
+    srcs = [os.path.join(args.src, "src/platform/darwin", f + ".c")
+            for f in PURE]
+    srcs += [os.path.join(HERE, "pure_seam.c"), os.path.join(HERE,
+                                                            "freestanding.c")]
+    images = {}
+    for arch, minos in (("arm64", "12.0"), ("arm64e", "14.0")):
+        objdir = os.path.join(args.image_dir, "pure-objects-" + arch)
+        os.makedirs(objdir, exist_ok=True)
+        objs = []
+        for src in srcs:
+            o = os.path.join(objdir, os.path.basename(src)[:-2] + ".o")
+            subprocess.run([args.clang, "-target", f"{arch}-apple-ios{minos}",
+                            "-isysroot", args.sdk, "-O2", "-std=c11", "-Wall",
+                            "-Wextra", "-Werror", "-I",
+                            os.path.join(args.src, "src"), "-I",
+                            os.path.join(args.src, "include"), "-I", HERE,
+                            "-c", src, "-o", o], check=True)
+            objs.append(o)
+        out = os.path.join(args.image_dir, f"pure-{arch}")
+        subprocess.run([args.ld64, "-arch", arch, "-platform_version", "ios",
+                        minos, minos, "-e", "_snap_emu_pure", "-dead_strip",
+                        "-o", out] + objs, check=True)
+        images[arch] = out
+    return images
+
+
+class Arena:
+    """One request: input words at the arena's start, data after them."""
+
+    def __init__(self, op):
+        self.op, self.words, self.data = op, [], bytearray()
+
+    def blob(self, b, align=16):
+        """Places b in the arena; returns its address (fixed up once the
+        words' length is known: data follows a 64 KiB word area)."""
+        while len(self.data) % align:
+            self.data.append(0)
+        at = ARENA + 0x10000 + len(self.data)
+        self.data += b
+        return at
+
+    def bytes(self):
+        w = pack(self.words)
+        assert len(w) <= 0x10000
+        return w + bytes(0x10000 - len(w)) + bytes(self.data)
+
+
+CS_LINES = [
+    "0   CoreFoundation                      0x00007fff204a16af __exceptionPreprocess + 242",
+    "1   libobjc.A.dylib                     0x00007fff201d93c9 objc_exception_throw + 48",
+    "3   UIKitCore                           0x00000001a1f2f5d8 -[UIApplication _run] + 1064",
+    "4   MyApp                               0x0000000102a5c1e4 main + 120",
+    "6   ???                                 0x0000000000000000 0x0 + 0",
+    "7   dyld                                0x0000000100b6d4d0 start + 444",
+    "8   ???                                 0x000000010a8e3f2c 0x0 + 4472061740",
+    "9   Google Chrome Framework             0x0000000110d2a8b5 ChromeMain + 21",
+    "10  com.apple.AppSupport.SomeVeryLongFramework 0x00000001a2b3c4d5 f + 1",
+    "11  MyApp                               0x0000000102a60010 MyApp + 65552",
+    "11  MyApp                               0x0000000102a60010 0x102a50000 + 65552",
+    "12  UIKitCore                           0x00000001a1f2f5d8 <redacted> + 36",
+    "13  MyApp                               0x0000000102a5c1e4 closure #1 in ViewController.viewDidLoad() + 52",
+    "15  Foundation                          0x00000001a30b1c2c +[NSThread callStackSymbols] + 40",
+    "16  1Password 7                         0x0000000104c0ffee main + 64",
+    "3   UIKitCore                           0x1234 -[UIApplication _run] + 1",
+    "3   0x00000001a1f2f5d8 -[UIApplication _run] + 1",
+    "3   UIKitCore                           0x00000001a1f2f5d8  + 12",
+    "3   MyApp                               0x0000000102a60010 UIKitCore + 4",
+    "5   libsystem_kernel.dylib              0x00000001b0d4c014 0xB0D4C000 + 20",
+    "2   MyApp                               0x0000000102a5c1e4 A1B2C3D4-E5F6-0718-293A-4B5C6D7E8F90 + 7",
+]
+
+
+def pure_requests(seed, sections):
+    rnd = random.Random(seed)
+    reqs = []
+    # Run-loop nesting: random activity sequences, known and unknown values.
+    acts = [1, 2, 4, 32, 64, 128, 0, 8, 3, 0xFFFFFFFF, 1 << 6 | 1 << 5]
+    for _ in range(200):
+        a = Arena(OP_RUNLOOP)
+        seq = [rnd.choice(acts) for _ in range(rnd.randrange(1, 60))]
+        a.words = [rnd.randrange(0, 4), rnd.getrandbits(1), len(seq)] + seq
+        reqs.append(("runloop", a))
+    # Call-stack lines: real shapes, every truncation, random edits.
+    lines = [l.encode() for l in CS_LINES]
+    for l in list(lines[:6]):
+        lines += [l[:k] for k in range(0, len(l), 3)]
+    for _ in range(300):
+        l = bytearray(rnd.choice(lines[:len(CS_LINES)]))
+        for _ in range(rnd.randrange(1, 4)):
+            if l:
+                l[rnd.randrange(len(l))] = rnd.choice(
+                    b" +0x9aF?<>-[]#\x00\xff")
+        lines.append(bytes(l))
+    for l in lines:
+        a = Arena(OP_CSLINE)
+        # The line's own bytes only: a parser reading past len would read
+        # the arena's zeros on both sides, so it is followed by junk.
+        at = a.blob(l + b"J" * 8, align=1)
+        a.words = [at, len(l)]
+        reqs.append(("callstack line", a))
+    # Compact unwind: each real section, and damaged copies of it.
+    for name, (base, text_lo, text_hi, sec) in sections.items():
+        copies = [("", sec)]
+        for k in range(40):
+            b = bytearray(sec)
+            for _ in range(rnd.randrange(1, 6)):
+                b[rnd.randrange(len(b))] = rnd.getrandbits(8)
+            copies.append((f" damaged {k}", bytes(b)))
+        for k in range(10):
+            copies.append((f" truncated {k}", sec[:rnd.randrange(len(sec))]))
+        for tag, b in copies:
+            a = Arena(OP_UNWIND)
+            at = a.blob(b)
+            targets = sorted({rnd.randrange(max(0, text_lo - 64), text_hi + 64)
+                              for _ in range(150)} | {text_lo, text_hi,
+                                                      text_hi - 1, 0})
+            a.words = [at, len(b), base, len(targets)] + targets
+            reqs.append((f"unwind {name}{tag}", a))
+    # Wait decoding: register sets over lock memory and a thread table.
+    threads = [(0x0A07, 0x9C3A1), (0x1503, 0x9C3F7), (0x2603, 0x9C402)]
+    for _ in range(400):
+        a = Arena(OP_WAIT)
+        code = a.blob(bytes(0x80))
+        lock = a.blob(bytes(0x100))
+        regions = [(code, code + 0x80), (lock, lock + 0x100)]
+        words = {code + 0x10: 0xD4001001, code + 0x20: 0xD65F03C0}
+        lock_words = [rnd.choice([0, t[0], t[0] & ~1, t[0] | 3,
+                                  t[1], rnd.getrandbits(32),
+                                  0x32AAABA7, 0x4D555458])
+                      for t in [rnd.choice(threads)] for _ in range(32)]
+        for k, w in enumerate(lock_words):
+            struct.pack_into("<I", a.data, lock - ARENA - 0x10000 + 4 * k, w)
+        for addr, w in words.items():
+            struct.pack_into("<I", a.data, addr - ARENA - 0x10000, w)
+        a.data[code - ARENA - 0x10000 + 0x40:code - ARENA - 0x10000 + 0x42] = \
+            b"\x0f\x05"
+        # Mostly the calls libplatform and libpthread make (as
+        # tests/darwin/test_wait_abi.c lays them out), some perturbed.
+        holder, waiter_t = rnd.sample(threads, 2)
+        lk = lock + 4 * rnd.randrange(0, 30)
+        word = rnd.choice([holder[0], holder[0] & ~1, holder[0] | 3])
+        struct.pack_into("<I", a.data, lk - ARENA - 0x10000, word)
+        kind = rnd.choice(["unfair", "unfair", "compare", "mutex", "sem",
+                           "random"])
+        arch = 1 if rnd.random() < 0.7 else rnd.choice([2, 0])
+        pc = {1: code + 0x14, 2: code + 0x42}.get(arch, code + 0x14)
+        if rnd.random() < 0.15:
+            pc = rnd.choice([code + 0x24, 0x50000000, 0, code + 0x14])
+        if kind in ("unfair", "compare"):
+            nr = rnd.choice([515, 544])
+            op = 0x01000002 if kind == "unfair" else 0x01000001
+            args = [op, lk, word, rnd.choice([0, 1000]), 0, 0]
+        elif kind == "mutex":
+            nr = 301
+            args = [lk & ~7, rnd.getrandbits(32), rnd.getrandbits(32),
+                    rnd.choice([holder[1], waiter_t[1], 0x9C300]),
+                    rnd.getrandbits(8), 0]
+        elif kind == "sem":
+            nr = -36
+            args = [rnd.getrandbits(12) | 3, 0, 0, 0, 0, 0]
+        else:
+            nr = rnd.choice([301, 515, 544, -36, 0, 3, rnd.getrandbits(16)])
+            args = [rnd.choice([0x01000002, 0x01000001, rnd.getrandbits(32)]),
+                    lock + 4 * rnd.randrange(0, 60), lock_words[0],
+                    rnd.getrandbits(64), 0, rnd.getrandbits(8)]
+        if arch == 2 and rnd.random() < 0.8:  # x86_64's syscall classes
+            nr = 0x1000000 | -nr if nr < 0 else 0x2000000 | nr
+        if rnd.random() < 0.1:
+            args[rnd.randrange(6)] = rnd.getrandbits(64)
+        waiter = waiter_t[0] if rnd.random() < 0.9 else holder[0]
+        a.words = [arch, waiter, rnd.choice([2, 2, 1, 0]), pc, nr] + args
+        a.words += [len(regions)] + [x for r in regions for x in r]
+        a.words += [len(threads)] + [x for t in threads for x in t]
+        reqs.append(("wait", a))
+    return reqs
+
+
+def unwind_sections(paths):
+    """{name: (image base, text start, text end (offsets), __unwind_info)}
+    of each image that has one."""
+    out = {}
+    for name, path in paths:
+        if not path or not os.path.isfile(path):
+            continue
+        m = MachO(path)
+        sec = m.sections.get(("__TEXT", "__unwind_info"))
+        text = m.sections.get(("__TEXT", "__text"))
+        base = next((v for n, v, _, _ in m.segments if n == "__TEXT"), None)
+        if sec and text and base is not None and sec[1]:
+            out[name] = (base, text[0] - base, text[0] - base + len(text[1]),
+                         sec[1])
+    return out
+
+
+def run_pure(args):
+    if not args.sdk or not os.path.isdir(args.sdk):
+        skip("SNAP_DARWIN_SDK unset: the darwin backend's pure functions "
+             "are compiled against the SDK")
+    if not os.access(args.host, os.X_OK):
+        skip(f"no host program {args.host}")
+    t0 = time.monotonic()
+    images = build_pure_images(args)
+    t_build = time.monotonic() - t0
+    sections = unwind_sections([("pure-arm64 image", images["arm64"])] +
+                               [(os.path.basename(p), p)
+                                for p in args.unwind_from])
+    print("run_emulated: __unwind_info from " + ", ".join(
+        f"{n} ({len(v[3])} bytes)" for n, v in sections.items()))
+    reqs = pure_requests(args.seed, sections)
+    blob = bytearray()
+    for _, a in reqs:
+        b = a.bytes()
+        blob += b"SNAPPUR1" + pack([a.op, 0, len(b)]) + b
+    p = subprocess.run([args.host], input=bytes(blob), capture_output=True)
+    if p.returncode != 0:
+        raise SystemExit(f"host_pure failed: {p.stderr.decode()}")
+    host = [[int(x, 16) for x in line.split()[1:]]
+            for line in p.stdout.decode().splitlines()]
+    if len(host) != len(reqs):
+        raise SystemExit("host_pure answered too few requests")
+    # What the host's answers hold, so a vacuous run shows.
+    st = dict(waits=0, kinds=0, owners=0, lines=0, parsed=0, targets=0,
+              found=0, verdicts=0)
+    for (what, a), want in zip(reqs, host):
+        if a.op == OP_WAIT:
+            st["waits"] += 1
+            st["kinds"] += want[0] != 0
+            st["owners"] += want[2] != 0
+        elif a.op == OP_CSLINE:
+            st["lines"] += 1
+            st["parsed"] += want[0]
+        elif a.op == OP_UNWIND:
+            st["targets"] += len(want) // 6
+            st["found"] += sum(want[0::6])
+        else:
+            st["verdicts"] += sum(1 for v in want[:-2] if v)
+    print(f"run_emulated: host answers: {st['kinds']}/{st['waits']} waits "
+          f"decoded to a kind, {st['owners']} with an owner; "
+          f"{st['parsed']}/{st['lines']} lines parsed; {st['found']}/"
+          f"{st['targets']} unwind lookups found; {st['verdicts']} busy/idle "
+          "verdicts")
+    failures = 0
+    variants = [("arm64 on Cortex-A72", images["arm64"], A.UC_CPU_ARM64_A72),
+                ("arm64e on max", images["arm64e"], A.UC_CPU_ARM64_MAX)]
+    t1 = time.monotonic()
+    for label, image, model in variants:
+        uc = new_cpu(model, model == A.UC_CPU_ARM64_MAX)
+        m = MachO(image)
+        for _, vmaddr, vmsize, data in m.segments:
+            uc.mem_map(vmaddr, (vmsize + 0x3FFF) & ~0x3FFF)
+            uc.mem_write(vmaddr, data)
+        uc.mem_map(WSTACK_LO, WSTACK_SIZE)
+        uc.mem_map(OUT_AT, 8 * OUT_MAX)
+        uc.mem_map(TRAP, 0x1000)
+        uc.mem_map(ARENA, ARENA_SIZE)
+        entry = m.symbols["_snap_emu_pure"]
+        bad = 0
+        for (what, a), want in zip(reqs, host):
+            b = a.bytes()
+            uc.mem_write(ARENA, b)
+            uc.reg_write(A.UC_ARM64_REG_X0, a.op)
+            uc.reg_write(A.UC_ARM64_REG_X1, ARENA)
+            uc.reg_write(A.UC_ARM64_REG_X2, OUT_AT)
+            uc.reg_write(A.UC_ARM64_REG_SP, WSTACK_LO + WSTACK_SIZE - 0x100)
+            uc.reg_write(A.UC_ARM64_REG_X30, TRAP)
+            try:
+                uc.emu_start(entry, TRAP, count=20_000_000)
+                n = uc.reg_read(A.UC_ARM64_REG_X0)
+                got = list(struct.unpack(f"<{n}Q", uc.mem_read(OUT_AT, 8 * n)))
+                if uc.reg_read(A.UC_ARM64_REG_PC) != TRAP:
+                    got = "did not return"
+            except U.UcError as e:
+                got = f"fault {e} at {uc.reg_read(A.UC_ARM64_REG_PC):#x}"
+            uc.mem_write(ARENA, bytes(len(b)))
+            if got != want:
+                bad += 1
+                if bad <= 10:
+                    print(f"FAIL {label}: {what}: emulated {got} host {want}")
+        print(f"run_emulated: {label}: {len(reqs) - bad}/{len(reqs)} "
+              "calls agree")
+        failures += bad
+    kinds = {}
+    for what, _ in reqs:
+        k = what.split(" ")[0]
+        kinds[k] = kinds.get(k, 0) + 1
+    print("run_emulated: " + ", ".join(f"{v} {k}" for k, v in kinds.items()) +
+          f" calls; build {t_build:.1f} s, calls {time.monotonic() - t1:.1f} s")
+    total = len(reqs) * len(variants)
+    print(f"{total - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--image-dir", required=True)
@@ -667,6 +977,11 @@ def main():
     ap.add_argument("--seed", type=int, default=23)
     ap.add_argument("--random", type=int, default=300)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--part", choices=("walk", "pure"), default="walk")
+    ap.add_argument("--sdk", default=os.environ.get("SNAP_DARWIN_SDK", ""))
+    ap.add_argument("--unwind-from", action="append", default=[],
+                    help="another Mach-O whose __unwind_info the pure part "
+                    "reads (check_darwin's smoke binary)")
     args = ap.parse_args()
     if U is None:
         skip("python module unicorn missing (scripts/install-deps.sh)")
@@ -676,6 +991,8 @@ def main():
         skip(f"no clang at {args.clang}")
     if not args.ld64 or not os.access(args.ld64, os.X_OK):
         skip("no ld64.lld (Debian: lld)")
+    if args.part == "pure":
+        return run_pure(args)
     if not os.access(args.host, os.X_OK):
         skip(f"no host program {args.host}")
     t0 = time.monotonic()
