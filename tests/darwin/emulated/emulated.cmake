@@ -64,8 +64,10 @@ target_include_directories(snap_emu_host_pure PRIVATE ${snap_emu_dir}
 target_compile_definitions(snap_emu_host_pure PRIVATE _GNU_SOURCE)
 set(snap_emu_pure_extra)
 if(DEFINED ENV{SNAP_DARWIN_SDK} AND NOT "$ENV{SNAP_DARWIN_SDK}" STREQUAL "")
-  list(APPEND snap_emu_pure_extra --sdk "$ENV{SNAP_DARWIN_SDK}" --unwind-from
-    ${PROJECT_BINARY_DIR}/darwin/ios-arm64/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke)
+  set(d ${PROJECT_BINARY_DIR}/darwin/ios-arm64)
+  list(APPEND snap_emu_pure_extra --sdk "$ENV{SNAP_DARWIN_SDK}"
+    --unwind-from ${d}/stacksnap_darwin_smoke.app/stacksnap_darwin_smoke
+    --unwind-from ${d}/stacksnap/libstacksnap.dylib)
 endif()
 add_test(NAME test_darwin_emulated_pure
   COMMAND ${SNAP_PYTHON3} ${snap_emu_dir}/run_emulated.py --part pure

@@ -428,7 +428,10 @@ LC_DYLD_CHAINED_FIXUPS = 0x80000034
 
 
 class MachO:
-    def __init__(self, path):
+    """Segments, sections and defined symbols of an arm64 Mach-O file. With
+    run=True it must be loadable as is: no binds, no chained fixups."""
+
+    def __init__(self, path, run=True):
         d = open(path, "rb").read()
         magic, cputype, subtype, ftype, ncmds, _, _, _ = struct.unpack_from(
             "<IiiIIIII", d)
@@ -463,9 +466,9 @@ class MachO:
                         self.symbols[name.decode()] = value
             elif cmd == LC_DYLD_INFO_ONLY:
                 w = struct.unpack_from("<10I", d, off + 8)
-                if w[3] or w[5] or w[7]:  # bind, weak bind, lazy bind sizes
+                if run and (w[3] or w[5] or w[7]):  # bind, weak, lazy sizes
                     raise SystemExit(f"{path}: imports symbols")
-            elif cmd == LC_DYLD_CHAINED_FIXUPS:
+            elif cmd == LC_DYLD_CHAINED_FIXUPS and run:
                 raise SystemExit(f"{path}: chained fixups are not applied here")
             off += size
 
@@ -858,7 +861,7 @@ def unwind_sections(paths):
     for name, path in paths:
         if not path or not os.path.isfile(path):
             continue
-        m = MachO(path)
+        m = MachO(path, run=False)
         sec = m.sections.get(("__TEXT", "__unwind_info"))
         text = m.sections.get(("__TEXT", "__text"))
         base = next((v for n, v, _, _ in m.segments if n == "__TEXT"), None)
