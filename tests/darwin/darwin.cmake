@@ -36,6 +36,10 @@
 #                         (Linux hosts; label darwin-emulated; skipped
 #                         without unicorn, clang or ld64.lld):
 #                         darwin/emulated/emulated.cmake
+#   test_darwin_emulated_pure
+#                         the same for wait_abi.c, compact_unwind.c,
+#                         callstack_lines.c and runloop_nesting.c built
+#                         against the SDK (skipped without SNAP_DARWIN_SDK)
 #   test_macho_ranges     __TEXT ranges, app-or-system, LC_UUID and extent
 #                         (llvm-dwarfdump/llvm-objdump the oracles) of the
 #                         Mach-O files check_darwin linked for iOS arm64 (only with
