@@ -8,7 +8,10 @@
  * whatever the two walks disagree on is the core's machine code, not the
  * seam. Where Apple's backend gives a fixed answer, this gives the same
  * one: no image identity (image_ident.c), no signal frame to decode
- * (signal_frames_darwin.c: _sigtramp's own frame record crosses it).
+ * (signal_frames_darwin.c: _sigtramp's own frame record crosses it); where
+ * its code is pure, it is Apple's: snap__plat_function_bounds is
+ * compact_unwind.c's, reading a real __unwind_info through this file's
+ * checked read.
  *
  * The checked read refuses anything outside the laid-out regions, as
  * vm_read_overwrite refuses unmapped memory: a walker that follows a
@@ -85,27 +88,9 @@ bool snap__plat_async_task_active(void) {
   return snap_emu_world.async_active != 0;
 }
 
-/* The function holding pc from the world's table (Apple: __unwind_info,
-   compact_unwind.c); index is the table, read directly: it is ours. */
-bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
-                                uintptr_t base, uintptr_t pc, uintptr_t *start,
-                                uintptr_t *end) {
-  (void)index;
-  (void)index_size;
-  (void)base;
-  for (uint64_t i = 0; i < snap_emu_world.n_funcs && i < SNAP_EMU_FUNCS; i++) {
-    const struct snap_emu_func *f = &snap_emu_world.funcs[i];
-    if (pc >= f->start && pc < f->end) {
-      *start = f->start;
-      *end = f->end;
-      return true;
-    }
-  }
-  return false;
-}
-
-/* ---- The image table: the world's images, no unwind tables (Apple's
-   images have no .eh_frame_hdr), function bounds through the seam. ---- */
+/* ---- The image table: the world's images, no call-frame tables (Apple's
+   images have no .eh_frame_hdr), function bounds from __unwind_info
+   through Apple's own lookup (compact_unwind.c, linked beside this). --- */
 
 struct snap__images {
   uint64_t n;
@@ -124,8 +109,8 @@ const snap__images_t *snap__images_acquire(void) {
        into a call. */
     m->start = w->start, m->end = w->end, m->base = w->start;
     m->unwind_hdr = m->unwind_lo = m->unwind_hi = 0;
-    m->func_index = snap_emu_world.n_funcs ? 1 : 0;
-    m->func_index_size = 1;
+    m->func_index = w->unwind_info;
+    m->func_index_size = w->unwind_info_size;
     m->path = m->name = "image", m->build_id = NULL;
     m->ident = SNAP__IDENT_UNKNOWN, m->content = 0;
     m->size = w->end - w->start;

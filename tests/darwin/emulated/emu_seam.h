@@ -1,10 +1,10 @@
 /*
  * emu_seam.h — what the emulated Apple walker (run_emulated.py) and its host
  * twin (host_walk.c) share: the world a walk runs in (the memory regions
- * laid out for it, the image table, the function bounds, whether a Swift
- * task runs) and one walk's call block. Both are plain 64-bit words, so the
- * harness writes them into the emulated Mach-O image's memory and the host
- * program reads them from a file with the same layout on both sides.
+ * laid out for it, the image table with each image's __unwind_info,
+ * whether a Swift task runs) and one walk's call block. Both are plain 64-bit
+ * words, so the harness writes them into the emulated Mach-O image's memory and
+ * the host program reads them from a file with the same layout on both sides.
  *
  * emu_seam.c is the platform seam (platform.h) and the image table
  * (images.h) over this world: the same file in both builds, so the two
@@ -17,7 +17,6 @@
 
 #define SNAP_EMU_REGIONS 8
 #define SNAP_EMU_IMAGES 4
-#define SNAP_EMU_FUNCS 16
 #define SNAP_EMU_MAX_PCS 64
 
 /* Region kinds: the walked thread's stack (bounds known, direct reads), or
@@ -34,12 +33,10 @@ struct snap_emu_region {
   uint64_t lo, hi, kind;
 };
 
+/* An image: its text [start, end) from its load address start, and where
+   a copy of its __unwind_info lies in the laid-out memory (0: none). */
 struct snap_emu_image {
-  uint64_t start, end, in_app;
-};
-
-struct snap_emu_func {
-  uint64_t start, end;
+  uint64_t start, end, in_app, unwind_info, unwind_info_size;
 };
 
 struct snap_emu_world {
@@ -47,8 +44,6 @@ struct snap_emu_world {
   struct snap_emu_region regions[SNAP_EMU_REGIONS];
   uint64_t n_images;
   struct snap_emu_image images[SNAP_EMU_IMAGES];
-  uint64_t n_funcs; /* function bounds, for the link-register reader */
-  struct snap_emu_func funcs[SNAP_EMU_FUNCS];
   uint64_t async_active; /* snap__plat_async_task_active's answer */
   uint64_t reads;        /* checked reads made (the harness reads it) */
 };

@@ -1,5 +1,6 @@
 # Apple machine code, executed here (label darwin-emulated): the portable
-# walker compiled for arm64-apple-ios and arm64e-apple-ios by Debian's
+# walker (with Apple's compact-unwind lookup, which the link-register rule
+# asks) compiled for arm64-apple-ios and arm64e-apple-ios by Debian's
 # clang with no SDK, linked by ld64.lld, run under the Unicorn emulator by
 # run_emulated.py and compared with snap_emu_host_walk, the same sources
 # built by this configuration's compiler (and sanitizers). Included from
@@ -20,7 +21,8 @@ add_executable(snap_emu_host_walk ${snap_emu_dir}/host_walk.c
   ${PROJECT_SOURCE_DIR}/src/capture/signal_frames.c
   ${PROJECT_SOURCE_DIR}/src/capture/rule_cache.c
   ${PROJECT_SOURCE_DIR}/src/capture/live_images.c
-  ${PROJECT_SOURCE_DIR}/src/capture/cfi.c)
+  ${PROJECT_SOURCE_DIR}/src/capture/cfi.c
+  ${PROJECT_SOURCE_DIR}/src/platform/darwin/compact_unwind.c)
 target_include_directories(snap_emu_host_walk PRIVATE ${snap_emu_dir}
   ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_compile_definitions(snap_emu_host_walk PRIVATE _GNU_SOURCE) # MAP_FIXED_NOREPLACE

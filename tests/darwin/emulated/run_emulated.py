@@ -71,10 +71,10 @@ except ImportError:
     U = None
 
 # ---- emu_seam.h, word for word ----------------------------------------
-N_REGIONS, N_IMAGES, N_FUNCS, MAX_PCS = 8, 4, 16, 64
+N_REGIONS, N_IMAGES, MAX_PCS = 8, 4, 64
 STACK, HEAP = 1, 2
 BOUNDED, READERS, PLATFORM = 0, 1, 2
-WORLD_WORDS = 1 + 3 * N_REGIONS + 1 + 3 * N_IMAGES + 1 + 2 * N_FUNCS + 2
+WORLD_WORDS = 1 + 3 * N_REGIONS + 1 + 5 * N_IMAGES + 2
 CALL_WORDS = 12 + MAX_PCS
 ASYNC, APP_ONLY, FP_ONLY = 0x1, 0x2, 0x4  # stacksnap.h SNAP_CAPTURE_*
 ENTRY_NAMES = {BOUNDED: "bounded", READERS: "readers", PLATFORM: "platform"}
@@ -93,6 +93,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STACK_LO, STACK_SIZE = 0x6f000000, 0x10000
 STACK_HI = STACK_LO + STACK_SIZE
 HEAP_LO, HEAP_SIZE = 0x28000000, 0x4000
+UNWIND_LO = 0x29000000  # a copy of an image's __unwind_info
 ALT_LO, ALT_SIZE = STACK_HI, 0x4000  # the mapping right above the stack
 APP = 0x104000000  # an app's __TEXT
 SYS = 0x1a0000000  # the shared cache
@@ -120,7 +121,7 @@ class Case:
         self.flags, self.entries = flags, entries
         self.regions = []  # [lo, size, kind, bytearray]
         self.signs = {}  # addr -> (key, modifier)
-        self.images, self.funcs = [], []
+        self.images = []  # (start, end, in_app, unwind_info, size)
         self.async_active = 0
         self.regs = dict(pc=0, sp=0, fp=0, lr=0, lr_valid=0)
         self.reg_signs = {}  # reg -> (key, modifier)
@@ -137,6 +138,13 @@ class Case:
                     self.signs.pop(a, None)
                 if sign:
                     self.signs[addr] = sign
+                return
+        raise ValueError(f"{self.name}: {addr:#x} is in no region")
+
+    def put_bytes(self, addr, b):
+        for lo, size, _, data in self.regions:
+            if lo <= addr and addr + len(b) <= lo + size:
+                data[addr - lo:addr - lo + len(b)] = b
                 return
         raise ValueError(f"{self.name}: {addr:#x} is in no region")
 
@@ -172,10 +180,8 @@ class Case:
                 w += [0, 0, 0]
         w.append(len(self.images))
         for i in range(N_IMAGES):
-            w += list(self.images[i]) if i < len(self.images) else [0, 0, 0]
-        w.append(len(self.funcs))
-        for i in range(N_FUNCS):
-            w += list(self.funcs[i]) if i < len(self.funcs) else [0, 0]
+            im = list(self.images[i]) if i < len(self.images) else []
+            w += (im + [0, 0, 0, 0, 0])[:5]
         w += [self.async_active, 0]
         assert len(w) == WORLD_WORDS
         return w
@@ -213,7 +219,7 @@ def stack_case(name, **kw):
     return c
 
 
-def cases(seed, n_random):
+def cases(seed, n_random, unwind):
     out = []
     # 1. Frame records, various depths: pc, then every return address.
     for depth in (0, 1, 2, 5, 17, 40):
@@ -288,22 +294,28 @@ def cases(seed, n_random):
         c.expect = ([APP + 0x80] + ras)[sk:sk + mx]
         out.append(c)
     # 9. The link register of a stopped thread (frame 0 a leaf, or not).
-    #    Function bounds come from the seam's table, as Apple's from
-    #    __unwind_info. Flags 0 only: the rule reader asks for them.
-    leaf = (APP + 0x8000, APP + 0x8100)
-    caller = (APP + 0x9000, APP + 0x9400)
-    for what in ("live", "stale", "same", "no bounds"):
-        c = stack_case(f"link register {what}", flags=(0, FP_ONLY))
-        c.images = [(APP, APP + 0x100000, 1)]
-        if what != "no bounds":
-            c.funcs = [leaf, caller]
+    #    Function bounds come from a real __unwind_info (the arm64 walker
+    #    image's own, copied into the laid-out memory) through Apple's own
+    #    lookup, compact_unwind.c. pc lies in the image's largest function,
+    #    a stale lr in the same one, a live lr in the second largest.
+    base, text_hi, section, funcs = unwind
+    (a0, a1), (b0, _) = funcs[0], funcs[1]
+    for what in ("live", "stale", "same", "no bounds", "lr in no image"):
+        c = stack_case(f"link register {what}")
+        c.region(UNWIND_LO, (len(section) + 0xFFF) & ~0xFFF, HEAP)
+        c.put_bytes(UNWIND_LO, section)
+        c.images = [(base, base + text_hi, 1) +
+                    ((0, 0) if what == "no bounds" else
+                     (UNWIND_LO, len(section)))]
         ras = [ra(i) for i in range(4)]
         fp = plain_chain(c, ras)
-        pc = leaf[0] + 0x10
-        lr = {"live": caller[0] + 0x44, "stale": leaf[0] + 0x80,
-              "same": ras[0], "no bounds": leaf[0] + 0x80}[what]
+        pc = a0 + 0x10
+        lr = {"live": b0 + 0x14, "stale": a0 + (a1 - a0) // 2,
+              "same": ras[0], "no bounds": a0 + (a1 - a0) // 2,
+              "lr in no image": SYS + 0x100}[what]
         c.set_regs(pc, fp - 0x40, fp, lr=lr, lr_valid=1)
-        c.expect = [pc] + ([lr] if what in ("live", "no bounds") else []) + ras
+        taken = what in ("live", "no bounds", "lr in no image")
+        c.expect = [pc] + ([lr] if taken else []) + ras
         out.append(c)
     # 10. App-only: the shared cache's frames dropped.
     c = stack_case("app only", flags=(APP_ONLY, APP_ONLY | FP_ONLY))
@@ -622,6 +634,20 @@ def host_answers(host, runs):
     return out
 
 
+def image_unwind(path):
+    """An image's base, its text's end (offset), its __unwind_info, and its
+    functions [start, end) by its symbols, largest first."""
+    m = MachO(path, run=False)
+    base = next(v for n, v, _, _ in m.segments if n == "__TEXT")
+    text_at, text = m.sections[("__TEXT", "__text")]
+    starts = sorted(v for v in set(m.symbols.values())
+                    if text_at <= v < text_at + len(text))
+    funcs = list(zip(starts, starts[1:] + [text_at + len(text)]))
+    funcs.sort(key=lambda f: f[1] - f[0], reverse=True)
+    return (base, text_at - base + len(text),
+            m.sections[("__TEXT", "__unwind_info")][1], funcs)
+
+
 # ---- Building the images ----------------------------------------------
 def build_images(args):
     """Compiles the core and the seam for arm64 and arm64e with no SDK and
@@ -630,7 +656,8 @@ def build_images(args):
                               capture_output=True, text=True,
                               check=True).stdout.strip()
     srcs = [os.path.join(args.src, "src/capture", f + ".c") for f in CORE]
-    srcs += [os.path.join(HERE, "emu_seam.c"), os.path.join(HERE,
+    srcs += [os.path.join(args.src, "src/platform/darwin/compact_unwind.c"),
+             os.path.join(HERE, "emu_seam.c"), os.path.join(HERE,
                                                            "freestanding.c")]
     images = {}
     for arch, minos in (("arm64", "12.0"), ("arm64e", "14.0")):
@@ -640,7 +667,10 @@ def build_images(args):
         for s in srcs:
             o = os.path.join(objdir, os.path.basename(s)[:-2] + ".o")
             cmd = [args.clang, "-target", f"{arch}-apple-ios{minos}",
-                   "-ffreestanding", "-nostdinc", "-isystem",
+                   # -ffreestanding drops the unwind tables an app's
+                   # build has (and __unwind_info with them): back on.
+                   "-ffreestanding", "-funwind-tables", "-nostdinc",
+                   "-isystem",
                    os.path.join(resource, "include"), "-isystem",
                    os.path.join(HERE, "include"), "-O2", "-std=c11", "-Wall",
                    "-Wextra", "-Werror", "-I", os.path.join(args.src, "src"),
@@ -1010,7 +1040,7 @@ def main():
               f"{'?' if n is None else n} pointer-authentication "
               "instructions from the compiler (XPACLRI aside)")
 
-    all_cases = cases(args.seed, args.random)
+    all_cases = cases(args.seed, args.random, image_unwind(images["arm64"]))
     runs = [(c, fl, en) for c in all_cases for fl in c.flags
             for en in c.entries]
     t1 = time.monotonic()
