@@ -33,9 +33,11 @@ pkgs=("${test_pkgs[@]}")
 
 # Python packages (PyPI) the tests read files with, into the python3 that
 # CMake finds on PATH: the Perfetto protos for the trace tests
-# (tests/trace/test_trace_export.py, which fails without them).
-py_pkgs=(perfetto protobuf)
-py_check='import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2'
+# (tests/trace/test_trace_export.py, which fails without them); the Unicorn
+# CPU emulator that runs the Apple build's machine code
+# (tests/darwin/emulated/run_emulated.py, which skips without it).
+py_pkgs=(perfetto protobuf 'unicorn>=2.1,<2.2')
+py_check='import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2, unicorn'
 
 missing=()
 for p in "${pkgs[@]}"; do

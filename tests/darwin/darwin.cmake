@@ -29,6 +29,17 @@
 #   check_darwin          scripts/check-darwin.sh: the Apple build against
 #                         the SDKs (only when an SDK variable was set when
 #                         this build was configured)
+#   test_darwin_emulated_walk
+#                         the portable walker built for arm64/arm64e iOS
+#                         with no SDK, run under the Unicorn emulator and
+#                         compared with the host build on laid-out stacks
+#                         (Linux hosts; label darwin-emulated; skipped
+#                         without unicorn, clang or ld64.lld):
+#                         darwin/emulated/emulated.cmake
+#   test_darwin_emulated_pure
+#                         the same for wait_abi.c, compact_unwind.c,
+#                         callstack_lines.c and runloop_nesting.c built
+#                         against the SDK (skipped without SNAP_DARWIN_SDK)
 #   test_macho_ranges     __TEXT ranges, app-or-system, LC_UUID and extent
 #                         (llvm-dwarfdump/llvm-objdump the oracles) of the
 #                         Mach-O files check_darwin linked for iOS arm64 (only with
@@ -113,6 +124,10 @@ if(SNAP_PLATFORM STREQUAL "linux" AND objc_ok)
   set_tests_properties(test_callstack_class PROPERTIES TIMEOUT 120
     LABELS darwin-contract ENVIRONMENT
     "ASAN_OPTIONS=fast_unwind_on_malloc=0;LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/symbols/objc_lsan.supp")
+endif()
+
+if(SNAP_PLATFORM STREQUAL "linux" AND NOT CMAKE_CROSSCOMPILING)
+  include(darwin/emulated/emulated.cmake)
 endif()
 
 set(snap_ios_sdk "$ENV{SNAP_DARWIN_SDK}")
