@@ -26,6 +26,7 @@ test_pkgs=(
   g++ libabsl-dev                   # benchmarks: absl::GetStackTrace, absl::Symbolize (bench/peer_absl.cc)
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 suite
   git xz-utils perl strace          # audit tests: real programs under the preload; strace the oracle
+  clang-format shellcheck python3-pyflakes  # scripts/lint.sh: C format, shell scripts, Python
 )
 
 pkgs=("${test_pkgs[@]}")
