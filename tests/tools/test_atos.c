@@ -224,9 +224,7 @@ static void test_shell(void) {
      command's line, ESC or C1 reach the terminal inside the quotes): no
      line at all, and the caller says why. */
   static const char *const hostile[] = {"a\ntouch pwned", "a\x1b[2J",
-                                        "a\xc2\x9b"
-                                        "31m",
-                                        "a\r", "a\xff"};
+                                        "a\xc2\x9b[31m", "a\r", "a\xff"};
   for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
     char *text = NULL;
     size_t text_len = 0;
