@@ -4,8 +4,9 @@
  *
  * Owns: reading candidate files whole into memory (a CLI: no mapping, so a
  * file cut on disk meanwhile cannot fault us), the search order by build
- * id, a cache of the files read (by device and inode) and of the answer
- * per image, the memory budget of the files read, and the lookups
+ * id, a cache of the files met (by device and inode: probed, or read)
+ * and of the answer per image, the memory budget of the files read, and
+ * the lookups
  * (functions: src/platform/linux/elf_reader.c; file:line: dwarf_lines.c).
  *
  * A report is hostile (docs/security-cli.md): its build id must be
@@ -17,11 +18,13 @@
  * nothing is said (the output must not tell a report's author whether
  * /home/x/.ssh/id_ed25519.debug exists); only files the user named
  * (--binary) or keeps (the .build-id trees) are reported with their id.
- * Spellings of one file (/lib/./x.so, //lib/x.so) share one read.
+ * Spellings of one file (/lib/./x.so, //lib/x.so) share one probe and
+ * one read.
  *
  * The rule: an image is named only from a file whose GNU build id is the
  * one the report recorded. A file of the same name from another build is
- * never used, and the status says so and which id it had. Search order
+ * never used, and the status says so and which id it had (of a file the
+ * user named or keeps; of one a report led to, nothing). Search order
  * (the first match wins; the file at the image's path last, as a running
  * system may have replaced it since the report was written):
  *   1. --binary files, by their build id;
@@ -62,12 +65,11 @@ struct snap__symfile {
   dev_t dev;         /* its identity: every spelling of it is this file */
   ino_t ino;
   bool user;     /* named by the user (--binary): reported even if not used */
-  uint8_t *data; /* the whole file while it is read */
-  size_t size;
+  uint8_t *data; /* the whole file, if detach failed */
   bool parsed; /* elf holds symbols */
   snap__elf_t elf;
-  char build_id[2 * 64 + 1];  /* "" if none */
-  bool read;                  /* its bytes were read (it exists) */
+  char build_id[2 * 64 + 1];  /* "" if none; the probe's until read */
+  bool read;                  /* its bytes were read and parsed */
   snap__dwarf_lines_t *lines; /* NULL if none */
   int lines_error;            /* why there are none (SNAP_DWL_*) */
   char why[256];              /* why it could not be read, or "" */
@@ -198,9 +200,10 @@ static void load(snap__symfinder_t *fd, snap__symfile_t *f, int file,
   }
   close(file);
   fd->used += size;
-  f->build_id[0] = '\0'; /* the full reader's, not the probe's, decides */
+  f->build_id[0] = '\0';
   /* The build id is read even when the file has no symbols: it is what
-     says whether the file is the image's at all. */
+     says whether the file is the image's at all (the probe's, if any, is
+     replaced: the full reader decides). */
   const uint8_t *id;
   size_t id_len;
   if (snap__elf_build_id(data, size, &id, &id_len) == 0)
@@ -333,8 +336,10 @@ static bool offer(search_t *s, snap__symfile_t *f) {
 /* Offers the file at path, if one is there whose build-id note (probed)
    is the image's: only then is it read. kept: in a tree the user keeps
    (a .build-id tree), so a file of another build there is worth a word;
-   otherwise (a path from the report) nothing is said of it. *at (if not
-   NULL) receives the file when it was the image's. */
+   otherwise (a path from the report) nothing is said of it. Each file is
+   probed once, however many images or spellings name it (the cache holds
+   what the probe found). *at (if not NULL) receives the file when it is
+   the image's. */
 static bool offer_path(search_t *s, const char *path, bool kept,
                        snap__symfile_t **at) {
   struct stat st;
@@ -343,33 +348,36 @@ static bool offer_path(search_t *s, const char *path, bool kept,
   if (file < 0)
     return false;
   snap__symfile_t *f = cached(s->fd, &st);
-  if (f) {
-    close(file);
-    /* Not read (the budget), though its note was this image's: say so. */
-    if (!f->read && strcmp(f->build_id, s->build_id) == 0 && !s->over[0])
-      snprintf(s->over, sizeof s->over, "%s: %s", f->path, f->why);
-  } else {
-    snap__probe_t probe;
-    char id[sizeof f->build_id] = "";
-    if (snap__probe_build_id(probe_read, &file, (uint64_t)st.st_size, &probe) ==
-        0)
-      snap__plat_build_id_text(probe.id, probe.id_len, id, sizeof id);
-    if (strcmp(id, s->build_id) != 0) {
-      close(file);
-      if (kept)
-        note_tried(s, path, id);
-      return false;
-    }
+  if (!f) {
     if (!(f = new_file(s->fd, path, &st))) {
       close(file);
       return false;
     }
-    snprintf(f->build_id, sizeof f->build_id, "%s", id); /* the probe's */
-    load(s->fd, f, file, &st);
-    if (!f->read && !s->over[0])
-      snprintf(s->over, sizeof s->over, "%s: %s", f->path, f->why);
+    snap__probe_t probe;
+    if (snap__probe_build_id(probe_read, &file, (uint64_t)st.st_size, &probe) ==
+        0)
+      snap__plat_build_id_text(probe.id, probe.id_len, f->build_id,
+                               sizeof f->build_id);
   }
-  if (at && f->read && strcmp(f->build_id, s->build_id) == 0)
+  /* Probed only, and this image's: read it now (load closes file). */
+  if (!f->user && !f->read && !f->why[0] &&
+      strcmp(f->build_id, s->build_id) == 0) {
+    load(s->fd, f, file, &st);
+    file = -1;
+  }
+  if (file >= 0)
+    close(file);
+  if (strcmp(f->build_id, s->build_id) != 0) {
+    if (f->user ? f->read : kept)
+      note_tried(s, f->user ? f->path : path, f->build_id);
+    return false;
+  }
+  if (!f->read) { /* its note is this image's, but the budget said no */
+    if (!s->over[0])
+      snprintf(s->over, sizeof s->over, "%s: %s", f->path, f->why);
+    return false;
+  }
+  if (at)
     *at = f;
   return offer(s, f);
 }
