@@ -120,7 +120,7 @@ static void check_build_id(const uint8_t *data, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_probe(data, size);
-  check_escape(data, size);
+  check_escape(data, size < 4096 ? size : 4096); /* text is short */
   check_build_id(data, size);
   return 0;
 }

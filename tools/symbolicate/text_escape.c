@@ -14,7 +14,6 @@
 #include "text_escape.h"
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +45,12 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
   return len;
 }
 
+static void hex2(char *out, unsigned char c) {
+  static const char digits[] = "0123456789abcdef";
+  out[0] = digits[c >> 4];
+  out[1] = digits[c & 15];
+}
+
 size_t snap__text_escape(char *out, size_t out_size, const char *s,
                          size_t len) {
   const unsigned char *u = (const unsigned char *)s;
@@ -56,11 +61,14 @@ size_t snap__text_escape(char *out, size_t out_size, const char *s,
     const char *piece = (const char *)u + i;
     size_t k = utf8_len(u + i, len - i), n = k;
     if (k == 0 || u[i] < 0x20 || u[i] == 0x7f) {
-      snprintf(esc, sizeof esc, "\\x%02x", u[i]);
+      memcpy(esc, "\\x", 2);
+      hex2(esc + 2, u[i]);
       piece = esc, n = 4, k = 1;
     } else if (k == 2 && u[i] == 0xC2 && u[i + 1] < 0xA0) {
-      snprintf(esc, sizeof esc, "\\u{%02x}", u[i + 1]); /* C1: U+0080.. */
-      piece = esc, n = strlen(esc);
+      memcpy(esc, "\\u{", 3); /* C1: U+0080..U+009F */
+      hex2(esc + 3, u[i + 1]);
+      esc[5] = '}';
+      piece = esc, n = 6;
     }
     if (fits && total + n < out_size)
       memcpy(out + total, piece, n);
