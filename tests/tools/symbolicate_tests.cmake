@@ -44,7 +44,7 @@ add_test(NAME test_symbolicate_rss
           $<TARGET_FILE:stacksnap-symbolicate> $<TARGET_FILE:split_lib> --rss
           --run-with "${SNAP_RUN_WITH}")
 set_tests_properties(test_symbolicate_rss PROPERTIES TIMEOUT 600
-                     SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+                     SKIP_RETURN_CODE 77)
 
 # libFuzzer over the bounded build-id probe (against the full ELF reader),
 # the build-id form check and the terminal escaper (issue 24): the asan

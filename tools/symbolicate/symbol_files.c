@@ -12,8 +12,9 @@
  * A report is hostile (docs/security-cli.md): its build id must be
  * plausible hex (image_probe.c) before it becomes part of a path, and a
  * file it leads to (its image path, the debuglinks beside it, the
- * .build-id tree) is opened O_NONBLOCK (a FIFO cannot hang us), must be a
- * regular file, and is read whole only when its build-id note, probed in
+ * .build-id tree) is opened only if stat says it is a regular file, then
+ * O_NONBLOCK (a FIFO cannot hang us) and checked again with fstat, and is
+ * read whole only when its build-id note, probed in
  * a few bounded reads, is the image's. Of such a file whose id differs
  * nothing is said (the output must not tell a report's author whether
  * /home/x/.ssh/id_ed25519.debug exists); only files the user named
@@ -66,7 +67,7 @@ struct snap__symfile {
   ino_t ino;
   bool user;     /* named by the user (--binary): reported even if not used */
   uint8_t *data; /* the whole file, if detach failed */
-  bool parsed; /* elf holds symbols */
+  bool parsed;   /* elf holds symbols */
   snap__elf_t elf;
   char build_id[2 * 64 + 1];  /* "" if none; the probe's until read */
   bool read;                  /* its bytes were read and parsed */
@@ -100,18 +101,28 @@ static char *dup_str(const char *s) {
 }
 
 /* Opens path for reading as a regular file of at least an ELF header's
-   size: O_NONBLOCK so that a FIFO or a device cannot block the open (they
-   are refused after fstat), O_NOCTTY, O_CLOEXEC. -1 with why set. */
+   size. stat first: opening a device has effects of its own (a tape
+   rewinds, a watchdog arms), so only what is a regular file is opened;
+   then O_NONBLOCK (a FIFO swapped in meanwhile cannot block the open),
+   O_NOCTTY, O_CLOEXEC, and fstat on the descriptor decides. -1 with why
+   set. */
 static int open_regular(const char *path, struct stat *st, char *why,
                         size_t why_size) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
+  if (stat(path, st) != 0) {
     snprintf(why, why_size, "cannot open: %s", strerror(errno));
     return -1;
   }
-  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+  int fd = S_ISREG(st->st_mode)
+               ? open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+               : -1;
+  if (fd < 0 && S_ISREG(st->st_mode)) {
+    snprintf(why, why_size, "cannot open: %s", strerror(errno));
+    return -1;
+  }
+  if (fd < 0 || fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
     snprintf(why, why_size, "not a regular file");
-    close(fd);
+    if (fd >= 0)
+      close(fd);
     return -1;
   }
   if ((unsigned long long)st->st_size > MAX_FILE || st->st_size < 64) {
