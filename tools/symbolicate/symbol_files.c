@@ -193,7 +193,7 @@ static void load(snap__symfinder_t *fd, snap__symfile_t *f, int file,
   size_t size = (size_t)st->st_size;
   if (size > fd->budget - fd->used) {
     snprintf(f->why, sizeof f->why,
-             "not read: its %llu MiB would pass the memory budget for "
+             "its %llu MiB would pass the memory budget for "
              "symbol files (%llu of %llu MiB used; --max-memory)",
              (unsigned long long)(size >> 20),
              (unsigned long long)(fd->used >> 20),
