@@ -29,11 +29,12 @@ add_test(NAME test_split_roundtrip
 set_tests_properties(test_split_roundtrip PROPERTIES TIMEOUT 300
                      RESOURCE_LOCK lag_processes)
 
-# Reports as hostile input (issue 24; docs/security-cli.md): build ids that
-# are paths, files named by path that are not the image's, FIFOs, terminal
-# escapes, the memory budget (test_symbolicate_hostile); 200 spellings of
-# the biggest library under /usr/lib read once, by peak RSS
-# (test_symbolicate_rss: skipped when there is none of 32 MiB).
+# Reports as hostile input (issue 24; docs/security.md, "Reports as
+# untrusted input"): build ids that are paths, files named by path that are
+# not the image's, FIFOs, terminal escapes, the memory budget
+# (test_symbolicate_hostile); 200 spellings of the biggest library under
+# /usr/lib read once, by peak RSS (test_symbolicate_rss: skipped when there
+# is none of 32 MiB).
 add_test(NAME test_symbolicate_hostile
   COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_symbolicate_hostile.py
           $<TARGET_FILE:stacksnap-symbolicate> $<TARGET_FILE:split_lib>

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test_symbolicate_hostile: stacksnap-symbolicate on reports written by an
-adversary (issue 24, items 10-12; docs/security-cli.md).
+adversary (issue 24, items 10-12; docs/security.md, "Reports as untrusted
+input").
 
   traversal  build ids that are paths ("../../outside/secret"), or not hex
              of 8 to 64 bytes: refused per image, no file opened (the

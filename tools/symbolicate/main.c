@@ -15,11 +15,11 @@
  * nothing did, is in the output either way. Apple reports are not named
  * here: the text gives the atos lines to run on a Mac.
  *
- * The report is untrusted input (docs/security-cli.md): its build ids must
- * be hex, a file it names by path is read only when its build-id note is
- * the image's, the files read whole stay within --max-memory (default
- * 4096 MiB), and the text output and every message escape what a terminal
- * would act on (text_escape.c).
+ * The report is untrusted input (docs/security.md, "Reports as untrusted
+ * input"): its build ids must be hex, a file it names by path is read
+ * only when its build-id note is the image's, the files read whole stay
+ * within --max-memory (default 4096 MiB), and the text output and every
+ * message escape what a terminal would act on (text_escape.c).
  *
  * Exit status: 0 when the report was read and written (whether or not
  * every image could be named: the output says which were); 1 when the

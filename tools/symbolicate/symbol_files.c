@@ -6,16 +6,16 @@
  * file cut on disk meanwhile cannot fault us), the search order by build
  * id, a cache of the files met (by device and inode: probed, or read)
  * and of the answer per image, the memory budget of the files read, and
- * the lookups
- * (functions: src/platform/linux/elf_reader.c; file:line: dwarf_lines.c).
+ * the lookups (functions: src/platform/linux/elf_reader.c; file:line:
+ * dwarf_lines.c).
  *
- * A report is hostile (docs/security-cli.md): its build id must be
- * plausible hex (image_probe.c) before it becomes part of a path, and a
- * file it leads to (its image path, the debuglinks beside it, the
- * .build-id tree) is opened only if stat says it is a regular file, then
- * O_NONBLOCK (a FIFO cannot hang us) and checked again with fstat, and is
- * read whole only when its build-id note, probed in
- * a few bounded reads, is the image's. Of such a file whose id differs
+ * A report is hostile (docs/security.md, "Reports as untrusted input"):
+ * its build id must be plausible hex (image_probe.c) before it becomes
+ * part of a path, and a file it leads to (its image path, the debuglinks
+ * beside it, the .build-id tree) is opened only if stat says it is a
+ * regular file, then O_NONBLOCK (a FIFO cannot hang us) and checked again
+ * with fstat, and is read whole only when its build-id note, probed in a
+ * few bounded reads, is the image's. Of such a file whose id differs
  * nothing is said (the output must not tell a report's author whether
  * /home/x/.ssh/id_ed25519.debug exists); only files the user named
  * (--binary) or keeps (the .build-id trees) are reported with their id.
