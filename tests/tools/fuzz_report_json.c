@@ -11,11 +11,14 @@
  * to the identical text, and pretty and compact agree on content. The
  * accessors must agree with the text (an int64 or uint64 read back prints
  * as the number's text; a key looked up finds a member with that key).
+ * The report's text must be terminal-safe whatever the report held: valid
+ * UTF-8 with no control byte but newline, no DEL, no C1 (issue 24).
  * abort() on any disagreement: that is a finding.
  *
  * Built only with clang and ASan (SNAP_FUZZ_SECONDS, tests/tools/tools.cmake).
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +88,28 @@ static void check_node(const snap_json_t *v, int depth) {
   }
 }
 
+/* Whether text[0..n) is valid UTF-8 (lead and continuation bytes) with no
+   C0 control but newline, no DEL and no C1 (C2 80..C2 9F). */
+static bool terminal_safe(const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t k = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    if ((c < 0x20 && c != '\n') || c == 0x7f || (c >= 0x80 && c < 0xC2) ||
+        c > 0xF4 || i + k > n)
+      return false;
+    for (size_t j = 1; j < k; j++)
+      if ((s[i + j] & 0xC0) != 0x80)
+        return false;
+    if (c == 0xC2 && s[i + 1] < 0xA0)
+      return false;
+    i += k;
+  }
+  return true;
+}
+
 /* The report reader on the document (no files: a NULL finder), then the
    text writer: every report either names (nothing here) and prints, or is
-   refused with a message naming the value. */
+   refused with a message naming the value; the text is terminal-safe. */
 static void name_report(snap_json_doc_t *doc) {
   snap__report_summary_t sum;
   char why[512];
@@ -98,12 +120,17 @@ static void name_report(snap_json_doc_t *doc) {
   }
   if (sum.in_image > sum.frames || sum.named != 0)
     finding("summary", NULL);
-  FILE *sink = fopen("/dev/null", "w");
+  char *text = NULL;
+  size_t len = 0;
+  FILE *sink = open_memstream(&text, &len);
   if (!sink)
-    finding("/dev/null", NULL);
+    finding("open_memstream", NULL);
   if (snap__report_text(sink, doc, &sum) != 0)
-    finding("text to /dev/null failed", NULL);
+    finding("text to memory failed", NULL);
   fclose(sink);
+  if (!terminal_safe((const unsigned char *)text, len))
+    finding("a raw control character in the text", text);
+  free(text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

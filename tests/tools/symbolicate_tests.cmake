@@ -28,3 +28,47 @@ add_test(NAME test_split_roundtrip
           --run-with "${SNAP_RUN_WITH}")
 set_tests_properties(test_split_roundtrip PROPERTIES TIMEOUT 300
                      RESOURCE_LOCK lag_processes)
+
+# Reports as hostile input (issue 24; docs/security.md, "Reports as
+# untrusted input"): build ids that are paths, files named by path that are
+# not the image's, FIFOs, terminal escapes, the memory budget
+# (test_symbolicate_hostile); 200 spellings of the biggest library under
+# /usr/lib read once, by peak RSS (test_symbolicate_rss: skipped when there
+# is none of 32 MiB).
+add_test(NAME test_symbolicate_hostile
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_symbolicate_hostile.py
+          $<TARGET_FILE:stacksnap-symbolicate> $<TARGET_FILE:split_lib>
+          --objcopy ${dwl_objcopy} --run-with "${SNAP_RUN_WITH}")
+set_tests_properties(test_symbolicate_hostile PROPERTIES TIMEOUT 300)
+add_test(NAME test_symbolicate_rss
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_symbolicate_hostile.py
+          $<TARGET_FILE:stacksnap-symbolicate> $<TARGET_FILE:split_lib> --rss
+          --run-with "${SNAP_RUN_WITH}")
+set_tests_properties(test_symbolicate_rss PROPERTIES TIMEOUT 600
+                     SKIP_RETURN_CODE 77)
+
+# libFuzzer over the bounded build-id probe (against the full ELF reader),
+# the build-id form check and the terminal escaper (issue 24): the asan
+# configuration with SNAP_FUZZ_SECONDS, for a quarter of it; seeds:
+# fuzz_elf's libraries (tests/symbols/elf.cmake).
+if(SNAP_FUZZ_SECONDS GREATER 0)
+  set(symb ${PROJECT_SOURCE_DIR}/tools/symbolicate)
+  add_executable(fuzz_image_probe tools/fuzz_image_probe.c ${symb}/image_probe.c
+                 ${symb}/text_escape.c
+                 ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_reader.c)
+  target_include_directories(fuzz_image_probe PRIVATE ${symb}
+                             ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_compile_definitions(fuzz_image_probe PRIVATE _GNU_SOURCE)
+  target_compile_options(fuzz_image_probe PRIVATE -fsanitize=fuzzer
+                         -fno-omit-frame-pointer -Wno-missing-prototypes)
+  target_link_options(fuzz_image_probe PRIVATE -fsanitize=fuzzer)
+  add_dependencies(fuzz_image_probe snap_elf_small)
+  math(EXPR probe_fuzz_seconds "(${SNAP_FUZZ_SECONDS} + 3) / 4")
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe_work)
+  add_test(NAME fuzz_image_probe COMMAND fuzz_image_probe
+           -max_total_time=${probe_fuzz_seconds} -timeout=10 -rss_limit_mb=2048
+           -max_len=65536 -print_final_stats=1
+           ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe_work ${elf_seed_dir})
+  math(EXPR probe_fuzz_timeout "${probe_fuzz_seconds} + 120")
+  set_tests_properties(fuzz_image_probe PROPERTIES TIMEOUT ${probe_fuzz_timeout})
+endif()

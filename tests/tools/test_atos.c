@@ -196,10 +196,9 @@ static void test_shell(void) {
   snprintf(marker, sizeof marker, "%s/pwned", dir);
   snprintf(script, sizeof script, "%s/lines.sh", dir);
 
-  /* A name with a quote, $(...), a backtick, a newline and a command
-     after it (sh runs in dir: each would create dir/pwned); the path the
-     same. */
-  const char *name = "it's $(touch pwned) `touch pwned`\ntouch pwned";
+  /* A name with a quote, $(...), a backtick and a command after a ';'
+     (sh runs in dir: each would create dir/pwned); the path the same. */
+  const char *name = "it's $(touch pwned) `touch pwned`; touch pwned";
   char path[512];
   snprintf(path, sizeof path, "/x/%s", name);
   const uint64_t pcs[] = {0x1234, 0xabcdef};
@@ -220,6 +219,23 @@ static void test_shell(void) {
   CHECK(got && strcmp(got, want) == 0, "sh saw:\n[%s]\nwant:\n[%s]",
         got ? got : "(popen failed)", want);
   CHECK(access(marker, F_OK) != 0, "a command in the report ran");
+
+  /* A control character in the dSYM's name (a newline would break the
+     command's line, ESC or C1 reach the terminal inside the quotes): no
+     line at all, and the caller says why. */
+  static const char *const hostile[] = {"a\ntouch pwned", "a\x1b[2J",
+                                        "a\xc2\x9b[31m", "a\r", "a\xff"};
+  for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *h = open_memstream(&text, &text_len);
+    CHECK_EQ(snap__atos_lines(h, "arm64", hostile[i], NULL, UUID_LOWER, 0x1000,
+                              pcs, 2),
+             SNAP_EINVAL);
+    fclose(h);
+    CHECK(text_len == 0, "hostile name %zu: wrote [%s]", i, text);
+    free(text);
+  }
 
   /* snap__shell_word alone: plain words stay, others are quoted. */
   char *buf = NULL;

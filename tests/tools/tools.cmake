@@ -23,7 +23,8 @@ set_tests_properties(test_json_python PROPERTIES TIMEOUT 120)
 # libFuzzer over the report reader (the asan configuration with
 # SNAP_FUZZ_SECONDS, like fuzz_unwind), for half that budget: parse, and
 # what parses must write, re-parse and write to the identical text, then
-# the report's checks, naming pass (no files) and text. The sources are
+# the report's checks, naming pass (no files) and text (terminal-safe
+# whatever the report held: issue 24). The sources are
 # compiled in (not linked from the libraries) so that libFuzzer's coverage
 # sees them. The committed corpus: real lag reports and edge cases.
 if(SNAP_FUZZ_SECONDS GREATER 0)
@@ -31,6 +32,7 @@ if(SNAP_FUZZ_SECONDS GREATER 0)
   add_executable(fuzz_report_json tools/fuzz_report_json.c ${symb}/json.c
                  ${symb}/report_names.c ${symb}/report_text.c
                  ${symb}/symbol_files.c ${symb}/atos.c ${symb}/dwarf_lines.c
+                 ${symb}/image_probe.c ${symb}/text_escape.c
                  ${fuzz_sources})
   target_include_directories(fuzz_report_json PRIVATE ${symb}
                              ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "stacksnap.h"
+#include "text_escape.h"
 
 typedef struct writer {
   FILE *f;
@@ -86,17 +87,23 @@ int snap__shell_word(FILE *out, const char *s) {
 }
 
 /* Text for a comment line: control characters (a newline would end the
-   comment) as \xNN; everything else, UTF-8 included, as it is. */
+   comment; C1 and ESC would reach the terminal) escaped as the rest of
+   the text is (text_escape.c); everything else, UTF-8 included, as it
+   is. In pieces: no allocation. */
 static void put_comment_text(writer_t *w, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c < 0x20 || c == 0x7f) {
-      char esc[5];
-      snprintf(esc, sizeof esc, "\\x%02x", c);
-      put(w, esc);
-    } else {
-      putn(w, s, 1);
-    }
+  char buf[256];
+  size_t len = strlen(s);
+  while (len > 0) {
+    /* The longest head whose escape fits (a UTF-8 sequence is 4 bytes at
+       most, an escape 6). */
+    size_t take = len < 60 ? len : 60;
+    while (take < len && take > 0 && ((unsigned char)s[take] & 0xC0) == 0x80)
+      take--;
+    if (take == 0)
+      take = len < 4 ? len : 4;
+    size_t n = snap__text_escape(buf, sizeof buf, s, take);
+    putn(w, buf, n);
+    s += take, len -= take;
   }
 }
 
@@ -215,6 +222,21 @@ int snap__atos_lines(FILE *out, const char *arch, const char *image_name,
     return SNAP_EINVAL;
   if (n == 0)
     return 0;
+  const char *bundle;
+  size_t blen;
+  dsym_bundle(image_path, name, &bundle, &blen);
+  char dsym[4096];
+  if (blen >= sizeof dsym)
+    return SNAP_EINVAL;
+  int len = snprintf(dsym, sizeof dsym, "%.*s.dSYM/Contents/Resources/DWARF/%s",
+                     (int)blen, bundle, name);
+  if (len < 0 || (size_t)len >= sizeof dsym)
+    return SNAP_EINVAL; /* a name longer than any file system allows */
+
+  /* A control character in a command would reach the terminal inside
+     the quotes (ESC, C1) or break the line: no dSYM is named so. */
+  if (snap__text_escape(NULL, 0, dsym, (size_t)len) != (size_t)len)
+    return SNAP_EINVAL;
 
   writer_t w = {out, false};
   put(&w, "# ");
@@ -235,17 +257,6 @@ int snap__atos_lines(FILE *out, const char *arch, const char *image_name,
     put(&w, up);
     put(&w, "\"\n");
   }
-
-  const char *bundle;
-  size_t blen;
-  dsym_bundle(image_path, name, &bundle, &blen);
-  char dsym[4096];
-  if (blen >= sizeof dsym)
-    return SNAP_EINVAL;
-  int len = snprintf(dsym, sizeof dsym, "%.*s.dSYM/Contents/Resources/DWARF/%s",
-                     (int)blen, bundle, name);
-  if (len < 0 || (size_t)len >= sizeof dsym)
-    return SNAP_EINVAL; /* a name longer than any file system allows */
 
   put(&w, "atos -arch ");
   put(&w, a);

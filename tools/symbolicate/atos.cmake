@@ -7,3 +7,4 @@
 add_library(snap_symbolicate_atos STATIC ${CMAKE_CURRENT_LIST_DIR}/atos.c)
 target_include_directories(snap_symbolicate_atos
   PUBLIC ${CMAKE_CURRENT_LIST_DIR} ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(snap_symbolicate_atos PUBLIC snap_symbolicate_text)

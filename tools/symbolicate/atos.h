@@ -34,7 +34,8 @@
    for input).
 
    Returns 0, SNAP_EINVAL (out NULL, pcs NULL with n > 0, an arch atos does
-   not know, a uuid that is not a UUID, no name at all), or SNAP_EIO when a
+   not know, a uuid that is not a UUID, no name at all, a dSYM name with
+   a control character or invalid UTF-8), or SNAP_EIO when a
    write to out failed. [setup] */
 int snap__atos_lines(FILE *out, const char *arch, const char *image_name,
                      const char *image_path, const char *uuid, uint64_t base,

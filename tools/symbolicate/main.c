@@ -3,7 +3,8 @@
  * stripped build, later, from the debug files of exactly that build.
  *
  *   stacksnap-symbolicate [--debug-dir DIR]... [--binary FILE]...
- *                         [--no-default-dirs] [-o OUT.json] REPORT
+ *                         [--no-default-dirs] [--max-memory MIB]
+ *                         [-o OUT.json] REPORT
  *
  * REPORT: a lag report (schema stacksnap.lag/2) or any JSON of the same
  * frame and image shape; "-" reads standard input. Without -o the named
@@ -13,6 +14,12 @@
  * (symbol_files.c says where it looks); what named each image, or why
  * nothing did, is in the output either way. Apple reports are not named
  * here: the text gives the atos lines to run on a Mac.
+ *
+ * The report is untrusted input (docs/security.md, "Reports as untrusted
+ * input"): its build ids must be hex, a file it names by path is read
+ * only when its build-id note is the image's, the files read whole stay
+ * within --max-memory (default 4096 MiB), and the text output and every
+ * message escape what a terminal would act on (text_escape.c).
  *
  * Exit status: 0 when the report was read and written (whether or not
  * every image could be named: the output says which were); 1 when the
@@ -34,6 +41,7 @@
 #include "report_names.h"
 #include "report_text.h"
 #include "symbol_files.h"
+#include "text_escape.h"
 
 #define MAX_LIST 64 /* --debug-dir and --binary each */
 
@@ -49,6 +57,8 @@ static int usage(void) {
           "image\n"
           "                    with its build id (repeatable)\n"
           "  --no-default-dirs do not look in /usr/lib/debug\n"
+          "  --max-memory MIB  read symbol files of at most MIB MiB in all "
+          "(default 4096)\n"
           "  -o OUT.json       write the report back as JSON, names filled "
           "in\n"
           "                    (- for standard output); default: text\n");
@@ -95,6 +105,7 @@ int main(int argc, char **argv) {
   int n_dirs = 0, n_bins = 0;
   const char *report = NULL, *out_path = NULL;
   bool no_default = false;
+  unsigned long long max_mib = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--debug-dir") == 0 && i + 1 < argc && n_dirs < MAX_LIST)
@@ -103,7 +114,14 @@ int main(int argc, char **argv) {
       bins[n_bins++] = argv[++i];
     else if (strcmp(a, "--no-default-dirs") == 0)
       no_default = true;
-    else if (strcmp(a, "-o") == 0 && i + 1 < argc && !out_path)
+    else if (strcmp(a, "--max-memory") == 0 && i + 1 < argc) {
+      char *end;
+      errno = 0;
+      max_mib = strtoull(argv[++i], &end, 10);
+      if (errno || end == argv[i] || *end || max_mib == 0 ||
+          max_mib > (1ULL << 40))
+        return usage();
+    } else if (strcmp(a, "-o") == 0 && i + 1 < argc && !out_path)
       out_path = argv[++i];
     else if ((a[0] != '-' || strcmp(a, "-") == 0) && !report)
       report = a;
@@ -132,12 +150,14 @@ int main(int argc, char **argv) {
   snap_json_doc_t *doc = snap_json_parse(text, len, 0, &err);
   free(text);
   if (!doc) {
-    fprintf(stderr, "stacksnap-symbolicate: %s: not JSON: %s\n", report,
-            err.message);
+    char msg[4 * sizeof err.message];
+    snap__text_escape(msg, sizeof msg, err.message, strlen(err.message));
+    fprintf(stderr, "stacksnap-symbolicate: %s: not JSON: %s\n", report, msg);
     return 1;
   }
 
-  snap__symfind_opts_t opts = {dirs, n_dirs, bins, n_bins, no_default};
+  snap__symfind_opts_t opts = {dirs,   n_dirs,     bins,
+                               n_bins, no_default, max_mib << 20};
   snap__symfinder_t *finder = snap__symfinder_new(&opts);
   if (!finder) {
     fprintf(stderr, "stacksnap-symbolicate: out of memory\n");
@@ -145,10 +165,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   snap__report_summary_t sum;
-  char bad[512];
+  char bad[512], shown[4 * sizeof bad];
   int rc = 0;
   if (snap__report_name(doc, finder, &sum, bad, sizeof bad) != 0) {
-    fprintf(stderr, "stacksnap-symbolicate: %s: %s\n", report, bad);
+    /* The message names a place in the report, by its keys: escaped. */
+    snap__text_escape(shown, sizeof shown, bad, strlen(bad));
+    fprintf(stderr, "stacksnap-symbolicate: %s: %s\n", report, shown);
     rc = 1;
   }
   for (int i = 0; rc == 0; i++) {

@@ -5,8 +5,12 @@
  * where a line table said, then the images and what named each; for an
  * Apple report, the Spotlight and atos lines a Mac user runs (atos.c).
  *
- * Owns: the text only. Must not: change the document, or leave a failed
- * write unreported (a closed pipe, a full disk: the caller exits non-zero).
+ * Owns: the text only. Every string that comes from the report (or from
+ * the files it led to: symbol and file names) goes through esc() first
+ * (text_escape.c): a report is hostile, and a terminal acts on ESC, C1,
+ * CR and newline. Must not: change the document, print a report string
+ * unescaped, or leave a failed write unreported (a closed pipe, a full
+ * disk: the caller exits non-zero).
  */
 #include "report_text.h"
 
@@ -16,12 +20,37 @@
 
 #include "atos.h"
 #include "report_names.h"
+#include "text_escape.h"
+
+#define SLOTS 6 /* report strings in one line */
 
 typedef struct out {
   FILE *f;
   bool failed;
   char path[256];
+  char *slot[SLOTS]; /* esc()'s buffers, reused line after line */
+  size_t slot_size[SLOTS];
 } out_t;
+
+/* s escaped for a terminal, in buffer `slot` (valid until the next esc()
+   of that slot); NULL stays NULL. Out of memory: a placeholder, and the
+   write fails. */
+static const char *esc(out_t *o, int slot, const char *s) {
+  if (!s)
+    return NULL;
+  size_t len = strlen(s), need = snap__text_escape(NULL, 0, s, len) + 1;
+  if (need > o->slot_size[slot]) {
+    char *b = realloc(o->slot[slot], need);
+    if (!b) {
+      o->failed = true;
+      return "?";
+    }
+    o->slot[slot] = b;
+    o->slot_size[slot] = need;
+  }
+  snap__text_escape(o->slot[slot], o->slot_size[slot], s, len);
+  return o->slot[slot];
+}
 
 static void say(out_t *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -50,7 +79,8 @@ static unsigned long long hex_of(const snap_json_t *obj, const char *key,
 
 /* lag-report.py's frame_line, byte for byte, plus the source position. */
 static void frame_line(out_t *o, size_t i, const snap_json_t *fr) {
-  const char *image = str(fr, "image"), *symbol = str(fr, "symbol");
+  const char *image = esc(o, 0, str(fr, "image")),
+             *symbol = esc(o, 1, str(fr, "symbol"));
   bool ok, image_ok;
   unsigned long long pc = hex_of(fr, "pc", &ok);
   unsigned long long image_offset = hex_of(fr, "image_offset", &image_ok);
@@ -69,7 +99,7 @@ static void frame_line(out_t *o, size_t i, const snap_json_t *fr) {
   snap_json_bool(snap_json_get(fr, "in_app"), &in_app);
   say(o, "%s %-4zu%-30s 0x%016llx %s + %" PRIu64, in_app ? "*" : " ", i, image,
       pc, symbol ? symbol : image, offset);
-  const char *file = str(fr, "source_file");
+  const char *file = esc(o, 2, str(fr, "source_file"));
   if (file && snap_json_uint64(snap_json_get(fr, "source_line"), &u))
     say(o, " (%s:%" PRIu64 ")", file, u);
   say(o, "\n");
@@ -90,11 +120,11 @@ static void stacks(out_t *o, const snap_json_t *v, const snap_json_t *thread,
   if (snap_json_get(v, "tid"))
     thread = v;
   if (is_frames(v)) {
-    say(o, "\n%s", o->path);
+    say(o, "\n%s", esc(o, 0, o->path));
     if (thread) {
       int64_t tid = 0;
       snap_json_int64(snap_json_get(thread, "tid"), &tid);
-      const char *name = str(thread, "name");
+      const char *name = esc(o, 1, str(thread, "name"));
       say(o, " (thread %" PRId64 "%s%s%s)", tid, name ? " '" : "",
           name ? name : "", name ? "'" : "");
     }
@@ -235,7 +265,8 @@ int snap__report_text(FILE *f, const snap_json_doc_t *doc,
                       const snap__report_summary_t *sum) {
   out_t o = {.f = f};
   const snap_json_t *root = snap_json_root(doc);
-  const char *schema = str(root, "schema"), *kind = str(root, "kind");
+  const char *schema = esc(&o, 0, str(root, "schema")),
+             *kind = esc(&o, 1, str(root, "kind"));
   say(&o, "Report: %s%s%s\n", schema ? schema : "(no schema)",
       kind ? ", kind " : "", kind ? kind : "");
   uint64_t dur;
@@ -257,8 +288,10 @@ int snap__report_text(FILE *f, const snap_json_doc_t *doc,
     uint64_t size = 0;
     snap_json_uint64(snap_json_get(im, "size"), &size);
     snap_json_bool(snap_json_get(im, "in_app"), &in_app);
-    const char *name = str(im, "name"), *id = str(im, "build_id"),
-               *path = str(im, "path"), *status = str(im, "symbols");
+    const char *name = esc(&o, 0, str(im, "name")),
+               *id = esc(&o, 1, str(im, "build_id")),
+               *path = esc(&o, 2, str(im, "path")),
+               *status = esc(&o, 3, str(im, "symbols"));
     say(&o, "%s 0x%llx - 0x%llx %s <%s> %s\n", in_app ? "*" : " ", base,
         base + size, name ? name : "???", id ? id : "no build id",
         path ? path : "");
@@ -281,5 +314,7 @@ int snap__report_text(FILE *f, const snap_json_doc_t *doc,
   }
   if (fflush(f) != 0)
     o.failed = true;
+  for (int i = 0; i < SLOTS; i++)
+    free(o.slot[i]);
   return o.failed ? -1 : 0;
 }

@@ -4,13 +4,28 @@
  *
  * Owns: reading candidate files whole into memory (a CLI: no mapping, so a
  * file cut on disk meanwhile cannot fault us), the search order by build
- * id, a cache of the files read and of the answer per image, and the
- * lookups (functions: src/platform/linux/elf_reader.c; file:line:
+ * id, a cache of the files met (by device and inode: probed, or read)
+ * and of the answer per image, the memory budget of the files read, and
+ * the lookups (functions: src/platform/linux/elf_reader.c; file:line:
  * dwarf_lines.c).
+ *
+ * A report is hostile (docs/security.md, "Reports as untrusted input"):
+ * its build id must be plausible hex (image_probe.c) before it becomes
+ * part of a path, and a file it leads to (its image path, the debuglinks
+ * beside it, the .build-id tree) is opened only if stat says it is a
+ * regular file, then O_NONBLOCK (a FIFO cannot hang us) and checked again
+ * with fstat, and is read whole only when its build-id note, probed in a
+ * few bounded reads, is the image's. Of such a file whose id differs
+ * nothing is said (the output must not tell a report's author whether
+ * /home/x/.ssh/id_ed25519.debug exists); only files the user named
+ * (--binary) or keeps (the .build-id trees) are reported with their id.
+ * Spellings of one file (/lib/./x.so, //lib/x.so) share one probe and
+ * one read.
  *
  * The rule: an image is named only from a file whose GNU build id is the
  * one the report recorded. A file of the same name from another build is
- * never used, and the status says so and which id it had. Search order
+ * never used, and the status says so and which id it had (of a file the
+ * user named or keeps; of one a report led to, nothing). Search order
  * (the first match wins; the file at the image's path last, as a running
  * system may have replaced it since the report was written):
  *   1. --binary files, by their build id;
@@ -23,32 +38,39 @@
  * the image's identity; its names then come from the next match that has
  * them (a debug file), and file:line from whichever has .debug_line.
  *
- * Must not: read a file larger than MAX_FILE, name from a file whose build
- * id differs, or exit: every failure is a status text.
+ * Must not: read a file larger than MAX_FILE, read more than the budget
+ * (opts.max_bytes) in all, name from a file whose build id differs, or
+ * exit: every failure is a status text.
  */
-#define _POSIX_C_SOURCE 200809L /* fileno */
+#define _POSIX_C_SOURCE 200809L /* pread */
 #include "symbol_files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "dwarf_lines.h"
+#include "image_probe.h"
 #include "platform/linux/elf_reader.h"
 #include "platform/platform.h"
 
 #define MAX_FILE ((size_t)4 << 30) /* 4 GiB: debug files of big apps */
 
 struct snap__symfile {
-  char *path;
-  uint8_t *data; /* the whole file while it is read */
-  size_t size;
-  bool parsed; /* elf holds symbols */
+  char *path;        /* the first spelling it was found by */
+  bool has_identity; /* dev and ino are its (it could be opened) */
+  dev_t dev;         /* its identity: every spelling of it is this file */
+  ino_t ino;
+  bool user;     /* named by the user (--binary): reported even if not used */
+  uint8_t *data; /* the whole file, if detach failed */
+  bool parsed;   /* elf holds symbols */
   snap__elf_t elf;
-  char build_id[2 * 64 + 1];  /* "" if none */
-  bool read;                  /* its bytes were read (it exists) */
+  char build_id[2 * 64 + 1];  /* "" if none; the probe's until read */
+  bool read;                  /* its bytes were read and parsed */
   snap__dwarf_lines_t *lines; /* NULL if none */
   int lines_error;            /* why there are none (SNAP_DWL_*) */
   char why[256];              /* why it could not be read, or "" */
@@ -67,6 +89,7 @@ struct snap__symfinder {
   bool *binary_used;
   found_entry_t *found;
   int n_found, cap_found;
+  uint64_t budget, used; /* bytes of files read whole: the cap, so far */
 };
 
 static char *dup_str(const char *s) {
@@ -77,45 +100,70 @@ static char *dup_str(const char *s) {
   return p;
 }
 
-/* Reads path whole. NULL data with f->why set when it cannot. */
-static void read_whole(snap__symfile_t *f) {
-  FILE *in = fopen(f->path, "rb");
-  if (!in) {
-    snprintf(f->why, sizeof f->why, "cannot open: %s", strerror(errno));
-    return;
+/* Opens path for reading as a regular file of at least an ELF header's
+   size. stat first: opening a device has effects of its own (a tape
+   rewinds, a watchdog arms), so only what is a regular file is opened;
+   then O_NONBLOCK (a FIFO swapped in meanwhile cannot block the open),
+   O_NOCTTY, O_CLOEXEC, and fstat on the descriptor decides. -1 with why
+   set. */
+static int open_regular(const char *path, struct stat *st, char *why,
+                        size_t why_size) {
+  if (stat(path, st) != 0) {
+    snprintf(why, why_size, "cannot open: %s", strerror(errno));
+    return -1;
   }
-  struct stat st;
-  if (fstat(fileno(in), &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(f->why, sizeof f->why, "not a regular file");
-    fclose(in);
-    return;
+  int fd = S_ISREG(st->st_mode)
+               ? open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+               : -1;
+  if (fd < 0 && S_ISREG(st->st_mode)) {
+    snprintf(why, why_size, "cannot open: %s", strerror(errno));
+    return -1;
   }
-  if ((unsigned long long)st.st_size > MAX_FILE || st.st_size <= 0) {
-    snprintf(f->why, sizeof f->why, "size %lld: not an ELF file we read",
-             (long long)st.st_size);
-    fclose(in);
-    return;
+  if (fd < 0 || fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    snprintf(why, why_size, "not a regular file");
+    if (fd >= 0)
+      close(fd);
+    return -1;
   }
-  size_t size = (size_t)st.st_size;
-  uint8_t *data = malloc(size);
-  if (!data || fread(data, 1, size, in) != size) {
-    snprintf(f->why, sizeof f->why, "%s",
-             data ? "read failed (cut short?)" : "out of memory");
-    free(data);
-    fclose(in);
-    return;
+  if ((unsigned long long)st->st_size > MAX_FILE || st->st_size < 64) {
+    snprintf(why, why_size, "size %lld: not an ELF file we read",
+             (long long)st->st_size);
+    close(fd);
+    return -1;
   }
-  fclose(in);
-  f->data = data;
-  f->size = size;
+  return fd;
 }
 
-/* The file at path, read and parsed once (NULL only when out of memory;
-   a file that cannot be read is returned with why set). */
-static snap__symfile_t *file_at(snap__symfinder_t *fd, const char *path) {
+static int pread_all(int fd, uint64_t off, void *buf, size_t len) {
+  uint8_t *p = buf;
+  while (len > 0) {
+    ssize_t n = pread(fd, p, len, (off_t)off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return -1;
+    p += n, off += (uint64_t)n, len -= (size_t)n;
+  }
+  return 0;
+}
+
+static int probe_read(void *ctx, uint64_t off, void *buf, size_t len) {
+  return pread_all(*(int *)ctx, off, buf, len);
+}
+
+/* The file already read with this identity, or NULL. */
+static snap__symfile_t *cached(const snap__symfinder_t *fd,
+                               const struct stat *st) {
   for (int i = 0; i < fd->n_files; i++)
-    if (strcmp(fd->files[i]->path, path) == 0)
+    if (fd->files[i]->has_identity && fd->files[i]->dev == st->st_dev &&
+        fd->files[i]->ino == st->st_ino)
       return fd->files[i];
+  return NULL;
+}
+
+/* A new cache entry for path (NULL when out of memory). */
+static snap__symfile_t *new_file(snap__symfinder_t *fd, const char *path,
+                                 const struct stat *st) {
   if (fd->n_files == fd->cap_files) {
     int cap = fd->cap_files ? 2 * fd->cap_files : 16;
     snap__symfile_t **v = realloc(fd->files, (size_t)cap * sizeof *v);
@@ -129,25 +177,80 @@ static snap__symfile_t *file_at(snap__symfinder_t *fd, const char *path) {
     free(f);
     return NULL;
   }
+  if (st) {
+    f->has_identity = true;
+    f->dev = st->st_dev;
+    f->ino = st->st_ino;
+  }
   fd->files[fd->n_files++] = f;
-  read_whole(f);
-  if (!f->data)
-    return f;
+  return f;
+}
+
+/* Reads the open file whole into f and parses it, within the budget (f->why
+   says why not). Closes file. */
+static void load(snap__symfinder_t *fd, snap__symfile_t *f, int file,
+                 const struct stat *st) {
+  size_t size = (size_t)st->st_size;
+  if (size > fd->budget - fd->used) {
+    snprintf(f->why, sizeof f->why,
+             "its %llu MiB would pass the memory budget for "
+             "symbol files (%llu of %llu MiB used; --max-memory)",
+             (unsigned long long)(size >> 20),
+             (unsigned long long)(fd->used >> 20),
+             (unsigned long long)(fd->budget >> 20));
+    close(file);
+    return;
+  }
+  uint8_t *data = malloc(size);
+  if (!data || pread_all(file, 0, data, size) != 0) {
+    snprintf(f->why, sizeof f->why, "%s",
+             data ? "read failed (cut short?)" : "out of memory");
+    free(data);
+    close(file);
+    return;
+  }
+  close(file);
+  fd->used += size;
+  f->build_id[0] = '\0';
   /* The build id is read even when the file has no symbols: it is what
-     says whether the file is the image's at all. */
+     says whether the file is the image's at all (the probe's, if any, is
+     replaced: the full reader decides). */
   const uint8_t *id;
   size_t id_len;
-  if (snap__elf_build_id(f->data, f->size, &id, &id_len) == 0)
+  if (snap__elf_build_id(data, size, &id, &id_len) == 0)
     snap__plat_build_id_text(id, id_len, f->build_id, sizeof f->build_id);
-  f->parsed = snap__elf_parse(&f->elf, f->data, f->size) == 0;
+  f->parsed = snap__elf_parse(&f->elf, data, size) == 0;
   f->read = true;
-  f->lines_error = snap__dwarf_lines_open(f->data, f->size, &f->lines);
+  f->lines_error = snap__dwarf_lines_open(data, size, &f->lines);
   /* The line index owns what it returns; the symbols are copied out by
      detach: the file's bytes (most of it DWARF) are needed no more. */
-  if (!f->parsed || snap__elf_detach(&f->elf) == 0) {
-    free(f->data);
-    f->data = NULL;
+  if (!f->parsed || snap__elf_detach(&f->elf) == 0)
+    free(data);
+  else
+    f->data = data;
+}
+
+/* A --binary file, read and parsed once (NULL only when out of memory; a
+   file that cannot be read is returned with why set). */
+static snap__symfile_t *user_file(snap__symfinder_t *fd, const char *path) {
+  struct stat st;
+  char why[sizeof((snap__symfile_t *)0)->why];
+  int file = open_regular(path, &st, why, sizeof why);
+  snap__symfile_t *f = file >= 0 ? cached(fd, &st) : NULL;
+  if (f) {
+    close(file);
+  } else {
+    if (!(f = new_file(fd, path, file >= 0 ? &st : NULL))) {
+      if (file >= 0)
+        close(file);
+      return NULL;
+    }
+    if (file >= 0)
+      load(fd, f, file, &st);
+    else
+      snprintf(f->why, sizeof f->why, "%s", why);
   }
+  f->user = true;
   return f;
 }
 
@@ -163,8 +266,9 @@ snap__symfinder_t *snap__symfinder_new(const snap__symfind_opts_t *opts) {
     snap__symfinder_free(fd);
     return NULL;
   }
+  fd->budget = opts->max_bytes ? opts->max_bytes : SNAP__SYMFILES_BUDGET;
   for (int i = 0; i < n; i++)
-    if (!(fd->binaries[i] = file_at(fd, opts->binaries[i]))) {
+    if (!(fd->binaries[i] = user_file(fd, opts->binaries[i]))) {
       snap__symfinder_free(fd);
       return NULL;
     }
@@ -205,18 +309,22 @@ typedef struct search {
   snap__symfound_t *out;
   bool identified; /* some file with the image's build id was seen */
   char tried[768]; /* files of another build, for the status */
+  char over[320];  /* a matching file not read: the budget */
 } search_t;
 
-static void note_tried(search_t *s, const snap__symfile_t *f) {
+/* A file of another build, for the status: only one the user named or
+   keeps (path and build id are the user's to know), never one a report
+   led to. */
+static void note_tried(search_t *s, const char *path, const char *build_id) {
   size_t used = strlen(s->tried);
   if (used + 8 >= sizeof s->tried)
     return;
-  if (f->build_id[0])
+  if (build_id[0])
     snprintf(s->tried + used, sizeof s->tried - used, "%s%s has build id %s",
-             used ? "; " : "", f->path, f->build_id);
+             used ? "; " : "", path, build_id);
   else
     snprintf(s->tried + used, sizeof s->tried - used, "%s%s has no build id",
-             used ? "; " : "", f->path);
+             used ? "; " : "", path);
 }
 
 /* Offers f; true when the search is complete (names and lines found). */
@@ -224,7 +332,8 @@ static bool offer(search_t *s, snap__symfile_t *f) {
   if (!f || !f->read)
     return false; /* absent or unreadable: not worth a word */
   if (strcmp(f->build_id, s->build_id) != 0) {
-    note_tried(s, f);
+    if (f->user)
+      note_tried(s, f->path, f->build_id);
     return false;
   }
   s->identified = true;
@@ -235,16 +344,53 @@ static bool offer(search_t *s, snap__symfile_t *f) {
   return s->out->names && s->out->lines;
 }
 
-static bool exists(const char *path) {
+/* Offers the file at path, if one is there whose build-id note (probed)
+   is the image's: only then is it read. kept: in a tree the user keeps
+   (a .build-id tree), so a file of another build there is worth a word;
+   otherwise (a path from the report) nothing is said of it. Each file is
+   probed once, however many images or spellings name it (the cache holds
+   what the probe found). *at (if not NULL) receives the file when it is
+   the image's. */
+static bool offer_path(search_t *s, const char *path, bool kept,
+                       snap__symfile_t **at) {
   struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Offers path if a file is there. */
-static bool offer_path(search_t *s, const char *path) {
-  if (!exists(path))
+  char why[256];
+  int file = open_regular(path, &st, why, sizeof why);
+  if (file < 0)
     return false;
-  return offer(s, file_at(s->fd, path));
+  snap__symfile_t *f = cached(s->fd, &st);
+  if (!f) {
+    if (!(f = new_file(s->fd, path, &st))) {
+      close(file);
+      return false;
+    }
+    snap__probe_t probe;
+    if (snap__probe_build_id(probe_read, &file, (uint64_t)st.st_size, &probe) ==
+        0)
+      snap__plat_build_id_text(probe.id, probe.id_len, f->build_id,
+                               sizeof f->build_id);
+  }
+  /* Probed only, and this image's: read it now (load closes file). */
+  if (!f->user && !f->read && !f->why[0] &&
+      strcmp(f->build_id, s->build_id) == 0) {
+    load(s->fd, f, file, &st);
+    file = -1;
+  }
+  if (file >= 0)
+    close(file);
+  if (strcmp(f->build_id, s->build_id) != 0) {
+    if (f->user ? f->read : kept)
+      note_tried(s, f->user ? f->path : path, f->build_id);
+    return false;
+  }
+  if (!f->read) { /* its note is this image's, but the budget said no */
+    if (!s->over[0])
+      snprintf(s->over, sizeof s->over, "%s: %s", f->path, f->why);
+    return false;
+  }
+  if (at)
+    *at = f;
+  return offer(s, f);
 }
 
 static bool offer_build_id_tree(search_t *s, const char *dir) {
@@ -253,7 +399,7 @@ static bool offer_build_id_tree(search_t *s, const char *dir) {
   if (strlen(id) < 3)
     return false;
   snprintf(path, sizeof path, "%s/.build-id/%.2s/%s.debug", dir, id, id + 2);
-  return offer_path(s, path);
+  return offer_path(s, path, true, NULL);
 }
 
 static bool offer_debuglink(search_t *s, const snap__symfile_t *f) {
@@ -269,23 +415,23 @@ static bool offer_debuglink(search_t *s, const snap__symfile_t *f) {
     return false;
   *slash = '\0';
   snprintf(path, sizeof path, "%s/%s", dir, link);
-  if (strcmp(path, f->path) != 0 && offer_path(s, path))
+  if (strcmp(path, f->path) != 0 && offer_path(s, path, false, NULL))
     return true;
   snprintf(path, sizeof path, "%s/.debug/%s", dir, link);
-  if (offer_path(s, path))
+  if (offer_path(s, path, false, NULL))
     return true;
   for (int i = 0; i < s->fd->opts.n_debug_dirs; i++) {
     snprintf(path, sizeof path, "%s%s/%s", s->fd->opts.debug_dirs[i], dir,
              link);
-    if (offer_path(s, path))
+    if (offer_path(s, path, false, NULL))
       return true;
     snprintf(path, sizeof path, "%s/%s", s->fd->opts.debug_dirs[i], link);
-    if (offer_path(s, path))
+    if (offer_path(s, path, false, NULL))
       return true;
   }
   if (!s->fd->opts.no_default_dirs) {
     snprintf(path, sizeof path, "/usr/lib/debug%s/%s", dir, link);
-    if (offer_path(s, path))
+    if (offer_path(s, path, false, NULL))
       return true;
   }
   return false;
@@ -320,7 +466,7 @@ static void find_unverified(snap__symfinder_t *fd, const char *path,
 
 static void search(snap__symfinder_t *fd, const char *path,
                    const char *build_id, snap__symfound_t *out) {
-  search_t s = {fd, build_id, out, false, ""};
+  search_t s = {fd, build_id, out, false, "", ""};
   bool done = false;
   for (int i = 0; i < fd->opts.n_binaries && !done; i++) {
     bool was = s.identified;
@@ -333,11 +479,9 @@ static void search(snap__symfinder_t *fd, const char *path,
   if (!done && !fd->opts.no_default_dirs)
     done = offer_build_id_tree(&s, "/usr/lib/debug");
   snap__symfile_t *at = NULL;
-  if (!done && path && path[0] == '/' && exists(path)) {
-    at = file_at(fd, path);
-    done = offer(&s, at);
-  }
-  if (!done && at && strcmp(at->build_id, build_id) == 0)
+  if (!done && path && path[0] == '/')
+    done = offer_path(&s, path, false, &at);
+  if (!done && at)
     done = offer_debuglink(&s, at);
 
   if (out->names || out->lines) {
@@ -358,6 +502,10 @@ static void search(snap__symfinder_t *fd, const char *path,
     if (s.tried[0] && used < sizeof out->status)
       snprintf(out->status + used, sizeof out->status - used,
                "; not used, of another build than %s: %s", build_id, s.tried);
+  } else if (s.over[0]) {
+    snprintf(out->status, sizeof out->status,
+             "not named: the file with build id %s was not read: %s", build_id,
+             s.over);
   } else if (s.identified) {
     snprintf(out->status, sizeof out->status,
              "not named: the files with build id %s have no symbols (a "
@@ -380,10 +528,16 @@ void snap__symfind(snap__symfinder_t *fd, const char *path,
       *out = fd->found[i].found;
       return;
     }
+  char plain[2 * SNAP__BUILD_ID_MAX_BYTES + 1];
   if (!id[0])
     find_unverified(fd, p, out);
+  else if (!snap__build_id_plausible(id, plain, sizeof plain))
+    snprintf(out->status, sizeof out->status,
+             "not named: its build_id is not a build id (hex of %d to %d "
+             "bytes): refused, no file looked for",
+             SNAP__BUILD_ID_MIN_BYTES, SNAP__BUILD_ID_MAX_BYTES);
   else
-    search(fd, p, id, out);
+    search(fd, p, plain, out);
   if (fd->n_found == fd->cap_found) {
     int cap = fd->cap_found ? 2 * fd->cap_found : 16;
     found_entry_t *v = realloc(fd->found, (size_t)cap * sizeof *v);

@@ -16,14 +16,23 @@ typedef struct snap__symfile snap__symfile_t;
 /* Where to look, in this order: the --binary files (whose build id must
    be the image's), each --debug-dir's .build-id tree, /usr/lib/debug's
    (unless no_default_dirs), then the file at the image's path and its
-   .gnu_debuglink, each accepted only when its build id is the image's. */
+   .gnu_debuglink, each accepted only when its build id is the image's.
+   A report's build id must be hex of 8 to 64 bytes (else the image is
+   refused); a file a report leads to is read only when its build-id note,
+   probed first, is the image's, and is never mentioned otherwise. */
 typedef struct snap__symfind_opts {
   const char *const *debug_dirs;
   int n_debug_dirs;
   const char *const *binaries;
   int n_binaries;
   bool no_default_dirs;
+  /* The most bytes of symbol files read whole, in all (0: the default,
+     SNAP__SYMFILES_BUDGET); a file that would pass it is not read, and
+     the image's status says so. */
+  unsigned long long max_bytes;
 } snap__symfind_opts_t;
+
+#define SNAP__SYMFILES_BUDGET (4ULL << 30)
 
 typedef struct snap__symfinder snap__symfinder_t;
 
@@ -44,7 +53,7 @@ typedef struct snap__symfound {
 /* Finds the files for the image with this path and build id (lowercase
    hex; NULL or "" when the report has none: then only a --binary of the
    same base name is used, and the status says it could not be checked).
-   Results are cached per (path, build id). */
+   Results are cached per (path, build id); files by device and inode. */
 void snap__symfind(snap__symfinder_t *f, const char *path, const char *build_id,
                    snap__symfound_t *out);
 
