@@ -393,6 +393,10 @@ typedef struct snap__lock {
 int snap__plat_lock_init(snap__lock_t *l);
 void snap__plat_lock_lock(snap__lock_t *l);   /* [setup] */
 void snap__plat_lock_unlock(snap__lock_t *l); /* [setup] */
+/* Takes the lock only if no one holds it: true when taken. For a waiter
+   that must not wait on a holder that may never run again (the sampler
+   lock on Apple, posix/sampler_lock.c). [setup] */
+bool snap__plat_lock_trylock(snap__lock_t *l);
 /* Only for a lock no thread holds or waits for. [setup] */
 void snap__plat_lock_destroy(snap__lock_t *l);
 

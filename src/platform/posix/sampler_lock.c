@@ -28,10 +28,31 @@
  * on Linux, where two mutual samplers do not deadlock (signals are
  * cooperative) and so cannot show the bug by hanging.
  *
+ * Beside another profiler (Apple). The lock serialises our samplers only.
+ * Another profiler's sampler (sentry-cocoa suspends every non-idle thread
+ * but its own at 101 Hz) can suspend ours while ours suspends it: each is
+ * parked at its next return to user space, neither resumes the other, and
+ * whatever ours held stopped (the main thread) stays stopped. Nothing in
+ * the sampler itself can prevent it (a parked thread runs nothing), so a
+ * third thread that never suspends anything rescues it: the window is
+ * published here before the suspend call (snap__sampler_window_open), and
+ * snap__sampler_rescue_step, called every few ms by the backend's rescuer
+ * while windows open, resumes the target once the window has been open
+ * longer than a bound AND its sampler is itself held by someone AND the
+ * target's suspend count shows a suspension beyond the one it had before
+ * ours. Exactly one of sampler and rescuer resumes (a compare-and-swap on
+ * the window's state); a rescued sample is thrown away. A waiter for this
+ * lock whose holder is held and rescued gets SNAP_EBUSY instead of waiting
+ * for a thread that may never run again (snap__sampler_enter_bounded).
+ * The decision is pure over the hooks, so test_sampler_rescue drives it on
+ * Linux against a stand-in of xnu's suspension (docs/apple.md, "Contract:
+ * beside another profiler").
+ *
  * Must not: be taken in the stopped window, or by a thread that holds any
  * other lock of ours.
  */
 #include <stdatomic.h>
+#include <time.h>
 
 #include "platform/posix/locks.h"
 
@@ -39,6 +60,14 @@ static snap__lock_t g_lock;
 static bool g_lock_ok;
 static atomic_int g_open; /* windows between enter and leave */
 static atomic_int g_peak;
+
+/* The one open window (one at a time: the lock), for the rescuer. */
+enum { WIN_NONE, WIN_OPEN, WIN_RESCUED };
+static _Atomic int g_win_state;
+static _Atomic snap_thread_t g_win_sampler, g_win_target;
+static _Atomic uint64_t g_win_opened_ns;
+static atomic_int g_win_base; /* target's suspend count before ours */
+static _Atomic uint64_t g_rescues;
 
 /* At load time, before any thread of the app can sample. */
 __attribute__((constructor)) static void sampler_lock_init(void) {
@@ -62,3 +91,71 @@ void snap__sampler_leave(void) {
 }
 
 int snap__sampler_windows_peak(void) { return atomic_load(&g_peak); }
+
+/* Whether the holder of the lock is a sampler whose window was rescued:
+   it was parked by someone else, and waiting for it may be waiting
+   forever (it closes the window when it runs again). */
+static bool holder_lost(void) {
+  return atomic_load(&g_win_state) == WIN_RESCUED;
+}
+
+int snap__sampler_enter_bounded(void) {
+  if (!g_lock_ok)
+    return SNAP_EUNSUPPORTED;
+  /* Tried, then slept on: a holder that is merely working lets go within
+     a window's length (tens of us); one that is parked never may. */
+  while (!snap__plat_lock_trylock(&g_lock)) {
+    if (holder_lost())
+      return SNAP_EBUSY;
+    struct timespec ts = {0, 200 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  int now = atomic_fetch_add(&g_open, 1) + 1;
+  int peak = atomic_load(&g_peak);
+  while (now > peak && !atomic_compare_exchange_weak(&g_peak, &peak, now))
+    ;
+  return SNAP_OK;
+}
+
+void snap__sampler_window_open(snap_thread_t sampler, snap_thread_t target,
+                               int target_count, uint64_t now_ns) {
+  atomic_store(&g_win_sampler, sampler);
+  atomic_store(&g_win_target, target);
+  atomic_store(&g_win_base, target_count);
+  atomic_store(&g_win_opened_ns, now_ns);
+  atomic_store(&g_win_state, WIN_OPEN); /* last: the rescuer reads it first */
+}
+
+bool snap__sampler_window_close(void) {
+  int open = WIN_OPEN;
+  bool mine = atomic_compare_exchange_strong(&g_win_state, &open, WIN_NONE);
+  if (!mine)
+    atomic_store(&g_win_state, WIN_NONE); /* rescued: seen, now closed */
+  atomic_store(&g_win_sampler, 0);
+  return mine;
+}
+
+int snap__sampler_rescue_step(const snap__sampler_ops_t *ops, uint64_t now_ns,
+                              uint64_t bound_ns) {
+  if (atomic_load(&g_win_state) != WIN_OPEN)
+    return 0;
+  snap_thread_t sampler = atomic_load(&g_win_sampler);
+  snap_thread_t target = atomic_load(&g_win_target);
+  uint64_t opened = atomic_load(&g_win_opened_ns);
+  int base = atomic_load(&g_win_base);
+  if (now_ns < opened || now_ns - opened < bound_ns)
+    return 0; /* young: a sampler that is merely slow finishes */
+  if (ops->suspend_count(ops->ctx, sampler) <= 0)
+    return 0; /* it runs (or is gone): it will resume its target itself */
+  if (ops->suspend_count(ops->ctx, target) <= base)
+    return 0; /* our suspension of it has not happened yet */
+  int open = WIN_OPEN;
+  if (atomic_load(&g_win_target) != target ||
+      !atomic_compare_exchange_strong(&g_win_state, &open, WIN_RESCUED))
+    return 0; /* the sampler closed it meanwhile */
+  (void)ops->resume(ops->ctx, target);
+  atomic_fetch_add(&g_rescues, 1);
+  return 1;
+}
+
+uint64_t snap__sampler_rescues(void) { return atomic_load(&g_rescues); }
