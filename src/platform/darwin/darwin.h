@@ -61,6 +61,6 @@ bool snap__darwin_own_stack(uintptr_t *lo, uintptr_t *hi);
    user_stop_count), -1 when the port names no thread. [setup] */
 bool snap__darwin_rescuer_up(void);
 void snap__darwin_rescuer_note(void);
-int snap__darwin_suspend_count(mach_port_t port);
+int snap__darwin_suspend_count(uint32_t port);
 
 #endif /* SNAP_PLATFORM_DARWIN_H */

@@ -45,7 +45,7 @@ static atomic_int g_up; /* 0 not started, 1 running, -1 cannot start */
 static _Atomic uint64_t g_last_open_ns;
 static snap__plat_thread_t g_thread;
 
-int snap__darwin_suspend_count(mach_port_t port) {
+int snap__darwin_suspend_count(uint32_t port) {
   thread_basic_info_data_t info;
   mach_msg_type_number_t n = THREAD_BASIC_INFO_COUNT;
   if (thread_info(port, THREAD_BASIC_INFO, (thread_info_t)&info, &n) !=
