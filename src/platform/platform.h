@@ -450,6 +450,22 @@ int64_t snap__plat_unix_ms(void);
 /* CPU time the thread has used (user + system), in nanoseconds, or a
    negative SNAP_E* code (SNAP_ENOTHREAD when it exited). */
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
+
+/* What the trace's state decision (trace/sampler.c) must know of this
+   platform's facts. cpu_time_exact: a thread's CPU time grows while it
+   runs, up to the instant it is read (Linux: the kernel brings a running
+   task's clock up to date on every read); false where it grows only at
+   the thread's kernel entries and context switches (xnu's
+   THREAD_BASIC_INFO), so an unchanged value does not mean "did not run".
+   sample_keeps_call: a sample leaves a thread that was in a system call
+   inside it (Apple's thread_suspend), rather than interrupting it (Linux's
+   signal, which runs the handler on the way out), so a call in the
+   sample's registers is one the thread was still in. */
+typedef struct snap__plat_trace_facts {
+  bool cpu_time_exact;
+  bool sample_keeps_call;
+} snap__plat_trace_facts_t;
+snap__plat_trace_facts_t snap__plat_trace_facts(void);
 /* A reader of one thread's own scheduler times, kept open (the watchdog
    reads them at every wake: opening /proc/thread-self/schedstat each time
    was half of its CPU time on a 60 fps loop; a read of the open file is a
