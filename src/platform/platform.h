@@ -324,6 +324,11 @@ typedef struct snap__plat_sym_query {
   uintptr_t image_base;   /* load address of the image holding addr, 0 if
                              none */
   const char *image_path; /* that image's full path, NULL if none */
+  uintptr_t func_index;   /* that image's function index (Apple: its
+                             __unwind_info; snap__plat_range_t), 0 if none:
+                             a name is kept only if it starts inside the
+                             function holding addr */
+  size_t func_index_size;
 } snap__plat_sym_query_t;
 
 /* name: the function's raw name as the binary spells it (possibly mangled;
