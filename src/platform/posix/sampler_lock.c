@@ -61,9 +61,12 @@ static bool g_lock_ok;
 static atomic_int g_open; /* windows between enter and leave */
 static atomic_int g_peak;
 
-/* The one open window (one at a time: the lock), for the rescuer. */
-enum { WIN_NONE, WIN_OPEN, WIN_RESCUED };
-static _Atomic int g_win_state;
+/* The one open window (one at a time: the lock), for the rescuer. The
+   state word is the window's sequence number times 4 plus its kind, so
+   the rescuer can tell that the fields it read belong to the window whose
+   state it then changes (a sequence lock: fields first, state last). */
+enum { WIN_NONE, WIN_OPEN, WIN_RESCUED, WIN_KIND = 3 };
+static _Atomic uint64_t g_win_state;
 static _Atomic snap_thread_t g_win_sampler, g_win_target;
 static _Atomic uint64_t g_win_opened_ns;
 static atomic_int g_win_base; /* target's suspend count before ours */
@@ -74,15 +77,20 @@ __attribute__((constructor)) static void sampler_lock_init(void) {
   g_lock_ok = snap__plat_lock_init(&g_lock) == SNAP_OK;
 }
 
-int snap__sampler_enter(void) {
-  if (!g_lock_ok)
-    return SNAP_EUNSUPPORTED; /* never stop a thread unserialised */
-  snap__plat_lock_lock(&g_lock);
+/* One more window in flight (the lock is held), for the peak. */
+static int count_window(void) {
   int now = atomic_fetch_add(&g_open, 1) + 1;
   int peak = atomic_load(&g_peak);
   while (now > peak && !atomic_compare_exchange_weak(&g_peak, &peak, now))
     ;
   return SNAP_OK;
+}
+
+int snap__sampler_enter(void) {
+  if (!g_lock_ok)
+    return SNAP_EUNSUPPORTED; /* never stop a thread unserialised */
+  snap__plat_lock_lock(&g_lock);
+  return count_window();
 }
 
 void snap__sampler_leave(void) {
@@ -96,7 +104,7 @@ int snap__sampler_windows_peak(void) { return atomic_load(&g_peak); }
    it was parked by someone else, and waiting for it may be waiting
    forever (it closes the window when it runs again). */
 static bool holder_lost(void) {
-  return atomic_load(&g_win_state) == WIN_RESCUED;
+  return (atomic_load(&g_win_state) & WIN_KIND) == WIN_RESCUED;
 }
 
 int snap__sampler_enter_bounded(void) {
@@ -110,11 +118,7 @@ int snap__sampler_enter_bounded(void) {
     struct timespec ts = {0, 200 * 1000};
     nanosleep(&ts, NULL);
   }
-  int now = atomic_fetch_add(&g_open, 1) + 1;
-  int peak = atomic_load(&g_peak);
-  while (now > peak && !atomic_compare_exchange_weak(&g_peak, &peak, now))
-    ;
-  return SNAP_OK;
+  return count_window();
 }
 
 void snap__sampler_window_open(snap_thread_t sampler, snap_thread_t target,
@@ -123,35 +127,43 @@ void snap__sampler_window_open(snap_thread_t sampler, snap_thread_t target,
   atomic_store(&g_win_target, target);
   atomic_store(&g_win_base, target_count);
   atomic_store(&g_win_opened_ns, now_ns);
-  atomic_store(&g_win_state, WIN_OPEN); /* last: the rescuer reads it first */
+  uint64_t seq = (atomic_load(&g_win_state) >> 2) + 1;
+  atomic_store(&g_win_state, seq << 2 | WIN_OPEN); /* last: see above */
 }
 
 bool snap__sampler_window_close(void) {
-  int open = WIN_OPEN;
-  bool mine = atomic_compare_exchange_strong(&g_win_state, &open, WIN_NONE);
-  if (!mine)
-    atomic_store(&g_win_state, WIN_NONE); /* rescued: seen, now closed */
+  uint64_t st = atomic_load(&g_win_state);
+  while ((st & WIN_KIND) == WIN_OPEN)
+    if (atomic_compare_exchange_weak(&g_win_state, &st,
+                                     (st & ~(uint64_t)WIN_KIND) | WIN_NONE)) {
+      atomic_store(&g_win_sampler, 0);
+      return true;
+    }
+  /* Rescued: the target was resumed by the rescuer. Seen; now closed. */
+  atomic_store(&g_win_state, (st & ~(uint64_t)WIN_KIND) | WIN_NONE);
   atomic_store(&g_win_sampler, 0);
-  return mine;
+  return false;
 }
 
 int snap__sampler_rescue_step(const snap__sampler_ops_t *ops, uint64_t now_ns,
                               uint64_t bound_ns) {
-  if (atomic_load(&g_win_state) != WIN_OPEN)
+  uint64_t st = atomic_load(&g_win_state);
+  if ((st & WIN_KIND) != WIN_OPEN)
     return 0;
   snap_thread_t sampler = atomic_load(&g_win_sampler);
   snap_thread_t target = atomic_load(&g_win_target);
   uint64_t opened = atomic_load(&g_win_opened_ns);
   int base = atomic_load(&g_win_base);
+  if (atomic_load(&g_win_state) != st)
+    return 0; /* closed (and maybe reopened) while we read: next tick */
   if (now_ns < opened || now_ns - opened < bound_ns)
     return 0; /* young: a sampler that is merely slow finishes */
   if (ops->suspend_count(ops->ctx, sampler) <= 0)
     return 0; /* it runs (or is gone): it will resume its target itself */
   if (ops->suspend_count(ops->ctx, target) <= base)
     return 0; /* our suspension of it has not happened yet */
-  int open = WIN_OPEN;
-  if (atomic_load(&g_win_target) != target ||
-      !atomic_compare_exchange_strong(&g_win_state, &open, WIN_RESCUED))
+  if (!atomic_compare_exchange_strong(&g_win_state, &st,
+                                      (st & ~(uint64_t)WIN_KIND) | WIN_RESCUED))
     return 0; /* the sampler closed it meanwhile */
   (void)ops->resume(ops->ctx, target);
   atomic_fetch_add(&g_rescues, 1);
