@@ -27,6 +27,12 @@
  * started, nothing is sampled (SNAP_EUNSUPPORTED): no thread is stopped
  * without a way out.
  *
+ * Every import its loop calls is bound before the thread starts: a first
+ * call through a lazy stub takes dyld's lock (docs/apple.md, "Lazy binding
+ * in the stopped window"), which a target our parked sampler holds may
+ * hold. thread_info and thread_resume are bound by prebind.c already;
+ * nanosleep and the clock here.
+ *
  * Must not: suspend, lock, or wait on anything a sampler holds.
  */
 #include <mach/mach.h>
@@ -68,7 +74,8 @@ static int resume_op(void *ctx, snap_thread_t t) {
 static const snap__sampler_ops_t g_ops = {count_op, resume_op, NULL};
 
 static bool recent(void) {
-  return snap__plat_now_ns() - atomic_load(&g_last_open_ns) < RESCUE_IDLE_NS;
+  uint64_t now = snap__plat_now_ns(), last = atomic_load(&g_last_open_ns);
+  return last >= now || now - last < RESCUE_IDLE_NS; /* noted after now */
 }
 
 static void rescuer_main(void *arg) {
@@ -98,6 +105,10 @@ bool snap__darwin_rescuer_up(void) {
   static bool fork_hooked;
   if (!fork_hooked)
     fork_hooked = snap__plat_on_fork_child(rescuer_forked) == SNAP_OK;
+  /* Bound now, while nothing is stopped (see the head comment). */
+  struct timespec zero = {0, 0};
+  nanosleep(&zero, NULL);
+  (void)snap__darwin_suspend_count(0);
   atomic_store(&g_last_open_ns, snap__plat_now_ns());
   up = snap__plat_thread_start(&g_thread, rescuer_main, NULL,
                                "stacksnap.rescue") == SNAP_OK
