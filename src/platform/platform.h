@@ -334,6 +334,11 @@ typedef struct snap__plat_sym_query {
   uintptr_t image_base;   /* load address of the image holding addr, 0 if
                              none */
   const char *image_path; /* that image's full path, NULL if none */
+  uintptr_t func_index;   /* that image's function index (Apple: its
+                             __unwind_info; snap__plat_range_t), 0 if none:
+                             a name is kept only if it starts inside the
+                             function holding addr */
+  size_t func_index_size;
 } snap__plat_sym_query_t;
 
 /* name: the function's raw name as the binary spells it (possibly mangled;
@@ -403,6 +408,10 @@ typedef struct snap__lock {
 int snap__plat_lock_init(snap__lock_t *l);
 void snap__plat_lock_lock(snap__lock_t *l);   /* [setup] */
 void snap__plat_lock_unlock(snap__lock_t *l); /* [setup] */
+/* Takes the lock only if no one holds it: true when taken. For a waiter
+   that must not wait on a holder that may never run again (the sampler
+   lock on Apple, posix/sampler_lock.c). [setup] */
+bool snap__plat_lock_trylock(snap__lock_t *l);
 /* Only for a lock no thread holds or waits for. [setup] */
 void snap__plat_lock_destroy(snap__lock_t *l);
 
@@ -456,6 +465,22 @@ int64_t snap__plat_unix_ms(void);
 /* CPU time the thread has used (user + system), in nanoseconds, or a
    negative SNAP_E* code (SNAP_ENOTHREAD when it exited). */
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
+
+/* What the trace's state decision (trace/sampler.c) must know of this
+   platform's facts. cpu_time_exact: a thread's CPU time grows while it
+   runs, up to the instant it is read (Linux: the kernel brings a running
+   task's clock up to date on every read); false where it grows only at
+   the thread's kernel entries and context switches (xnu's
+   THREAD_BASIC_INFO), so an unchanged value does not mean "did not run".
+   sample_keeps_call: a sample leaves a thread that was in a system call
+   inside it (Apple's thread_suspend), rather than interrupting it (Linux's
+   signal, which runs the handler on the way out), so a call in the
+   sample's registers is one the thread was still in. */
+typedef struct snap__plat_trace_facts {
+  bool cpu_time_exact;
+  bool sample_keeps_call;
+} snap__plat_trace_facts_t;
+snap__plat_trace_facts_t snap__plat_trace_facts(void);
 /* A reader of one thread's own scheduler times, kept open (the watchdog
    reads them at every wake: opening /proc/thread-self/schedstat each time
    was half of its CPU time on a 60 fps loop; a read of the open file is a

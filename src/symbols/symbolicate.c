@@ -126,7 +126,9 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
     f->in_app = img && img->in_app;
     q[i].addr = addr;
     q[i].image_base = f->image_base;
-    q[i].image_path = img ? img->path : NULL; /* interned: outlives t */
+    q[i].image_path = img ? img->path : NULL;    /* interned: outlives t */
+    q[i].func_index = img ? img->func_index : 0; /* read through safe reads */
+    q[i].func_index_size = img ? img->func_index_size : 0;
   }
   snap__images_release(t);
 

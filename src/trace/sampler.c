@@ -24,6 +24,13 @@
  * blocked when the capture found it in a system call, else running — or
  * runnable, for the main thread, when it waited longer for a CPU than it ran
  * since the last sample.
+ *
+ * On Apple (snap__plat_trace_facts) CPU time is charged only at a thread's
+ * kernel entries and context switches, so a thread whose CPU time did not
+ * move but which is running or runnable (TH_STATE_RUNNING) may have run
+ * since: it is captured, not given its old stack. And a suspension leaves
+ * a thread inside its system call, so a decoded call — a mach_msg too —
+ * is a call it is in: blocked.
  */
 #include <string.h>
 
@@ -155,11 +162,27 @@ static void record(snap__trace_t *tr, snap__trace_thr_t *th,
 /* Blocked when the OS said so (a quiet walk), or when a signal found the
    thread in a call that waits (a lock, I/O, a sleep, a poll: the signal
    woke it there); a signal that found it in another call (clock_gettime,
-   a system call under qemu-user, which has no vDSO) found it running. */
-static uint8_t blocked_state(unsigned kind, bool os_blocked) {
-  if (kind == SNAP_WAIT_NONE || (kind == SNAP_WAIT_OTHER && !os_blocked))
+   a system call under qemu-user, which has no vDSO) found it running.
+   Where a sample leaves the thread inside its call (Apple's
+   thread_suspend), any call decoded is one it is still in: blocked, and a
+   mach_msg (a run loop's idle wait, a synchronous XPC call: kind other)
+   too, which no OS flag ever marks there. */
+uint8_t snap__trace_capture_state(unsigned kind, bool os_blocked,
+                                  snap__plat_trace_facts_t facts) {
+  if (kind == SNAP_WAIT_NONE)
+    return SNAP__TRACE_RUNNING;
+  if (kind == SNAP_WAIT_OTHER && !os_blocked && !facts.sample_keeps_call)
     return SNAP__TRACE_RUNNING;
   return SNAP__TRACE_BLOCKED;
+}
+
+/* Whether the thread may have run since its last sample: on its first, if
+   its CPU time moved, or — where CPU time is charged only at kernel
+   entries and switches (Apple) — if it is running or runnable now
+   (`running`: snap__plat_thread_is_running's answer; asked only then). */
+bool snap__trace_may_have_run(bool first, bool cpu_moved, int running,
+                              snap__plat_trace_facts_t facts) {
+  return first || cpu_moved || (!facts.cpu_time_exact && running == 1);
 }
 
 /* Samples one thread (its entry th, looked up under the lock by the
@@ -187,9 +210,22 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   }
   sample_t s = {
       .t_us = us_of(tr, now), .stack = SNAP__TRACE_NONE, .cpu_ns = -1};
-  bool ran = !th->have_last || cpu != th->cpu_seen;
-  if (others &&
-      (!th->have_last || !ran || snap__plat_thread_is_running(th->tid) != 1)) {
+  const snap__plat_trace_facts_t facts = snap__plat_trace_facts();
+  bool cpu_moved = th->have_last && cpu != th->cpu_seen;
+  /* Whether it runs or waits for a CPU now: asked once, when needed. */
+  int running = SNAP_EUNSUPPORTED;
+  bool asked = false;
+  if (th->have_last && !cpu_moved && !facts.cpu_time_exact) {
+    running = snap__plat_thread_is_running(th->tid);
+    asked = true;
+  }
+  bool ran =
+      snap__trace_may_have_run(!th->have_last, cpu_moved, running, facts);
+  if (others && th->have_last && ran && !asked) {
+    running = snap__plat_thread_is_running(th->tid);
+    asked = true;
+  }
+  if (others && (!th->have_last || !ran || running != 1)) {
     /* Idle (or first seen, or no longer on a CPU): not sampled; its
        span ends with its last sample. */
     snap__plat_lock_lock(lock);
@@ -204,7 +240,9 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
        (woken or preempted, waiting for a CPU), else still blocked. */
     s.stack = th->last_stack;
     s.cpu_ns = 0;
-    if (snap__plat_thread_is_running(th->tid) == 1) {
+    if (!asked)
+      running = snap__plat_thread_is_running(th->tid);
+    if (running == 1) {
       s.state = SNAP__TRACE_RUNNABLE;
     } else {
       s.state = SNAP__TRACE_BLOCKED;
@@ -227,7 +265,7 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
       s.state = SNAP__TRACE_UNKNOWN;
     } else {
-      s.state = blocked_state(wait.kind, os_blocked);
+      s.state = snap__trace_capture_state(wait.kind, os_blocked, facts);
       s.wait = s.state == SNAP__TRACE_BLOCKED ? (uint8_t)wait.kind : 0;
     }
     if (th->have_last && th->cpu_seen >= 0 && cpu >= th->cpu_seen)

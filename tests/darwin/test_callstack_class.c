@@ -21,14 +21,25 @@
  *    that skips 0, 1, 3 or 4 entries instead of 2 can leave frames
  *    unnamed, never misnamed.
  *
+ *  - a name is kept only if it starts inside the function holding the pc
+ *    (issue 23, "Names in release builds"): dyld's dladdr answers the
+ *    closest exported symbol below an address, so a function that is not
+ *    exported (cs_neighbour_hidden) is named after the exported one before
+ *    it, by dladdr and by the class's lines alike. This file's
+ *    snap__plat_function_bounds stands in for the image's __unwind_info:
+ *    a function runs from its start to the next function nm knows. Before
+ *    the check, "neighbour" was named after its neighbour.
+ *
  * This file defines dladdr, so every dladdr in the process (the code under
  * test's and the stand-in's) answers as dyld would on Apple: glibc's answer,
- * except for two address ranges, one whose symbol dyld reports as
- * "<redacted>" and one that only the Mach-O header symbol covers
- * (dli_saddr == dli_fbase). "Blind" mode answers nothing outside the
- * stand-in's backtrace_symbols, so the names seen can only have come from
- * the class's lines: that is how the test tells the class path from the
- * dladdr fallback.
+ * except for three address ranges, one whose symbol dyld reports as
+ * "<redacted>", one that only the Mach-O header symbol covers
+ * (dli_saddr == dli_fbase), and the static cs_neighbour_hidden, which dyld
+ * names after the closest exported symbol below it (nm -D's, found at run
+ * time: dyld's rule over the oracle's list). "Blind" mode answers nothing
+ * outside the stand-in's backtrace_symbols, so the names seen can only have
+ * come from the class's lines: that is how the test tells the class path from
+ * the dladdr fallback.
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -51,7 +62,9 @@ bool snap__plat_in_stopped_window(void) { return g_in_window; }
 typedef struct range {
   uintptr_t lo, hi;
 } range_t;
-static range_t g_redacted, g_header;
+static range_t g_redacted, g_header, g_neighbour;
+static uintptr_t g_neighbour_saddr;
+static const char *g_neighbour_sname;
 static bool g_blind;
 
 static int (*real_dladdr(void))(const void *, Dl_info *) {
@@ -73,6 +86,10 @@ int dladdr(const void *addr, Dl_info *info) {
   if (a >= g_header.lo && a < g_header.hi) {
     info->dli_sname = "_mh_execute_header";
     info->dli_saddr = info->dli_fbase;
+  }
+  if (a >= g_neighbour.lo && a < g_neighbour.hi) {
+    info->dli_sname = g_neighbour_sname; /* dyld: closest exported below */
+    info->dli_saddr = (void *)g_neighbour_saddr;
   }
   return 1;
 }
@@ -114,6 +131,12 @@ __attribute__((noinline)) int snap_cs_redacted(int x) {
 static __attribute__((noinline)) int cs_hidden(int x) {
   g_sink += 2 * x;
   return g_sink / 3;
+}
+/* Static, and the test's dladdr names it after the closest exported
+   function below it, as dyld does in a stripped image. */
+static __attribute__((noinline)) int cs_neighbour_hidden(int x) {
+  g_sink += 5 * x;
+  return g_sink / 7;
 }
 /* Static, and the test's dladdr makes the Mach-O header symbol cover it. */
 static __attribute__((noinline)) int cs_header(int x) {
@@ -176,6 +199,51 @@ static const nm_sym_t *nm_cover(uintptr_t addr) {
   return NULL;
 }
 
+/* The exported function with the highest start at or below addr: dyld's
+   dladdr rule over nm -D's list. */
+static const nm_sym_t *nm_below(uintptr_t addr) {
+  const nm_sym_t *best = NULL;
+  for (int i = 0; i < g_nsyms; i++) {
+    uintptr_t lo = g_syms[i].value + g_bias;
+    if (lo <= addr && (!best || lo > best->value + g_bias))
+      best = &g_syms[i];
+  }
+  return best;
+}
+
+/* __unwind_info, stood in for: the function holding pc runs from the start
+   of the symbol nm knows (exported) or the static function this test
+   names, to the next start above it. Token index 1 is this executable's. */
+static uintptr_t g_static_starts[3];
+
+bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
+                                uintptr_t base, uintptr_t pc, uintptr_t *start,
+                                uintptr_t *end) {
+  (void)index_size, (void)base;
+  if (index != 1)
+    return false;
+  uintptr_t lo = 0, hi = UINTPTR_MAX;
+  const nm_sym_t *b = nm_below(pc);
+  if (b)
+    lo = b->value + g_bias;
+  for (size_t k = 0; k < sizeof g_static_starts / sizeof *g_static_starts; k++)
+    if (g_static_starts[k] <= pc && g_static_starts[k] > lo)
+      lo = g_static_starts[k];
+  for (int i = 0; i < g_nsyms; i++) {
+    uintptr_t v = g_syms[i].value + g_bias;
+    if (v > pc && v < hi)
+      hi = v;
+  }
+  for (size_t k = 0; k < sizeof g_static_starts / sizeof *g_static_starts; k++)
+    if (g_static_starts[k] > pc && g_static_starts[k] < hi)
+      hi = g_static_starts[k];
+  if (!lo || hi == UINTPTR_MAX)
+    return false;
+  *start = lo;
+  *end = hi;
+  return true;
+}
+
 /* ---- The queries --------------------------------------------------------- */
 
 enum {
@@ -190,11 +258,14 @@ enum {
   Q_ZERO,
   Q_LIBOBJC,
   Q_DELTA,
+  Q_NEIGHBOUR,
   NQ
 };
 static const char *const q_label[NQ] = {
-    "alpha",  "beta", "hidden (image+offset)", "gamma", "redacted",
-    "alpha again", "Mach-O header", "heap", "zero", "libobjc", "delta"};
+    "alpha",         "beta",     "hidden (image+offset)",
+    "gamma",         "redacted", "alpha again",
+    "Mach-O header", "heap",     "zero",
+    "libobjc",       "delta",    "neighbour (not exported)"};
 
 static snap__plat_sym_query_t g_q[NQ];
 static const char *g_expect_name[NQ]; /* NULL: must stay unnamed */
@@ -255,6 +326,21 @@ static void build_queries(void) {
             nm_cover(g_q[Q_HEADER].addr) == NULL,
         "nm -D has a symbol over a static function");
 
+  /* Not exported: dyld names it after what precedes it; nothing may. */
+  g_q[Q_NEIGHBOUR].addr = (uintptr_t)&cs_neighbour_hidden + 1;
+  const nm_sym_t *below = nm_below(g_q[Q_NEIGHBOUR].addr);
+  CHECK(below != NULL && nm_cover(g_q[Q_NEIGHBOUR].addr) == NULL,
+        "no exported function below the static neighbour, or one over it");
+  if (below) {
+    g_neighbour.lo = (uintptr_t)&cs_neighbour_hidden;
+    g_neighbour.hi = g_q[Q_NEIGHBOUR].addr + 1;
+    g_neighbour_saddr = below->value + g_bias;
+    g_neighbour_sname = below->name;
+  }
+  g_static_starts[0] = (uintptr_t)&cs_hidden;
+  g_static_starts[1] = (uintptr_t)&cs_header;
+  g_static_starts[2] = (uintptr_t)&cs_neighbour_hidden;
+
   g_heap = malloc(64);
   g_q[Q_HEAP].addr = (uintptr_t)g_heap + 8;
   g_q[Q_ZERO].addr = 0;
@@ -270,8 +356,12 @@ static void build_queries(void) {
   g_expect_name[Q_LIBOBJC] = "objc_getClass";
   g_expect_addr[Q_LIBOBJC] = (uintptr_t)fn;
 
-  for (int i = 0; i < NQ; i++)
+  for (int i = 0; i < NQ; i++) {
     set_image(i);
+    /* This executable's queries carry its (stood-in) function index. */
+    if (g_q[i].addr && i != Q_LIBOBJC && i != Q_HEAP)
+      g_q[i].func_index = 1;
+  }
   if (real && real((const void *)&main, &info) && info.dli_fname) {
     const char *slash = strrchr(info.dli_fname, '/');
     snprintf(g_image, sizeof g_image, "%.35s",
@@ -288,8 +378,7 @@ typedef struct got {
 } got_t;
 static got_t g_got[NQ];
 
-static void on_name(int i, const char *name, uintptr_t symbol_addr,
-                    void *ctx) {
+static void on_name(int i, const char *name, uintptr_t symbol_addr, void *ctx) {
   (void)ctx;
   CHECK(i >= 0 && i < NQ, "callback for index %d", i);
   if (i < 0 || i >= NQ)
@@ -314,11 +403,10 @@ static void verify(const char *label, unsigned required) {
   int before = check_failures;
   for (int i = 0; i < NQ; i++) {
     const got_t *g = &g_got[i];
-    CHECK(g->calls <= 1, "%s: %s named %d times", label, q_label[i],
-          g->calls);
+    CHECK(g->calls <= 1, "%s: %s named %d times", label, q_label[i], g->calls);
     if (g->calls && !g_expect_name[i])
-      CHECK(0, "%s: %s (%#lx) named '%s', but it has no function name",
-            label, q_label[i], (unsigned long)g_q[i].addr, g->name);
+      CHECK(0, "%s: %s (%#lx) named '%s', but it has no function name", label,
+            q_label[i], (unsigned long)g_q[i].addr, g->name);
     if (g->calls && g_expect_name[i])
       CHECK(strcmp(g->name, g_expect_name[i]) == 0 &&
                 g->symbol_addr == g_expect_addr[i],
@@ -370,11 +458,13 @@ static void check_contract(bool blind) {
   /* The cases the line parser must refuse were printed. */
   CHECK(printed(g_q[Q_HIDDEN].addr, g_image),
         "%s: no image-name line for the static function", label);
-  CHECK(printed(g_q[Q_REDACTED].addr, "<redacted>"),
-        "%s: no <redacted> line", label);
+  CHECK(printed(g_q[Q_REDACTED].addr, "<redacted>"), "%s: no <redacted> line",
+        label);
   CHECK(printed(g_q[Q_HEADER].addr, "_mh_execute_header"),
         "%s: no Mach-O header line", label);
   CHECK(printed(g_q[Q_ZERO].addr, "0x0"), "%s: no line for pc 0", label);
+  CHECK(g_neighbour_sname && printed(g_q[Q_NEIGHBOUR].addr, g_neighbour_sname),
+        "%s: no line naming the static function after its neighbour", label);
 }
 
 /* Libc prints the image's UUID in place of "<redacted>". */

@@ -530,7 +530,57 @@ static void not_in_call(void) {
       "unknown arch");
 }
 
+/* ---- A wait that ended after the suspension (issue 23) ------------------
+   thread_suspend parks a thread only on its way back to user space, so a
+   wait that ends while it is held runs to its return and writes its
+   results into the saved state: x0 = the result, x1 = rval[1] (0) on
+   success, x0 = errno on error; pc still follows the svc, x16 is kept
+   (docs/apple.md, [W16]). Before the check, the first case below decoded
+   as a futex at address 0 and the second as a mutex at 0x1c3. */
+
+static void ended_after_suspend(void) {
+  model_reset();
+  uint32_t word = HOLDER & ~1u;
+  put32(add_region(&g_m, LOCK, 4), 0, word);
+  put_mutex(MUTEX, HOLDER_TID);
+  /* __ulock_wait2 returned 0 with ULF_NO_ERRNO: x0 = 0, x1 = 0. */
+  snap_wait_t w = decode(A64, WAITER, arm64(PC_SVC, 544, 0, 0, word, 0, 0, 0));
+  expect_none(w, "ulock_wait2 returned 0");
+  /* ... returned -ETIMEDOUT (ULF_NO_ERRNO: a negative result). */
+  w = decode(A64, WAITER, arm64(PC_SVC, 544, (uint64_t)-60, 0, word, 0, 0, 0));
+  expect_none(w, "ulock_wait2 returned -ETIMEDOUT");
+  /* __psynch_mutexwait returned its updated generation in x0, 0 in x1. */
+  w = decode(A64, WAITER,
+             arm64(PC_SVC, 301, 0x1c3, 0, 0x100, HOLDER_TID, 0x2000, 0));
+  expect_none(w, "psynch_mutexwait returned");
+  /* psynch_cvwait and rwlock calls return a 32-bit value too. */
+  w = decode(A64, WAITER, arm64(PC_SVC, 305, 0x80, 0, 0, 0, 0, 0));
+  expect_none(w, "psynch_cvwait returned");
+  w = decode(A64, WAITER, arm64(PC_SVC, 307, 0x40, 0, 0, 0, 0, 0));
+  expect_none(w, "psynch_rw_wrlock returned");
+  /* sem_wait returned 0. */
+  w = decode(A64, WAITER, arm64(PC_SVC, 271, 0, 0, 0, 0, 0, 0));
+  expect_none(w, "sem_wait returned");
+  /* Still waiting: the same calls with their arguments decode as before
+     (the address arguments lie above the 4 GiB page zero [W16]). */
+  w = decode(A64, WAITER, arm64(PC_SVC, 544, OP_UNFAIR, LOCK, word, 0, 0, 0));
+  CHECK(w.kind == SNAP_WAIT_UNFAIR_LOCK && w.address == LOCK &&
+            w.owner == HOLDER,
+        "still waiting: kind %u", w.kind);
+  w = decode(A64, WAITER,
+             arm64(PC_SVC, 301, MUTEX, 0x1c3, 0x100, HOLDER_TID, 0x2000, 0));
+  CHECK(w.kind == SNAP_WAIT_MUTEX && w.address == MUTEX && w.owner == HOLDER,
+        "still waiting: mutex kind %u", w.kind);
+  /* A call without an address argument is unchanged: read(fd, ...). */
+  w = decode(A64, WAITER, arm64(PC_SVC, 3, 7, 0x16f5a3000, 512, 0, 0, 0));
+  CHECK(w.kind == SNAP_WAIT_IO && w.fd == 7, "read: kind %u", w.kind);
+  /* x86_64 is told by rax already: the return overwrites the number. */
+  w = decode(X64, WAITER, x86(PC_SYSCALL, 0, 0, LOCK, word, 0, 0, 0));
+  expect_none(w, "x86_64 ulock returned (rax 0)");
+}
+
 int main(void) {
+  ended_after_suspend();
   unfair_lock();
   unfair_lock_owner_unknown();
   compare_and_wait();

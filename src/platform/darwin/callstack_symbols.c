@@ -33,6 +33,18 @@
  *     Popping the pool frees the array, and its -dealloc frees frames; we
  *     free frames only when the array is nil.
  *  2. Any address still unnamed gets dladdr.
+ * Neither step keeps a name that does not start inside the function
+ * holding the pc, by the image's __unwind_info (snap__plat_function_bounds,
+ * compact_unwind.c): both are dladdr underneath, and dyld's dladdr answers
+ * the closest exported symbol at or below the address, so in a stripped
+ * image (an embedded framework in a release build) a function that is not
+ * exported is named after the exported one before it, and lag reports
+ * group its time under that wrong name. Such a pc stays unnamed: the core
+ * prints image + offset (docs/lag.md). Where the bounds are unknown (no
+ * __unwind_info, or pc not in it) the name is kept. Limit: ld64 folds
+ * adjacent functions with the same encoding into one entry, so a neighbour
+ * inside the same entry still passes (docs/apple.md, "Names in release
+ * builds").
  * Neither step takes a placeholder for a name: the parser refuses Libc's
  * (the image's own name, its UUID, "<redacted>", a hex number), step 2
  * refuses dladdr's "<redacted>", and both refuse a symbol that starts at
@@ -130,6 +142,17 @@ static void answer(namer_t *nm, int i, const char *name, size_t len,
 /* Entries before and after ours in the class's buffer (see the head). */
 enum { SKIPPED = 2, SPARE = 2 };
 
+/* Whether a name whose function starts at sym can be q's: sym lies in the
+   function holding q->addr, or that function's bounds are unknown. */
+static bool starts_inside(const snap__plat_sym_query_t *q, uintptr_t sym) {
+  uintptr_t start, end;
+  if (!q->func_index ||
+      !snap__plat_function_bounds(q->func_index, q->func_index_size,
+                                  q->image_base, q->addr, &start, &end))
+    return true;
+  return sym >= start && sym < end;
+}
+
 /* Names every pc still unnamed that has the line's address. */
 static void name_by_line(namer_t *nm, const snap__cs_line_t *l) {
   if (!l->symbol || !l->addr || l->offset > l->addr)
@@ -137,7 +160,8 @@ static void name_by_line(namer_t *nm, const snap__cs_line_t *l) {
   uintptr_t start = l->addr - l->offset;
   for (int i = 0; i < nm->n; i++) {
     const snap__plat_sym_query_t *q = &nm->q[i];
-    if (!nm->named[i] && q->addr == l->addr && start != q->image_base)
+    if (!nm->named[i] && q->addr == l->addr && start != q->image_base &&
+        starts_inside(q, start))
       answer(nm, i, l->symbol, l->symbol_len, start);
   }
 }
@@ -189,8 +213,10 @@ static void name_by_dladdr(namer_t *nm) {
     if (nm->named[i] || !nm->q[i].addr ||
         !dladdr((const void *)nm->q[i].addr, &info) || !info.dli_sname ||
         !info.dli_saddr || info.dli_saddr == info.dli_fbase ||
-        strcmp(info.dli_sname, "<redacted>") == 0)
-      continue; /* no name, a Mach-O header, or a name dyld hides */
+        strcmp(info.dli_sname, "<redacted>") == 0 ||
+        !starts_inside(&nm->q[i], (uintptr_t)info.dli_saddr))
+      continue; /* no name, a Mach-O header, a name dyld hides, or a
+                   neighbour's */
     answer(nm, i, info.dli_sname, strlen(info.dli_sname),
            (uintptr_t)info.dli_saddr);
   }

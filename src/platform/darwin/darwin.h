@@ -54,4 +54,13 @@ void snap__darwin_prebind(pthread_key_t window_key);
    for the caller's own thread). False if unknown. [signal-safe] */
 bool snap__darwin_own_stack(uintptr_t *lo, uintptr_t *hi);
 
+/* rescuer.c: the thread that resumes a window's target when another
+   profiler has parked our sampler (posix/sampler_lock.c). _up starts it on
+   first use and says whether it runs; _note tells it a window opens now.
+   snap__darwin_suspend_count: THREAD_BASIC_INFO's suspend_count (xnu's
+   user_stop_count), -1 when the port names no thread. [setup] */
+bool snap__darwin_rescuer_up(void);
+void snap__darwin_rescuer_note(void);
+int snap__darwin_suspend_count(uint32_t port);
+
 #endif /* SNAP_PLATFORM_DARWIN_H */

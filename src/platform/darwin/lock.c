@@ -40,6 +40,10 @@ void snap__lock_raw_init(snap__lock_t *l) {
 
 void snap__plat_lock_lock(snap__lock_t *l) { os_unfair_lock_lock(unfair(l)); }
 
+bool snap__plat_lock_trylock(snap__lock_t *l) {
+  return os_unfair_lock_trylock(unfair(l));
+}
+
 void snap__plat_lock_unlock(snap__lock_t *l) {
   os_unfair_lock_unlock(unfair(l));
 }

@@ -6,8 +6,10 @@
  *     refuse the calling thread; find the target's pthread (NULL: exiting,
  *     or not a thread of ours) and measure its stack; copy the argument
  *     block; publish the window record (darwin.h).
- *   take the sampler lock (posix/sampler_lock.c: two samplers that
- *   suspend each other never wake);
+ *   make sure the rescuer runs (rescuer.c); take the sampler lock
+ *   (posix/sampler_lock.c: two samplers that suspend each other never
+ *   wake; SNAP_EBUSY when its holder was parked by another profiler);
+ *   publish the window for the rescuer (target, its suspend count now);
  *   the stopped window:
  *     thread_suspend (returns once the target is off the CPU);
  *     confirm with thread_info that it is suspended;
@@ -15,7 +17,9 @@
  *     (wait_darwin.c decodes them after the resume); check the stack is
  *     still mapped at both ends;
  *     fn(regs, copy);
- *     thread_resume.
+ *     close the window; thread_resume, unless the rescuer resumed the
+ *     target already (another profiler parked us in the window: the
+ *     sample is void, SNAP_EBUSY).
  *   release the sampler lock;
  *   setup again: withdraw the record, copy the block back.
  *
@@ -40,7 +44,9 @@
  *
  * No timeout: a Mach suspension does not depend on the target's
  * cooperation (Linux's signal does), so there is nothing to wait for; the
- * sample timeout is accepted for API symmetry only.
+ * sample timeout is accepted for API symmetry only. What is bounded is how
+ * long a target stays stopped when another profiler parks this sampler in
+ * the window: the rescuer's bound (rescuer.c).
  *
  * Must not: suspend the calling thread (it would never resume itself);
  * sample a thread that is exiting (its stack may already be gone: an exiting
@@ -211,15 +217,28 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
     memcpy(copy, arg, arg_size);
   snap__darwin_set_window(&w);
 
+  /* No thread is stopped without the rescuer running (rescuer.c). */
+  if (!snap__darwin_rescuer_up()) {
+    snap__darwin_set_window(NULL);
+    return SNAP_EUNSUPPORTED;
+  }
   /* From before thread_suspend to after thread_resume: one stopped window
-     in the process at a time, so two samplers never suspend each other. */
-  int rc = snap__sampler_enter();
+     in the process at a time, so two samplers never suspend each other;
+     SNAP_EBUSY when the holder was parked by another profiler. */
+  int rc = snap__sampler_enter_bounded();
   if (rc != SNAP_OK) {
     snap__darwin_set_window(NULL);
     return rc;
   }
-  kern_return_t kr = thread_suspend(port);
+  /* Published before the call: if another profiler parks us, we park on
+     the way out of thread_suspend and never run again to say so. */
+  int base = snap__darwin_suspend_count(port);
+  snap__darwin_rescuer_note();
+  snap__sampler_window_open(snap__plat_thread_self(), thread,
+                            base < 0 ? 0 : base, snap__plat_now_ns());
+  kern_return_t kr = base < 0 ? KERN_TERMINATED : thread_suspend(port);
   if (kr != KERN_SUCCESS) {
+    (void)snap__sampler_window_close();
     rc = SNAP_ENOTHREAD; /* KERN_TERMINATED, or not a thread port */
   } else {
     /* ---- the stopped window: see the rules above ---- */
@@ -238,7 +257,12 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
       rc = fn(&regs, copy);
     }
     w.stopped = false;
-    thread_resume(port);
+    /* Resumed here, unless the rescuer already did: then the target ran
+       during the walk, and the sample is void. */
+    if (snap__sampler_window_close())
+      thread_resume(port);
+    else
+      rc = SNAP_EBUSY;
     /* ---- end of the window ---- */
   }
   snap__sampler_leave();

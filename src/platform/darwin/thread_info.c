@@ -66,6 +66,16 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
   return basic_info(thread, &info, &cpu) ? cpu : SNAP_ENOTHREAD;
 }
 
+/* xnu's thread timers are charged at kernel entries, exits and context
+   switches (THREAD_BASIC_INFO reads them as they were last charged), so a
+   thread computing on a CPU without system calls shows no new CPU time;
+   thread_suspend does not abort a call (blocked_regs.c). docs/trace.md,
+   "On Apple". */
+snap__plat_trace_facts_t snap__plat_trace_facts(void) {
+  return (snap__plat_trace_facts_t){.cpu_time_exact = false,
+                                    .sample_keeps_call = true};
+}
+
 int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
   *out = snap__plat_sched_unknown();
   thread_basic_info_data_t info;

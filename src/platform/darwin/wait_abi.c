@@ -10,6 +10,11 @@
  *    architecture's trap (arm64 `svc #0x80`, x86_64 `syscall`): the
  *    kernel saves the user pc after it, and a suspended thread's state
  *    is that saved state. The instruction is read through env->read.
+ *    And only if the call has not ended since the suspension: on arm64 a
+ *    finished call leaves its results in x0/x1 with pc and x16 as they
+ *    were, so a lock call whose address argument is below the 4 GiB page
+ *    zero, or a ulock operation the kernel refuses, has ended: NONE
+ *    (call_ended).
  * 2. Which call. arm64: the low 32 bits of x16, negative for a Mach trap,
  *    else a BSD call numbered by its low 16 bits. x86_64: rax's class
  *    byte (bits 24..31) says Mach (1) or BSD (2), the rest is the number.
@@ -148,6 +153,55 @@ static const call_t k_bsd[] = {
 #define SYS_SEMWAIT_SIGNAL_NOCANCEL 423
 #define SYS_SEM_WAIT 271
 #define SYS_SEM_WAIT_NOCANCEL 420
+
+/* arm64: xnu loads no 64-bit arm64 executable without a hard page zero
+   of 4 GiB ("64 bit ARM binary must have hard page zero of 4GB to cover
+   the lower 32 bit address space": bsd/kern/mach_loader.c, load_machfile,
+   enforce_hard_pagezero), so no object of the process lies below it. */
+#define ARM64_PAGEZERO_END 0x100000000ull
+
+/* The argument that holds the address waited on, for the calls whose kind
+   rests on one; -1 for the others. */
+static int address_arg(int64_t nr) {
+  switch (nr) {
+  case SNAP__DARWIN_SYS_ULOCK_WAIT:
+  case SNAP__DARWIN_SYS_ULOCK_WAIT2: return 1;
+  case SNAP__DARWIN_SYS_PSYNCH_MUTEXWAIT:
+  case 297: /* psynch_rw_longrdlock */
+  case 298: /* psynch_rw_yieldwrlock */
+  case 300: /* psynch_rw_upgrade */
+  case SYS_PSYNCH_CVWAIT:
+  case 306: /* psynch_rw_rdlock */
+  case 307: /* psynch_rw_wrlock */
+  case SYS_SEM_WAIT:
+  case SYS_SEM_WAIT_NOCANCEL: return 0;
+  default: return -1;
+  }
+}
+
+/* Whether the call in the registers already ended (arm64). A wait that
+   ends after thread_suspend still runs to its return: the hold parks the
+   thread only on its way back to user space (xnu thread_act.c,
+   thread_hold: an AST), and the return has written the results into the
+   saved state — x0, and x1 on success (bsd/dev/arm/systemcalls.c,
+   arm_prepare_u64_syscall_return) — while pc still follows the svc and
+   x16 still holds the number. So an address argument below the page zero's
+   end, or a ulock operation the kernel does not accept, is a result, not
+   an argument: the wait is over. x86_64 needs no such test: the return
+   overwrites rax, the number register (a class-0 rax, checked before). */
+static bool call_ended(const snap__darwin_wait_env_t *env, int64_t nr,
+                       const uint64_t *a) {
+  if (env->arch != SNAP__DARWIN_ARCH_ARM64)
+    return false;
+  int i = address_arg(nr);
+  if (i >= 0 && a[i] < ARM64_PAGEZERO_END)
+    return true;
+  if (nr == SNAP__DARWIN_SYS_ULOCK_WAIT || nr == SNAP__DARWIN_SYS_ULOCK_WAIT2) {
+    uint32_t op = (uint32_t)a[0] & UL_OPCODE_MASK;
+    return op == 0 || op > UL_COMPARE_AND_WAIT64_SHARED;
+  }
+  return false;
+}
 
 /* Mach traps, as their negative numbers. */
 static unsigned mach_kind(int64_t nr) {
@@ -358,6 +412,10 @@ void snap__darwin_wait_abi_decode(const snap__darwin_wait_env_t *env,
     return;
   }
   const uint64_t *a = regs->args;
+  if (call_ended(env, nr, a)) {
+    snap__plat_wait_none(out); /* returning: what it waited for is gone */
+    return;
+  }
   switch (nr) {
   case SNAP__DARWIN_SYS_ULOCK_WAIT:
   case SNAP__DARWIN_SYS_ULOCK_WAIT2: decode_ulock(env, waiter, a, out); return;

@@ -51,9 +51,11 @@ void snap__lock_raw_init(snap__lock_t *l) {
 
 void snap__plat_lock_lock(snap__lock_t *l) { pthread_mutex_lock(mutex(l)); }
 
-void snap__plat_lock_unlock(snap__lock_t *l) {
-  pthread_mutex_unlock(mutex(l));
+bool snap__plat_lock_trylock(snap__lock_t *l) {
+  return pthread_mutex_trylock(mutex(l)) == 0;
 }
+
+void snap__plat_lock_unlock(snap__lock_t *l) { pthread_mutex_unlock(mutex(l)); }
 
 void snap__plat_lock_destroy(snap__lock_t *l) {
   snap__lock_forget(l);

@@ -45,6 +45,14 @@ int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* CPU-time clocks are brought up to date on every read (the kernel's
+   update_curr for a running task); a sample is a signal, which takes the
+   thread out of its call to run the handler. */
+snap__plat_trace_facts_t snap__plat_trace_facts(void) {
+  return (snap__plat_trace_facts_t){.cpu_time_exact = true,
+                                    .sample_keeps_call = false};
+}
+
 /* The calling thread's own schedstat, kept open: "<ns on a CPU> <ns
    waiting on a run queue> <timeslices>"
    (Documentation/scheduler/sched-stats.rst). The platform's record is the

@@ -57,6 +57,46 @@ void snap__fork_gate_leave(void);
 int snap__sampler_enter(void);
 void snap__sampler_leave(void); /* [setup] */
 
+/* ---- Beside another profiler (sampler_lock.c, Apple's sample.c) ------ */
+
+/* What the rescue asks of the backend (xnu: thread_info's suspend_count,
+   thread_resume; test_sampler_rescue: a stand-in). suspend_count: how
+   many suspensions hold the thread now (>0: it is held, or will park at
+   its next return to user space), negative when it is gone. */
+typedef struct snap__sampler_ops {
+  int (*suspend_count)(void *ctx, snap_thread_t thread);
+  int (*resume)(void *ctx, snap_thread_t thread);
+  void *ctx;
+} snap__sampler_ops_t;
+
+/* snap__sampler_enter for a backend whose holder can be parked by another
+   profiler: SNAP_EBUSY, instead of waiting, once the holder's window has
+   been rescued (the holder is parked and may never run again); until then
+   it waits, as long as the rescue's bound at most. [setup] */
+int snap__sampler_enter_bounded(void);
+
+/* Publishes the window, inside the lock, BEFORE the suspend call (a
+   sampler parked by another profiler parks on its way out of that call and
+   never runs again to say so): the sampler, the target, the target's
+   suspend count before ours, now. [setup] */
+void snap__sampler_window_open(snap_thread_t sampler, snap_thread_t target,
+                               int target_count, uint64_t now_ns);
+
+/* Closes it, before leave: true when the caller still owns the target's
+   resume; false when the rescuer resumed it (the sample is void: the target
+   ran during it). [signal-safe] */
+bool snap__sampler_window_close(void);
+
+/* The rescuer's step: resumes the open window's target (and returns 1)
+   when the window is older than bound_ns, its sampler is held, and the
+   target's suspend count is above what it was before our suspension;
+   otherwise 0. Never suspends anything. [setup] */
+int snap__sampler_rescue_step(const snap__sampler_ops_t *ops, uint64_t now_ns,
+                              uint64_t bound_ns);
+
+/* Windows rescued since the process started (test hook, statistics). */
+uint64_t snap__sampler_rescues(void);
+
 /* Test hook: the most stopped windows ever open at once in this process
    (counted between snap__sampler_enter and snap__sampler_leave, inside the
    lock). The contract is that it never exceeds 1. [setup] */
