@@ -42,7 +42,8 @@ static void on_fatal(int sig, siginfo_t *info, void *ctx) {
   (void)ctx;
   int saved = errno;
   __atomic_store_n(&g_ours[sig], false, __ATOMIC_RELEASE); /* SA_RESETHAND */
-  if (atomic_load(&audit_pid) == (int)syscall(SYS_getpid))
+  audit_check_process();
+  if (audit_own_process())
     audit_writer_final("signal", sig);
   /* Raised again: delivered when this returns (it is blocked until then).
      A fault would recur on its own, but a kill would not. */
