@@ -186,9 +186,9 @@ extern _Atomic int *audit_marker;
    (audit_writer_child) [signal-safe]. */
 void audit_writer_child(bool handlers);
 static inline void audit_check_process(void) {
-  if (audit_marker ? atomic_load_explicit(audit_marker,
-                                          memory_order_relaxed) == 0
-                   : audit_getpid() != atomic_load(&audit_pid))
+  if (audit_marker
+          ? atomic_load_explicit(audit_marker, memory_order_relaxed) == 0
+          : audit_getpid() != atomic_load(&audit_pid))
     audit_writer_child(false);
 }
 
@@ -199,7 +199,8 @@ static inline bool audit_own_process(void) {
   return audit_getpid() == atomic_load(&audit_pid);
 }
 
-/* ---- paths.c --------------------------------------------------------------- */
+/* ---- paths.c ---------------------------------------------------------------
+ */
 
 /* The absolute form of path as seen from dirfd (AT_FDCWD: the working
    directory) into out (size bytes), "." and ".." resolved by name. False
@@ -209,7 +210,8 @@ bool audit_absolute(int dirfd, const char *path, char *out, size_t size);
 /* True when path starts with one of the configured prefixes. */
 bool audit_watched(const char *path);
 
-/* ---- records.c: the table of calls (the hot path) -------------------------- */
+/* ---- records.c: the table of calls (the hot path) --------------------------
+ */
 
 /* A slot's record: not named yet, being named (the helper), taken to be
    written raw (a flush), or the record's id (>= 0). */
@@ -218,15 +220,15 @@ enum { SLOT_UNNAMED = -1, SLOT_NAMING = -2, SLOT_RAW = -3 };
 typedef struct audit_slot {
   /* Set by the thread that claimed the slot before it is published
      (audit_slot_ready, release), then fixed. */
-  uint64_t hash;      /* of the key: pcs, function, resource, result */
-  uint32_t pcs;       /* offset of its pcs in audit_pcs_pool */
-  uint32_t resource;  /* offset of its text in audit_text_pool */
-  uint32_t argument;  /* the first call's path as passed, or UINT32_MAX */
-  uint16_t npcs;      /* pcs kept (<= AUDIT_MAX_FRAMES) */
-  unsigned char fn;   /* FN_* */
-  bool truncated;     /* the stack was deeper than kept */
-  int result;         /* 0 ok; else errno / EAI_* / h_errno value */
-  int result_errno;   /* errno beside EAI_SYSTEM */
+  uint64_t hash;     /* of the key: pcs, function, resource, result */
+  uint32_t pcs;      /* offset of its pcs in audit_pcs_pool */
+  uint32_t resource; /* offset of its text in audit_text_pool */
+  uint32_t argument; /* the first call's path as passed, or UINT32_MAX */
+  uint16_t npcs;     /* pcs kept (<= AUDIT_MAX_FRAMES) */
+  unsigned char fn;  /* FN_* */
+  bool truncated;    /* the stack was deeper than kept */
+  int result;        /* 0 ok; else errno / EAI_* / h_errno value */
+  int result_errno;  /* errno beside EAI_SYSTEM */
   /* Moving: counted by any thread, read by the writers. */
   _Atomic uint64_t count, first_ns, last_ns;
   _Atomic int thread_claims; /* entries of tids claimed (may pass 8) */
@@ -266,7 +268,8 @@ void audit_record_call(int fn, const char *resource, const char *argument,
 /* In a child: forget the parent's slots (their memory is reused). */
 void audit_slots_forget(void);
 
-/* ---- naming.c: records ------------------------------------------------------ */
+/* ---- naming.c: records ------------------------------------------------------
+ */
 
 typedef struct audit_record {
   /* Set before the record is published (ready, release), then fixed. */
@@ -277,7 +280,7 @@ typedef struct audit_record {
   int call_site;             /* index of the call site frame */
   bool app;                  /* that frame is the app's */
   uintptr_t site_pc;
-  int last;                  /* the helper's: the chain's last slot */
+  int last; /* the helper's: the chain's last slot */
   /* The writers': the count its last line carried (0: no line yet). */
   _Atomic uint64_t written;
 } audit_record_t;
@@ -316,7 +319,8 @@ static inline int audit_records_claimed(void) {
    child owns no lock that could guard a release). */
 void audit_records_forget(void);
 
-/* ---- lines.c --------------------------------------------------------------- */
+/* ---- lines.c ---------------------------------------------------------------
+ */
 
 typedef struct audit_buf {
   char *p;
@@ -336,7 +340,8 @@ bool audit_line_update(audit_buf_t *b, int id, const audit_sum_t *sum);
 bool audit_line_end(audit_buf_t *b, const char *reason, int sig,
                     uint64_t lines_lost);
 
-/* ---- writer.c --------------------------------------------------------------- */
+/* ---- writer.c ---------------------------------------------------------------
+ */
 
 /* A new slot: wakes the helper thread, starting it when this call is
    provably not inside a signal handler (no signal-return trampoline among
@@ -359,13 +364,15 @@ void audit_writer_child(bool handlers);
 /* At start-up (config.c): the fork handlers, fatal.c's. */
 void audit_writer_init(void);
 
-/* ---- fatal.c ---------------------------------------------------------------- */
+/* ---- fatal.c ----------------------------------------------------------------
+ */
 
 /* Installs the last write's handler for each fatal signal whose
    disposition is the default. */
 void audit_fatal_init(void);
 
-/* ---- Real functions --------------------------------------------------------- */
+/* ---- Real functions ---------------------------------------------------------
+ */
 
 /* The next definition of a function (libc's), looked up when this library
    is loaded (a constructor each, before the first hooked call can come

@@ -30,8 +30,7 @@
    what does not fit is cut. By hand, as every formatter here: connect,
    sendto and sendmsg are async-signal-safe, and snprintf and inet_ntop
    are not. */
-static void add(char *out, size_t size, size_t *len, const char *s,
-                size_t n) {
+static void add(char *out, size_t size, size_t *len, const char *s, size_t n) {
   for (size_t i = 0; i < n && *len + 1 < size; i++)
     out[(*len)++] = s[i];
   out[*len] = '\0';

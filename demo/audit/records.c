@@ -43,8 +43,7 @@ static _Atomic uint32_t g_pcs_used, g_text_used;
 _Atomic uint64_t audit_calls, audit_calls_not_kept;
 
 bool audit_slot_ready(int i) {
-  return atomic_load_explicit(&g_state[i], memory_order_acquire) ==
-         STATE_READY;
+  return atomic_load_explicit(&g_state[i], memory_order_acquire) == STATE_READY;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v) {
@@ -96,9 +95,8 @@ static uint32_t copy_text(const char *s) {
    (release), so a writer reads a whole entry or skips it. */
 static void count(audit_slot_t *s, uint64_t now, int tid) {
   uint64_t first = 0;
-  atomic_compare_exchange_strong_explicit(&s->first_ns, &first, now,
-                                          memory_order_relaxed,
-                                          memory_order_relaxed);
+  atomic_compare_exchange_strong_explicit(
+      &s->first_ns, &first, now, memory_order_relaxed, memory_order_relaxed);
   uint64_t last = atomic_load_explicit(&s->last_ns, memory_order_relaxed);
   while (last < now && !atomic_compare_exchange_weak_explicit(
                            &s->last_ns, &last, now, memory_order_relaxed,
@@ -109,8 +107,8 @@ static void count(audit_slot_t *s, uint64_t now, int tid) {
   for (int i = 0; i < n && i < AUDIT_MAX_THREADS && !known; i++)
     known = atomic_load_explicit(&s->tids[i], memory_order_relaxed) == tid;
   if (!known) {
-    int i = atomic_fetch_add_explicit(&s->thread_claims, 1,
-                                      memory_order_relaxed);
+    int i =
+        atomic_fetch_add_explicit(&s->thread_claims, 1, memory_order_relaxed);
     if (i < AUDIT_MAX_THREADS) {
       char name[16] = "";
       prctl(PR_GET_NAME, name, 0, 0, 0); /* a system call */
@@ -147,8 +145,8 @@ static int find_or_add(uint64_t h, const uintptr_t *pcs, int n, bool truncated,
     return -1;
   uint32_t at = claim(&g_pcs_used, (uint32_t)(n > 0 ? n : 1), PCS_POOL);
   uint32_t res = at != UINT32_MAX ? copy_text(resource) : UINT32_MAX;
-  uint32_t arg = argument && res != UINT32_MAX ? copy_text(argument)
-                                               : UINT32_MAX;
+  uint32_t arg =
+      argument && res != UINT32_MAX ? copy_text(argument) : UINT32_MAX;
   if (res == UINT32_MAX || (argument && arg == UINT32_MAX))
     return -1; /* what was claimed stays unused: the pools only grow */
   memcpy(audit_pcs_pool + at, pcs, (size_t)n * sizeof *pcs);

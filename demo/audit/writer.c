@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,13 +46,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
-#include <linux/futex.h>
 #include <unistd.h>
 
 #include "platform/platform.h"
 
 #define BUF_BYTES (64 * 1024)
-#define HIGH_FD 400       /* where the output descriptor is moved */
+#define HIGH_FD 400        /* where the output descriptor is moved */
 #define FLUSH_WAIT_MS 1000 /* a flush waits this long for the helper */
 /* ---- The output descriptor ---------------------------------------------- */
 
@@ -135,7 +135,7 @@ static int open_output(void) {
 /* Whether the last write waits for a pipe that nobody drains: at most
    this long, then its lines are lost rather than the process kept alive. */
 #define LAST_WRITE_WAIT_MS 2000
-static atomic_bool g_final;   /* the last write began: the helper stops */
+static atomic_bool g_final; /* the last write began: the helper stops */
 /* This thread is flushing: into a pipe, its writes wait with a deadline. */
 static __thread bool t_flushing __attribute__((tls_model("initial-exec")));
 static atomic_bool g_gave_up; /* the last write's wait ran out once */
@@ -323,7 +323,7 @@ static void write_pending(batch_t *t, bool updates) {
 enum { HELPER_NONE, HELPER_STARTING, HELPER_RUNNING };
 static atomic_int g_helper;
 static atomic_bool g_no_naming; /* a child cloned without fork handlers */
-static _Atomic uint32_t g_wake;  /* moves on each new slot and request */
+static _Atomic uint32_t g_wake; /* moves on each new slot and request */
 static _Atomic uint32_t g_drain_req, g_drain_done;
 static atomic_int g_final_run; /* the last write runs (0 / 1) */
 
@@ -527,7 +527,8 @@ static _Noreturn void leave_now(exit_fn real, int status) {
 AUDIT_EXPORT void _exit(int status) { leave_now(g_real_exit, status); }
 AUDIT_EXPORT void _Exit(int status) { leave_now(g_real_Exit, status); }
 
-/* ---- Children -----------------------------------------------------------------
+/* ---- Children
+ * -----------------------------------------------------------------
  */
 
 void audit_writer_child(bool handlers) {
