@@ -41,6 +41,8 @@
  *                      "child <pid>".
  *   wait-open FILE N   prints its pid, waits for a line on stdin, then
  *                      opens FILE N times
+ *   many DIR N         opens DIR/0 .. DIR/N-1 (missing: ENOENT) from one
+ *                      call site: N resources, N records wanted
  *
  * The functions that make the calls are exported and noinline so that nm
  * lists them and each is its own frame. Exits 0 when every call did what
@@ -398,6 +400,13 @@ int main(int argc, char **argv) {
     if (!fgets(line, sizeof line, stdin))
       return 1;
     bad |= audit_open_n(argv[2], atoi(argv[3]));
+  } else if (strcmp(mode, "many") == 0 && argc == 4) {
+    char path[4096];
+    for (int i = 0; i < atoi(argv[3]); i++) {
+      snprintf(path, sizeof path, "%s/%d", argv[2], i);
+      if (audit_open_n(path, 1) == 0) /* must be missing */
+        bad = 1;
+    }
   } else if (strcmp(mode, "close-stderr") == 0 && argc == 4) {
     close(0);
     close(1);
@@ -417,7 +426,7 @@ int main(int argc, char **argv) {
             "| fork A B N "
             "| exit FILE N | term FILE N | close-stderr FILE N "
             "| sigmalloc FILE N | exec FILE N SELF | noop | clone A B N "
-            "| wait-open FILE N\n");
+            "| wait-open FILE N | many DIR N\n");
     return 2;
   }
   fflush(stdout);

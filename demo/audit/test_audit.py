@@ -10,7 +10,7 @@ functions) and readelf (build ids).
 
 CASE is one of: target, probe, net, threads, fork, exit, term,
 close-stderr, sigpipe, stuck-pipe, signal-malloc, exec, clone,
-out-symlink, out-symlinks, out-mode (the test's own program,
+out-symlink, out-symlinks, out-mode, table-full (the test's own program,
 audit_target), git, xz, python, python-exec, perl, signals (programs
 nobody here wrote). Exit 0 when
 it holds; 1 with the reason.
@@ -646,6 +646,31 @@ def case_out_mode():
     check(mode == 0o600, "the output was created %o, not 600" % mode)
     one_record(only_process(out), f, 2)
     print("out-mode: the output is created 0600")
+
+
+def case_table_full():
+    # More resources than records: what finds no room is counted, never
+    # dropped silently (the calls are the program's own count).
+    d = fresh_dir("table_full")
+    out = os.path.join(d, "audit.jsonl")
+    n = 9000  # above the 7168 slots and the 4096 records
+    r = run([ARGS.target, "many", d + "/missing", str(n)], capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out,
+                                    STACKSNAP_AUDIT_PREFIX=d + "/",
+                                    STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target many: %d %s" % (r.returncode, r.stderr))
+    p = only_process(out)
+    e = p["end"]
+    kept = sum(x["count"] for x in p["records"].values())
+    check(e and e["calls"] == n, "end %r: calls, expected %d" % (e, n))
+    check(len(p["records"]) == e["records"] == 4096, "%d records, end says %r"
+          % (len(p["records"]), e["records"]))
+    check(kept + e["calls_not_kept"] == n, "%d calls kept + %d not kept, the "
+          "program made %d" % (kept, e["calls_not_kept"], n))
+    check(all(x["count"] == 1 and x["result"] == "ENOENT" for x in p["records"].values()),
+          "records with other counts or results")
+    print("table-full: %d resources: 4096 records, %d calls counted as not kept"
+          % (n, e["calls_not_kept"]))
 
 
 # ---- cases: programs nobody here wrote ------------------------------------
