@@ -343,11 +343,11 @@ bool audit_line_end(audit_buf_t *b, const char *reason, int sig,
 /* ---- writer.c ---------------------------------------------------------------
  */
 
-/* A new slot: wakes the helper thread, starting it when this call is
-   provably not inside a signal handler (no signal-return trampoline among
-   pcs, all n of them captured) nor in a child that must not start one
-   [signal-safe]. */
-void audit_writer_announce(const uintptr_t *pcs, int n, bool complete);
+/* A new slot, of a call of fn whose stack is pcs (n of them; complete:
+   the whole stack): wakes the helper thread, starting it when this call
+   is provably not inside a signal handler nor in a child that must not
+   start one [signal-safe]. */
+void audit_writer_announce(int fn, const uintptr_t *pcs, int n, bool complete);
 /* The last write: every record line and update not yet written, then the
    end line. reason: "exit", "_exit", "signal". Takes no lock and does not
    allocate [signal-safe]; only one runs (a second returns at once). */

@@ -217,7 +217,7 @@ void audit_record_call(int fn, const char *resource, const char *argument,
   } else {
     count(&audit_slots[i], now, tid);
     if (fresh)
-      audit_writer_announce(pcs, n, n < AUDIT_MAX_FRAMES + 16);
+      audit_writer_announce(fn, pcs, n, n < AUDIT_MAX_FRAMES + 16);
   }
   errno = saved;
 }

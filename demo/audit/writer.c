@@ -15,7 +15,8 @@
  *   slot, it names what is new (naming.c) and writes the new records'
  *   lines, and once a second an update for each record whose count moved.
  *   It is started by the first new slot whose hook is provably outside a
- *   signal handler (pthread_create allocates); until then slots wait.
+ *   signal handler (pthread_create allocates: outside_handlers says how
+ *   that is proved); until then slots wait.
  * - the flushes: at exit (a destructor), at _exit/_Exit (interposed), on
  *   fatal signals (fatal.c) and before an exec (hooks_exec.c). A flush
  *   asks the helper to name and write everything (and waits for it, at
@@ -58,8 +59,8 @@
 enum { OUT_CLOSED, OUT_OPENING, OUT_OPEN, OUT_FAILED };
 static atomic_int g_out_state;
 static _Atomic int g_out_fd = -1;
-static dev_t g_out_dev;
-static ino_t g_out_ino;
+/* The output's identity: atomics, read by a flush in a signal handler. */
+static _Atomic uint64_t g_out_dev, g_out_ino;
 static atomic_bool g_out_stream; /* a pipe or socket, not a regular file */
 static _Atomic uint64_t g_lines_lost;
 
@@ -208,8 +209,8 @@ static int out_fd(void) {
     if (state == OUT_OPEN) {
       int fd = atomic_load(&g_out_fd);
       struct stat st;
-      if (fstat(fd, &st) == 0 && st.st_dev == g_out_dev &&
-          st.st_ino == g_out_ino)
+      if (fstat(fd, &st) == 0 && st.st_dev == atomic_load(&g_out_dev) &&
+          st.st_ino == atomic_load(&g_out_ino))
         return fd;
       /* Closed or replaced under us: a file is opened again by its name;
          a copy of stderr is gone. */
@@ -224,8 +225,8 @@ static int out_fd(void) {
       int fd = open_output();
       struct stat st;
       if (fd >= 0 && fstat(fd, &st) == 0) {
-        g_out_dev = st.st_dev;
-        g_out_ino = st.st_ino;
+        atomic_store(&g_out_dev, st.st_dev);
+        atomic_store(&g_out_ino, st.st_ino);
         atomic_store(&g_out_stream, !S_ISREG(st.st_mode));
         atomic_store(&g_out_fd, fd);
         if (!atomic_load(&g_header)) {
@@ -389,7 +390,33 @@ static bool start_helper(void) {
   return ok;
 }
 
-void audit_writer_announce(const uintptr_t *pcs, int n, bool complete) {
+/* Whether this hooked call is provably not in a signal handler. A
+   function that is not async-signal-safe (fopen, getaddrinfo, ...) proves
+   it: a program may not call one there. Else the whole stack must be seen
+   and hold no signal-return trampoline (a handler the kernel called), and
+   no signal may be blocked (a handler runs with its signal blocked, and a
+   runtime that dispatches handlers itself, as ThreadSanitizer does,
+   blocks them all meanwhile; a thread that blocks signals for good starts
+   no helper, and another call will). [signal-safe] */
+static bool outside_handlers(int fn, const uintptr_t *pcs, int n,
+                             bool complete) {
+  if (audit_busy != 1) /* nested in a recording: a handler's call */
+    return false;
+  if (fn == FN_fopen || fn == FN_fopen64 || fn == FN_freopen ||
+      fn == FN_freopen64 || audit_fns[fn].kind == KIND_DNS)
+    return true;
+  if (!complete)
+    return false;
+  for (int i = 0; i < n; i++)
+    if (snap__plat_is_sigreturn(pcs[i]))
+      return false;
+  uint64_t mask = 0; /* the kernel's sigset: 64 signals on Linux */
+  return syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof mask) ==
+             0 &&
+         mask == 0;
+}
+
+void audit_writer_announce(int fn, const uintptr_t *pcs, int n, bool complete) {
   atomic_fetch_add(&g_wake, 1);
   int state = atomic_load(&g_helper);
   if (state == HELPER_RUNNING) {
@@ -397,16 +424,10 @@ void audit_writer_announce(const uintptr_t *pcs, int n, bool complete) {
     return;
   }
   /* Starting a thread allocates: only where this call is provably not in
-     a signal handler (not nested in a recording, the whole stack seen,
-     no signal-return trampoline in it), nor in a vfork child or a child
-     cloned without fork handlers. */
-  if (state != HELPER_NONE || !complete || audit_busy != 1 ||
-      atomic_load(&g_no_naming))
-    return;
-  for (int i = 0; i < n; i++)
-    if (snap__plat_is_sigreturn(pcs[i]))
-      return;
-  if (!audit_own_process())
+     a signal handler, nor in a vfork child or a child cloned without fork
+     handlers. */
+  if (state != HELPER_NONE || atomic_load(&g_no_naming) ||
+      !outside_handlers(fn, pcs, n, complete) || !audit_own_process())
     return;
   int none = HELPER_NONE;
   if (!atomic_compare_exchange_strong(&g_helper, &none, HELPER_STARTING))
