@@ -472,8 +472,11 @@ static void flush(const char *reason, int sig, bool last, bool may_name) {
   drain();
   if (last)
     atomic_store(&g_final, true); /* the helper stops */
-  if (may_name && atomic_load(&g_helper) == HELPER_NONE &&
-      !atomic_load(&g_no_naming))
+  /* Named here only if no helper ever will: the state is taken, so none
+     starts meanwhile (naming has one writer). */
+  int none = HELPER_NONE;
+  if (may_name && !atomic_load(&g_no_naming) &&
+      atomic_compare_exchange_strong(&g_helper, &none, HELPER_STARTING))
     audit_name_pending();
   audit_raw_pending();
   /* A process that recorded nothing says nothing (a shell or a launcher
@@ -494,29 +497,50 @@ static void flush(const char *reason, int sig, bool last, bool may_name) {
   audit_busy = busy;
 }
 
+/* One flush at a time (they share a buffer): an exec on two threads, an
+   exec and a fatal signal. The second waits for the first (an exec must
+   not replace the process while another thread still writes), at most
+   as long as a flush can take; one nested on the same thread (a fatal
+   signal in the middle of an exec's flush) gives up: the buffer is the
+   interrupted flush's. [signal-safe] */
+#define FLUSH_TURN_MS (FLUSH_WAIT_MS + LAST_WRITE_WAIT_MS + 1000)
+static _Atomic int g_flush_owner; /* the flushing thread's id, or 0 */
+
+static bool flush_begin(void) {
+  int me = audit_gettid();
+  long deadline = mono_ms() + FLUSH_TURN_MS;
+  for (;;) {
+    int none = 0;
+    if (atomic_compare_exchange_strong(&g_flush_owner, &none, me))
+      return true;
+    if (none == me || mono_ms() >= deadline)
+      return false;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
+static void flush_end(void) { atomic_store(&g_flush_owner, 0); }
+
 static void final(const char *reason, int sig, bool may_name) {
   int idle = 0;
   if (!atomic_compare_exchange_strong(&g_final_run, &idle, 1))
     return;
+  if (!flush_begin())
+    return;
   flush(reason, sig, true, may_name);
+  flush_end();
 }
 
 void audit_writer_final(const char *reason, int sig) {
   final(reason, sig, false);
 }
 
-/* Two flushes at once (an exec on two threads, an exec and a fatal
-   signal) would share the buffer: the second one waits its turn briefly,
-   then gives up (the first writes what both would). */
-static atomic_flag g_exec_flush = ATOMIC_FLAG_INIT;
-
 void audit_writer_exec(void) {
-  if (atomic_load(&g_final_run))
-    return;
-  if (atomic_flag_test_and_set(&g_exec_flush))
+  if (atomic_load(&g_final_run) || !flush_begin())
     return;
   flush("exec", 0, false, false);
-  atomic_flag_clear(&g_exec_flush);
+  flush_end();
 }
 
 __attribute__((destructor)) static void audit_at_exit(void) {
@@ -552,6 +576,11 @@ AUDIT_EXPORT void _Exit(int status) { leave_now(g_real_Exit, status); }
  * -----------------------------------------------------------------
  */
 
+/* The parent's output descriptor, in a child that noticed itself before
+   its fork handler ran (another library's handler made a hooked call):
+   closed when ours runs. */
+static int g_inherited_fd = -1;
+
 void audit_writer_child(bool handlers) {
   int parent = atomic_load(&audit_pid);
   int pid = audit_getpid();
@@ -564,9 +593,9 @@ void audit_writer_child(bool handlers) {
     /* The parent's file, and its lock: closed in a forked child. A child
        cloned without fork handlers may share the parent's descriptor
        table (CLONE_FILES): its copy is left alone. */
-    if (handlers && atomic_load(&g_out_state) == OUT_OPEN &&
+    if (atomic_load(&g_out_state) == OUT_OPEN &&
         atomic_load(&g_out_fd) != audit_cfg.stderr_fd)
-      close(atomic_load(&g_out_fd));
+      g_inherited_fd = atomic_load(&g_out_fd);
     atomic_store(&g_out_state, OUT_CLOSED);
     atomic_store(&g_out_fd, -1);
     atomic_store(&g_lines_lost, 0);
@@ -574,12 +603,20 @@ void audit_writer_child(bool handlers) {
     atomic_store(&g_final, false);
     atomic_store(&g_gave_up, false);
     atomic_store(&g_final_run, 0);
-    atomic_flag_clear(&g_exec_flush);
+    atomic_store(&g_flush_owner, 0);
     atomic_store(&g_helper, HELPER_NONE);
     atomic_store(&g_wake, 0);
     atomic_store(&g_drain_req, 0);
     atomic_store(&g_drain_done, 0);
     atomic_store(&g_no_naming, !handlers);
+  }
+  /* Fork handlers ran: this is fork()'s child, whose locks glibc and
+     stacksnap reset, whichever call noticed it first. */
+  if (handlers)
+    atomic_store(&g_no_naming, false);
+  if (handlers && g_inherited_fd >= 0) {
+    close(g_inherited_fd);
+    g_inherited_fd = -1;
   }
   if (audit_marker)
     atomic_store(audit_marker, pid);
