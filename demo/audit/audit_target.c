@@ -41,6 +41,9 @@
  *                      "child <pid>".
  *   wait-open FILE N   prints its pid, waits for a line on stdin, then
  *                      opens FILE N times
+ *   vfork A B N SELF   opens A N times; a vfork child opens B N times and
+ *                      execs SELF as "noop"; the parent waits, opens A N
+ *                      times more
  *   many DIR N         opens DIR/0 .. DIR/N-1 (missing: ENOENT) from one
  *                      call site: N resources, N records wanted
  *
@@ -400,6 +403,21 @@ int main(int argc, char **argv) {
     if (!fgets(line, sizeof line, stdin))
       return 1;
     bad |= audit_open_n(argv[2], atoi(argv[3]));
+  } else if (strcmp(mode, "vfork") == 0 && argc == 6) {
+    int n = atoi(argv[4]);
+    bad |= audit_open_n(argv[2], n);
+    char *args[] = {argv[0], "noop", NULL};
+    pid_t child = vfork();
+    if (child == 0) {
+      audit_open_n(argv[3], n);
+      execv(argv[5], args);
+      _exit(127);
+    }
+    int status;
+    if (child < 0 || waitpid(child, &status, 0) != child ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      bad = 1;
+    bad |= audit_open_n(argv[2], n);
   } else if (strcmp(mode, "many") == 0 && argc == 4) {
     char path[4096];
     for (int i = 0; i < atoi(argv[3]); i++) {
@@ -426,7 +444,7 @@ int main(int argc, char **argv) {
             "| fork A B N "
             "| exit FILE N | term FILE N | close-stderr FILE N "
             "| sigmalloc FILE N | exec FILE N SELF | noop | clone A B N "
-            "| wait-open FILE N | many DIR N\n");
+            "| wait-open FILE N | vfork A B N SELF | many DIR N\n");
     return 2;
   }
   fflush(stdout);

@@ -10,7 +10,8 @@ functions) and readelf (build ids).
 
 CASE is one of: target, probe, net, threads, fork, exit, term,
 close-stderr, sigpipe, stuck-pipe, signal-malloc, exec, clone,
-out-symlink, out-symlinks, out-mode, table-full (the test's own program,
+out-symlink, out-symlinks, out-mode, vfork, table-full (the test's own
+program,
 audit_target), git, xz, python, python-exec, perl, signals (programs
 nobody here wrote). Exit 0 when
 it holds; 1 with the reason.
@@ -646,6 +647,31 @@ def case_out_mode():
     check(mode == 0o600, "the output was created %o, not 600" % mode)
     one_record(only_process(out), f, 2)
     print("out-mode: the output is created 0600")
+
+
+def case_vfork():
+    # A vfork child runs in its parent's memory: its calls count in the
+    # parent's table, and its exec must not flush (or end) the parent's.
+    d = fresh_dir("vfork")
+    a, b = os.path.join(d, "a.conf"), os.path.join(d, "b.conf")
+    for x in (a, b):
+        open(x, "w").close()
+    out = os.path.join(d, "audit.jsonl")
+    n = 4
+    r = run([ARGS.target, "vfork", a, b, str(n), ARGS.target], capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out, STACKSNAP_AUDIT_PREFIX=d + "/",
+                                    STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target vfork: %d %s" % (r.returncode, r.stderr))
+    files = sorted(os.listdir(d))
+    check(files == ["a.conf", "audit.jsonl", "b.conf"], "files: %r" % files)
+    p = only_process(out)
+    one_record(p, a, 2 * n)
+    one_record(p, b, n)
+    with open(out) as fh:
+        ends = [json.loads(x)["reason"] for x in fh if '"type":"end"' in x]
+    check(ends == ["exit"], "end lines %r: the vfork child's exec ended the parent's" % ends)
+    print("vfork: the child's opens counted in the parent's table; its exec "
+          "flushed nothing")
 
 
 def case_table_full():
