@@ -106,7 +106,14 @@ static void count(audit_slot_t *s, uint64_t now, int tid) {
   bool known = false;
   for (int i = 0; i < n && i < AUDIT_MAX_THREADS && !known; i++)
     known = atomic_load_explicit(&s->tids[i], memory_order_relaxed) == tid;
-  if (!known) {
+  if (!known && n >= AUDIT_MAX_THREADS) {
+    /* One claim past the last entry says "more"; no further count (a
+       ninth thread's every call would add one). */
+    int full = AUDIT_MAX_THREADS;
+    atomic_compare_exchange_strong_explicit(
+        &s->thread_claims, &full, AUDIT_MAX_THREADS + 1, memory_order_relaxed,
+        memory_order_relaxed);
+  } else if (!known) {
     int i =
         atomic_fetch_add_explicit(&s->thread_claims, 1, memory_order_relaxed);
     if (i < AUDIT_MAX_THREADS) {
