@@ -522,13 +522,15 @@ static bool flush_begin(void) {
 
 static void flush_end(void) { atomic_store(&g_flush_owner, 0); }
 
+/* The last write, once. Its turn is taken first: a second last write (a
+   fatal signal on another thread) then waits until the first is done,
+   rather than let the process end under it. */
 static void final(const char *reason, int sig, bool may_name) {
-  int idle = 0;
-  if (!atomic_compare_exchange_strong(&g_final_run, &idle, 1))
-    return;
   if (!flush_begin())
     return;
-  flush(reason, sig, true, may_name);
+  int idle = 0;
+  if (atomic_compare_exchange_strong(&g_final_run, &idle, 1))
+    flush(reason, sig, true, may_name);
   flush_end();
 }
 
