@@ -52,16 +52,29 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 }
 
 /* The key's hash: the pcs in order (A B A B is not B A B A), then the
-   function, result and resource. */
+   function, result and resource. Of a deep stack, the count and the 16
+   innermost and 8 outermost pcs: where stacks differ (a probe compares
+   the whole stack anyway), at a fixed cost per call. */
+#define HASH_INNER 16
+#define HASH_OUTER 8
 static uint64_t key_hash(const uintptr_t *pcs, int n, int fn, int result,
                          const char *resource) {
-  uint64_t h = 1469598103934665603u;
-  for (int i = 0; i < n; i++)
+  uint64_t h = mix(1469598103934665603u, (uint64_t)n);
+  for (int i = 0; i < n; i++) {
+    if (i == HASH_INNER && n > HASH_INNER + HASH_OUTER)
+      i = n - HASH_OUTER;
     h = mix(h, pcs[i]);
+  }
   h = mix(h, ((uint64_t)(unsigned)fn << 32) | (uint32_t)result);
-  for (const unsigned char *p = (const unsigned char *)resource; *p; p++)
-    h = (h ^ *p) * 1099511628211u;
-  return h ^ (h >> 31);
+  size_t len = strlen(resource), i = 0; /* 8 bytes at a time */
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, resource + i, 8);
+    h = mix(h, w);
+  }
+  uint64_t tail = len;
+  memcpy(&tail, resource + i, len - i);
+  return mix(h, tail) ^ (len << 1);
 }
 
 static bool same_key(const audit_slot_t *s, uint64_t h, const uintptr_t *pcs,
@@ -94,14 +107,15 @@ static uint32_t copy_text(const char *s) {
    named once per slot: an entry is claimed, written, then its tid stored
    (release), so a writer reads a whole entry or skips it. */
 static void count(audit_slot_t *s, uint64_t now, int tid) {
+  /* Plain loads first: a repeated call takes no locked instruction but
+     the count's. Two threads may store last out of order by a moment; the
+     writers keep first <= last. */
   uint64_t first = 0;
-  atomic_compare_exchange_strong_explicit(
-      &s->first_ns, &first, now, memory_order_relaxed, memory_order_relaxed);
-  uint64_t last = atomic_load_explicit(&s->last_ns, memory_order_relaxed);
-  while (last < now && !atomic_compare_exchange_weak_explicit(
-                           &s->last_ns, &last, now, memory_order_relaxed,
-                           memory_order_relaxed)) {
-  }
+  if (atomic_load_explicit(&s->first_ns, memory_order_relaxed) == 0)
+    atomic_compare_exchange_strong_explicit(
+        &s->first_ns, &first, now, memory_order_relaxed, memory_order_relaxed);
+  if (now > atomic_load_explicit(&s->last_ns, memory_order_relaxed))
+    atomic_store_explicit(&s->last_ns, now, memory_order_relaxed);
   int n = atomic_load_explicit(&s->thread_claims, memory_order_acquire);
   bool known = false;
   for (int i = 0; i < n && i < AUDIT_MAX_THREADS && !known; i++)
