@@ -11,10 +11,8 @@ functions) and readelf (build ids).
 CASE is one of: target, probe, net, threads, fork, exit, term,
 close-stderr, sigpipe, stuck-pipe, signal-malloc, exec, clone,
 out-symlink, out-symlinks, out-mode, vfork, table-full (the test's own
-program,
-audit_target), git, xz, python, python-exec, perl, signals (programs
-nobody here wrote). Exit 0 when
-it holds; 1 with the reason.
+program, audit_target), git, xz, python, python-exec, perl, signals
+(programs nobody here wrote). Exit 0 when it holds; 1 with the reason.
 """
 import argparse
 import datetime
