@@ -11,7 +11,7 @@ functions) and readelf (build ids).
 CASE is one of: target, probe, net, threads, fork, exit, term,
 close-stderr, sigpipe, stuck-pipe, signal-malloc, exec, clone,
 out-symlink, out-symlinks, out-mode, vfork, table-full (the test's own
-program, audit_target), git, xz, python, python-exec, perl, signals
+program, audit_target), git, xz, python, python-exec, peers6, perl, signals
 (programs nobody here wrote). Exit 0 when it holds; 1 with the reason.
 """
 import argparse
@@ -805,6 +805,36 @@ def case_python():
               "%s: threads %r, python ran on %r" % (f, rec["threads"], tids))
     print("python3: four files opened from one line on five threads: four "
           "records of %d calls, each naming the five threads" % (5 * rounds))
+
+
+PY_PEERS6 = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+for a in sys.argv[1:]:
+    try:
+        s.sendto(b"x", (a, 9))
+    except OSError as e:
+        pass
+    print("[%s]:9" % socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, a)))
+"""
+
+
+def case_peers6():
+    # sendto's hook formats the peer by hand (inet_ntop is not
+    # async-signal-safe): it must write what inet_ntop writes.
+    d = fresh_dir("peers6")
+    out = os.path.join(d, "audit.jsonl")
+    addrs = ["::1", "::", "::ffff:1.2.3.4", "::1.2.3.4", "2001:db8::1",
+             "2001:db8:0:0:1:0:0:1", "fe80::1:2", "1::", "1:0:0:2:0:0:0:3",
+             "0:0:1::", "1:2:3:4:5:6:7:8", "::2", "abcd:ef01::ffff:0:1"]
+    r = run(["/usr/bin/python3", "-c", PY_PEERS6] + addrs, capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out))
+    check(r.returncode == 0, "python3: %d %s" % (r.returncode, r.stderr))
+    want = r.stdout.split()
+    p = only_process(out)
+    got = {x["resource"] for x in p["records"].values() if x["function"] == "sendto"}
+    check(got == set(want), "peers %r, inet_ntop wrote %r" % (sorted(got), sorted(want)))
+    print("peers6: %d IPv6 peers written as inet_ntop writes them" % len(want))
 
 
 def case_perl():
