@@ -8,9 +8,10 @@
  * row's environment. The child makes the row's call from ONE call site (a
  * noinline function) W warm-up times, then N times (default 200 000) with
  * CLOCK_MONOTONIC read around that loop only (not the process start-up, not
- * the preload's exit flush), and writes ns per call to its fd 3, a pipe to
- * the parent. Its stdout and stderr go to a log file, shown only when the
- * child fails, so nothing of the child mixes with the table.
+ * the preload's exit flush; --cpu-time: the thread's CPU time, for a
+ * machine shared with other work), and writes ns per call to its fd 3, a
+ * pipe to the parent. Its stdout and stderr go to a log file, shown only when
+ * the child fails, so nothing of the child mixes with the table.
  *
  * Rows (each 3 children, interleaved with the other rows; median, spread):
  *   open+close of /etc/hostname: no preload; preload with a prefix that
