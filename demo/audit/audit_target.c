@@ -27,6 +27,25 @@
  *                      closes 0, 1 and 2, then opens FILE N times (the
  *                      descriptors it gets are the closed ones) and
  *                      writes "mine\n" into the last one
+ *   sigmalloc FILE N   mallocs and frees in a loop while a 1 ms timer's
+ *                      SIGALRM handler (audit_on_alarm) calls access(FILE)
+ *                      each time it lands, until it has N times; prints N
+ *   exec FILE N SELF   8 threads open FILE N times each; execv of a
+ *                      missing file fails (the process goes on), FILE is
+ *                      opened once more, then SELF (this program) is
+ *                      exec'd as "noop". Prints the 8 thread ids first.
+ *   noop               makes no call
+ *   clone A B N        opens A N times; a raw clone(SIGCHLD) child (no
+ *                      fork handlers run) opens B N times and _exits; the
+ *                      parent waits, opens A N times more. Prints
+ *                      "child <pid>".
+ *   wait-open FILE N   prints its pid, waits for a line on stdin, then
+ *                      opens FILE N times
+ *   vfork A B N SELF   opens A N times; a vfork child opens B N times and
+ *                      execs SELF as "noop"; the parent waits, opens A N
+ *                      times more
+ *   many DIR N         opens DIR/0 .. DIR/N-1 (missing: ENOENT) from one
+ *                      call site: N resources, N records wanted
  *
  * The functions that make the calls are exported and noinline so that nm
  * lists them and each is its own frame. Exits 0 when every call did what
@@ -40,13 +59,16 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +82,8 @@ int audit_resolve_server(void);
 int audit_open_n(const char *path, int n);
 int audit_probe(const char *dir);
 int audit_net(void);
+void audit_on_alarm(int sig);
+int audit_malloc_loop(int n);
 
 NOINLINE int audit_read_settings(const char *path) {
   int fd = open(path, O_RDONLY);
@@ -225,6 +249,47 @@ NOINLINE int audit_net(void) {
   return 0;
 }
 
+static const char *volatile g_alarm_path;
+static volatile sig_atomic_t g_alarms;
+
+/* Where the signal landed is part of the stack the hook captures: inside
+   malloc, most of the time. */
+NOINLINE void audit_on_alarm(int sig) {
+  (void)sig;
+  int saved = errno;
+  if (access(g_alarm_path, R_OK) == 0)
+    g_alarms++;
+  errno = saved;
+  KEEP_FRAME();
+}
+
+/* Mallocs and frees until the handler has run n times; 0 when it did. */
+NOINLINE int audit_malloc_loop(int n) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = audit_on_alarm;
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(SIGALRM, &sa, NULL) != 0)
+    return 1;
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  if (setitimer(ITIMER_REAL, &it, NULL) != 0)
+    return 1;
+  void *keep[64] = {0};
+  for (uint32_t i = 0; g_alarms < n; i++) {
+    size_t at = (i * 2654435761u) >> 26; /* 0..63 */
+    free(keep[at]);
+    keep[at] = malloc(16 + (i * 40503u) % 4096);
+    if (!keep[at])
+      return 1;
+  }
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  for (int i = 0; i < 64; i++)
+    free(keep[i]);
+  KEEP_FRAME();
+  return 0;
+}
+
 typedef struct opener {
   const char *path;
   int n, tid, bad;
@@ -288,6 +353,78 @@ int main(int argc, char **argv) {
     fflush(stdout);
     for (;;)
       pause();
+  } else if (strcmp(mode, "sigmalloc") == 0 && argc == 4) {
+    g_alarm_path = argv[2];
+    bad |= audit_malloc_loop(atoi(argv[3]));
+    printf("%d\n", (int)g_alarms);
+  } else if (strcmp(mode, "exec") == 0 && argc == 5) {
+    opener_t o[8];
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++) {
+      o[i] = (opener_t){.path = argv[2], .n = atoi(argv[3])};
+      if (pthread_create(&t[i], NULL, opener, &o[i]) != 0)
+        return 1;
+    }
+    for (int i = 0; i < 8; i++) {
+      pthread_join(t[i], NULL);
+      printf("%d\n", o[i].tid);
+      bad |= o[i].bad;
+    }
+    fflush(stdout);
+    char *args[] = {argv[0], "noop", NULL};
+    if (execv("/nonexistent/audit-target", args) != -1 || errno != ENOENT)
+      return 1;
+    bad |= audit_open_n(argv[2], 1);
+    if (bad)
+      return 1;
+    execv(argv[4], args);
+    return 1;
+  } else if (strcmp(mode, "noop") == 0 && argc == 2) {
+    return 0;
+  } else if (strcmp(mode, "clone") == 0 && argc == 5) {
+    int n = atoi(argv[4]);
+    bad |= audit_open_n(argv[2], n);
+    fflush(stdout);
+    /* No fork handlers: the kernel's clone, as a sandbox or a language
+       runtime makes it. The child runs on a copy of this stack. */
+    long child = syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+    if (child == 0)
+      _exit(audit_open_n(argv[3], n));
+    printf("child %ld\n", child);
+    int status;
+    if (child < 0 || waitpid((pid_t)child, &status, 0) != child ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      bad = 1;
+    bad |= audit_open_n(argv[2], n);
+  } else if (strcmp(mode, "wait-open") == 0 && argc == 4) {
+    printf("%d\n", (int)getpid());
+    fflush(stdout);
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+      return 1;
+    bad |= audit_open_n(argv[2], atoi(argv[3]));
+  } else if (strcmp(mode, "vfork") == 0 && argc == 6) {
+    int n = atoi(argv[4]);
+    bad |= audit_open_n(argv[2], n);
+    char *args[] = {argv[0], "noop", NULL};
+    pid_t child = vfork();
+    if (child == 0) {
+      audit_open_n(argv[3], n);
+      execv(argv[5], args);
+      _exit(127);
+    }
+    int status;
+    if (child < 0 || waitpid(child, &status, 0) != child ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      bad = 1;
+    bad |= audit_open_n(argv[2], n);
+  } else if (strcmp(mode, "many") == 0 && argc == 4) {
+    char path[4096];
+    for (int i = 0; i < atoi(argv[3]); i++) {
+      snprintf(path, sizeof path, "%s/%d", argv[2], i);
+      if (audit_open_n(path, 1) == 0) /* must be missing */
+        bad = 1;
+    }
   } else if (strcmp(mode, "close-stderr") == 0 && argc == 4) {
     close(0);
     close(1);
@@ -305,7 +442,9 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: audit_target basic FILE | probe DIR | net | threads FILE N "
             "| fork A B N "
-            "| exit FILE N | term FILE N | close-stderr FILE N\n");
+            "| exit FILE N | term FILE N | close-stderr FILE N "
+            "| sigmalloc FILE N | exec FILE N SELF | noop | clone A B N "
+            "| wait-open FILE N | vfork A B N SELF | many DIR N\n");
     return 2;
   }
   fflush(stdout);

@@ -7,8 +7,9 @@
  * program may rewrite its environment later: perl does, and a pointer
  * kept from getenv() then names garbage), the copy of standard error
  * (a program that closes fd 2 must not silence the audit), this library's
- * code range (its frames are dropped from the stacks it records), and the
- * small helpers every part uses (the clock, the thread id).
+ * code range (its frames are dropped from the stacks it records), the
+ * marker page a copied child finds wiped, and the small helpers every
+ * part uses (the clock, the thread id, the pid).
  * Must not: record anything (the guard is held throughout), or fail the
  * host: a setting that cannot be used is ignored, and the audit goes on
  * with the default.
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@ audit_config_t audit_cfg = {.stderr_fd = -1};
 _Atomic int audit_pid;
 _Atomic int audit_forked_from;
 atomic_bool audit_ready;
+_Atomic int *audit_marker;
 __thread int audit_busy __attribute__((tls_model("initial-exec")));
 __thread int audit_tid __attribute__((tls_model("initial-exec")));
 
@@ -45,6 +48,23 @@ int audit_gettid(void) {
   if (audit_tid == 0)
     audit_tid = (int)syscall(SYS_gettid);
   return audit_tid;
+}
+
+int audit_getpid(void) { return (int)syscall(SYS_getpid); }
+
+/* The marker page (audit.h): NULL where the kernel cannot wipe it
+   (before Linux 4.14), and each check then asks for the pid. */
+static void map_marker(void) {
+  void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return;
+  if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+    munmap(p, 4096);
+    return;
+  }
+  audit_marker = p;
+  atomic_store(audit_marker, atomic_load(&audit_pid));
 }
 
 /* Splits a colon-separated list into up to max entries, copied into
@@ -92,9 +112,10 @@ static void read_settings(void) {
 }
 
 __attribute__((constructor)) static void audit_start(void) {
-  audit_busy = 1;
+  audit_busy = AUDIT_OWN;
   audit_cfg.start_ns = audit_now_ns();
   atomic_store(&audit_pid, (int)getpid());
+  map_marker();
   read_settings();
   ssize_t n =
       readlink("/proc/self/exe", audit_cfg.exe, sizeof audit_cfg.exe - 1);

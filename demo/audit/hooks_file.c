@@ -4,11 +4,12 @@
  * them), FORTIFY's __open_2 family and the pre-2.33 __xstat family
  * included, since programs built against them call nothing else.
  *
- * Each hook looks up the real function (under the guard: dlsym may open
- * files), calls it outside the guard (a callback inside it is the
- * program's call too), then, unless this thread was already inside the
- * library, makes the path absolute and records the call when the path is
- * watched: its result is "ok" or the errno the call left.
+ * Each hook takes the real function (looked up at load), calls it
+ * outside the guard (a callback inside it is the program's call too),
+ * then, unless the library itself made the call, makes the path absolute
+ * and records the call when the path is watched: its result is "ok" or
+ * the errno the call left. All of it async-signal-safe: open, stat and
+ * access are, and programs call them from signal handlers.
  * Must not: change the call's result or errno; record a call the library
  * itself made. A missing real function fails with ENOSYS, never crashes.
  */
@@ -47,24 +48,23 @@ int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *buf,
 static void after(bool mine, int fn, int dirfd, const char *path, bool failed) {
   int err = errno;
   if (!mine || !path ||
-      !atomic_load_explicit(&audit_ready, memory_order_acquire) ||
-      !audit_enter())
+      !atomic_load_explicit(&audit_ready, memory_order_acquire))
     return;
+  audit_check_process();
+  int prev = audit_enter();
   char abs[PATH_MAX];
   if (audit_absolute(dirfd, path, abs, sizeof abs) && audit_watched(abs))
     audit_record_call(fn, abs, strcmp(abs, path) != 0 ? path : NULL,
                       failed ? err : 0, 0);
-  audit_leave();
+  audit_leave(prev);
   errno = err;
 }
 
-/* The real function, looked up under the guard (mine: this thread was not
-   inside the library). */
+/* The real function (mine: the program made this call, not the
+   library). */
 #define LOOKUP(name)                                                           \
-  bool mine = audit_enter();                                                   \
-  name##_fn real = real_##name();                                              \
-  if (mine)                                                                    \
-    audit_leave();
+  bool mine = audit_mine();                                                    \
+  name##_fn real = real_##name();
 
 #define MISSING(ret)                                                           \
   if (!real) {                                                                 \

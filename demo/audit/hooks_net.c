@@ -7,6 +7,9 @@
  * opening /etc/hosts inside getaddrinfo is the program's call too, and is
  * recorded as such), then records the call with its peer or host as the
  * resource and its result: "ok", the errno, the EAI_* code, or h_errno.
+ * connect, sendto and sendmsg are async-signal-safe, and so is what their
+ * hooks run (the peer is formatted by hand); the name lookups are not,
+ * and their hooks may use snprintf.
  * Must not: change the call's result or errno; record a call the library
  * itself made. A missing real function fails as the call would (ENOSYS,
  * EAI_SYSTEM, NO_RECOVERY), never crashes.
@@ -23,35 +26,112 @@
 
 #define RESOURCE_CHARS 512
 
+/* Text appended at out[*len], within size (one byte kept for the NUL);
+   what does not fit is cut. By hand, as every formatter here: connect,
+   sendto and sendmsg are async-signal-safe, and snprintf and inet_ntop
+   are not. */
+static void add(char *out, size_t size, size_t *len, const char *s, size_t n) {
+  for (size_t i = 0; i < n && *len + 1 < size; i++)
+    out[(*len)++] = s[i];
+  out[*len] = '\0';
+}
+
+static void add_str(char *out, size_t size, size_t *len, const char *s) {
+  add(out, size, len, s, strlen(s));
+}
+
+static void add_dec(char *out, size_t size, size_t *len, unsigned v) {
+  char d[21];
+  add(out, size, len, d, audit_decimal(d, v));
+}
+
+static void add_ipv4(char *out, size_t size, size_t *len,
+                     const unsigned char *a) {
+  for (int i = 0; i < 4; i++) {
+    if (i)
+      add(out, size, len, ".", 1);
+    add_dec(out, size, len, a[i]);
+  }
+}
+
+/* RFC 5952, as inet_ntop writes it: lowercase hex without leading zeros,
+   the longest run of two or more zero groups (the first of equals) as
+   "::", and the IPv4-mapped and -compatible forms with a dotted tail. */
+static void add_ipv6(char *out, size_t size, size_t *len,
+                     const unsigned char *a) {
+  unsigned g[8];
+  for (int i = 0; i < 8; i++)
+    g[i] = (unsigned)a[2 * i] << 8 | a[2 * i + 1];
+  int best = -1, best_len = 0;
+  for (int i = 0; i < 8;) {
+    int j = i;
+    while (j < 8 && g[j] == 0)
+      j++;
+    if (j - i > best_len && j - i >= 2) {
+      best = i;
+      best_len = j - i;
+    }
+    i = j > i ? j : i + 1;
+  }
+  /* ::ffff:a.b.c.d and ::a.b.c.d (glibc's test: ::1 stays hex) */
+  bool v4 = best == 0 && (best_len == 6 || (best_len == 5 && g[5] == 0xffff));
+  int groups = v4 ? 6 : 8;
+  for (int i = 0; i < groups; i++) {
+    if (i == best) {
+      add(out, size, len, "::", 2);
+      i += best_len - 1;
+      continue;
+    }
+    if (i && i != best + best_len)
+      add(out, size, len, ":", 1);
+    char h[4];
+    int n = 0;
+    for (int shift = 12; shift >= 0; shift -= 4)
+      if (n || (g[i] >> shift) & 15 || shift == 0)
+        h[n++] = "0123456789abcdef"[(g[i] >> shift) & 15];
+    add(out, size, len, h, (size_t)n);
+  }
+  if (v4) {
+    if (best + best_len < 6)
+      add(out, size, len, ":", 1);
+    add_ipv4(out, size, len, a + 12);
+  }
+}
+
 /* The peer addr names: "1.2.3.4:443", "[::1]:80", "unix:/run/x.sock",
-   "unix:@abstract", or "family N". */
-static void describe_peer(const struct sockaddr *sa, socklen_t len, char *out,
+   "unix:@abstract", or "family N". [signal-safe] */
+static void describe_peer(const struct sockaddr *sa, socklen_t slen, char *out,
                           size_t size) {
-  char ip[INET6_ADDRSTRLEN];
-  if (!sa || len < (socklen_t)sizeof(sa_family_t)) {
-    snprintf(out, size, "(no address)");
+  size_t len = 0;
+  out[0] = '\0';
+  if (!sa || slen < (socklen_t)sizeof(sa_family_t)) {
+    add_str(out, size, &len, "(no address)");
   } else if (sa->sa_family == AF_INET &&
-             len >= (socklen_t)sizeof(struct sockaddr_in)) {
+             slen >= (socklen_t)sizeof(struct sockaddr_in)) {
     const struct sockaddr_in *in = (const void *)sa;
-    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
-    snprintf(out, size, "%s:%u", ip, ntohs(in->sin_port));
+    add_ipv4(out, size, &len, (const unsigned char *)&in->sin_addr);
+    add(out, size, &len, ":", 1);
+    add_dec(out, size, &len, ntohs(in->sin_port));
   } else if (sa->sa_family == AF_INET6 &&
-             len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+             slen >= (socklen_t)sizeof(struct sockaddr_in6)) {
     const struct sockaddr_in6 *in6 = (const void *)sa;
-    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
-    snprintf(out, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    add(out, size, &len, "[", 1);
+    add_ipv6(out, size, &len, (const unsigned char *)&in6->sin6_addr);
+    add(out, size, &len, "]:", 2);
+    add_dec(out, size, &len, ntohs(in6->sin6_port));
   } else if (sa->sa_family == AF_UNIX) {
     const struct sockaddr_un *un = (const void *)sa;
-    size_t max = (size_t)len - offsetof(struct sockaddr_un, sun_path);
+    size_t max = (size_t)slen - offsetof(struct sockaddr_un, sun_path);
     if (max > sizeof un->sun_path)
       max = sizeof un->sun_path;
     bool abstract = max > 0 && un->sun_path[0] == '\0';
     /* An abstract name starts with a NUL and is not NUL-terminated. */
-    snprintf(out, size, "unix:%s%.*s", abstract ? "@" : "",
-             (int)(abstract ? max - 1 : strnlen(un->sun_path, max)),
-             un->sun_path + abstract);
+    add_str(out, size, &len, abstract ? "unix:@" : "unix:");
+    add(out, size, &len, un->sun_path + abstract,
+        abstract ? max - 1 : strnlen(un->sun_path, max));
   } else {
-    snprintf(out, size, "family %d", sa->sa_family);
+    add_str(out, size, &len, "family ");
+    add_dec(out, size, &len, sa->sa_family);
   }
 }
 
@@ -60,11 +140,12 @@ static void describe_peer(const struct sockaddr *sa, socklen_t len, char *out,
 static void after(bool mine, int fn, const char *resource, int result,
                   int result_errno) {
   int err = errno;
-  if (!mine || !atomic_load_explicit(&audit_ready, memory_order_acquire) ||
-      !audit_enter())
+  if (!mine || !atomic_load_explicit(&audit_ready, memory_order_acquire))
     return;
+  audit_check_process();
+  int prev = audit_enter();
   audit_record_call(fn, resource, NULL, result, result_errno);
-  audit_leave();
+  audit_leave(prev);
   errno = err;
 }
 
@@ -73,21 +154,20 @@ static void after(bool mine, int fn, const char *resource, int result,
 static void after_peer(bool mine, int fn, const struct sockaddr *addr,
                        socklen_t len, bool failed) {
   int err = errno;
-  if (!mine || !atomic_load_explicit(&audit_ready, memory_order_acquire) ||
-      !audit_enter())
+  if (!mine || !atomic_load_explicit(&audit_ready, memory_order_acquire))
     return;
+  audit_check_process();
+  int prev = audit_enter();
   char peer[RESOURCE_CHARS];
   describe_peer(addr, len, peer, sizeof peer);
   audit_record_call(fn, peer, NULL, failed ? err : 0, 0);
-  audit_leave();
-  errno = err; /* describing the peer may have set it */
+  audit_leave(prev);
+  errno = err;
 }
 
 #define LOOKUP(name)                                                           \
-  bool mine = audit_enter();                                                   \
-  name##_fn real = real_##name();                                              \
-  if (mine)                                                                    \
-    audit_leave();
+  bool mine = audit_mine();                                                    \
+  name##_fn real = real_##name();
 
 /* ---- Sockets ---------------------------------------------------------------
  */

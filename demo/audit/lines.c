@@ -5,8 +5,11 @@
  * Owns: formatting them into a caller's buffer, with code that is
  * async-signal-safe (the last write runs in a fatal signal's handler): no
  * stdio, no allocation, no lock, no locale; numbers, hex and ISO 8601
- * times are written by hand. Records are read without their lock, through
- * their atomics (records.c says why that is enough).
+ * times are written by hand. Records and slots are read without a lock,
+ * once published, through their atomics (records.c and naming.c say why
+ * that is enough). A raw record's frames are placed in their images from
+ * stacksnap's lock-free image table (a reference held while the line is
+ * made: the strings live in that table).
  * Must not: write a partial line: a line that does not fit in what is
  * left of the buffer is taken back whole (the caller writes the buffer
  * and tries again), and a record whose stack alone is too big keeps the
@@ -18,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "images/images.h"
 
 static void put(audit_buf_t *b, const char *s, size_t n) {
   if (b->full || b->len + n > b->cap) {
@@ -230,7 +235,7 @@ static const char *herrno_name(int code) {
 }
 
 /* "result":<name>,"errno":<n> */
-static void put_result(audit_buf_t *b, const audit_record_t *r) {
+static void put_result(audit_buf_t *b, const audit_slot_t *r) {
   puts_(b, ",\"result\":");
   const char *name = NULL;
   int err = 0;
@@ -257,51 +262,55 @@ static void put_result(audit_buf_t *b, const audit_record_t *r) {
 }
 
 /* The moving fields: count, times, threads. */
-static void put_counts(audit_buf_t *b, const audit_record_t *r,
+static void put_counts(audit_buf_t *b, const audit_sum_t *sum,
                        bool with_first) {
-  uint64_t count = atomic_load_explicit(&r->count, memory_order_acquire);
   puts_(b, ",\"count\":");
-  put_u64(b, count);
+  put_u64(b, sum->count);
   if (with_first)
-    put_time(b, "first",
-             atomic_load_explicit(&r->first_ns, memory_order_relaxed));
-  put_time(b, "last", atomic_load_explicit(&r->last_ns, memory_order_relaxed));
+    put_time(b, "first", sum->first_ns);
+  put_time(b, "last", sum->last_ns);
   puts_(b, ",\"threads\":[");
-  int n = atomic_load_explicit(&r->nthreads, memory_order_acquire);
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < sum->nthreads; i++) {
     puts_(b, i ? ",{\"tid\":" : "{\"tid\":");
-    put_u64(b,
-            (uint64_t)atomic_load_explicit(&r->tids[i], memory_order_relaxed));
+    put_u64(b, (uint64_t)sum->tids[i]);
     puts_(b, ",\"name\":");
     char name[17];
-    memcpy(name, r->names[i], 16);
+    memcpy(name, sum->names[i], 16);
     name[16] = '\0';
     put_str(b, name);
     put(b, "}", 1);
   }
   puts_(b, "],\"threads_more\":");
-  puts_(b, atomic_load(&r->threads_more) ? "true" : "false");
+  puts_(b, sum->threads_more ? "true" : "false");
+}
+
+/* The image fields of a frame: path, base, size, offset, build id. */
+static void put_image(audit_buf_t *b, uintptr_t pc, const char *name,
+                      const char *path, uintptr_t base, uintptr_t size,
+                      const char *build_id) {
+  puts_(b, ",\"image\":");
+  put_str(b, path ? name : NULL);
+  puts_(b, ",\"image_path\":");
+  put_str(b, path);
+  if (path) {
+    puts_(b, ",\"image_base\":");
+    put_hex(b, base);
+    puts_(b, ",\"image_size\":");
+    put_u64(b, size);
+    puts_(b, ",\"image_offset\":");
+    put_hex(b, pc - base);
+  } else {
+    puts_(b, ",\"image_base\":null,\"image_size\":null,\"image_offset\":null");
+  }
+  puts_(b, ",\"build_id\":");
+  put_str(b, build_id);
 }
 
 static void put_frame(audit_buf_t *b, const snap_frame_t *f) {
   puts_(b, "{\"pc\":");
   put_hex(b, f->pc);
-  puts_(b, ",\"image\":");
-  put_str(b, f->image_path ? f->image : NULL);
-  puts_(b, ",\"image_path\":");
-  put_str(b, f->image_path);
-  if (f->image_path) {
-    puts_(b, ",\"image_base\":");
-    put_hex(b, f->image_base);
-    puts_(b, ",\"image_size\":");
-    put_u64(b, f->image_size);
-    puts_(b, ",\"image_offset\":");
-    put_hex(b, f->pc - f->image_base);
-  } else {
-    puts_(b, ",\"image_base\":null,\"image_size\":null,\"image_offset\":null");
-  }
-  puts_(b, ",\"build_id\":");
-  put_str(b, f->build_id);
+  put_image(b, f->pc, f->image, f->image_path, f->image_base, f->image_size,
+            f->build_id);
   puts_(b, ",\"symbol\":");
   put_str(b, f->symbol);
   puts_(b, ",\"symbol_offset\":");
@@ -312,11 +321,27 @@ static void put_frame(audit_buf_t *b, const snap_frame_t *f) {
   puts_(b, f->in_app ? ",\"in_app\":true}" : ",\"in_app\":false}");
 }
 
+/* A raw frame: its image from the table t (each pc is a return address:
+   the call before it is looked up), no symbol. */
+static void put_raw_frame(audit_buf_t *b, const snap__images_t *t,
+                          uintptr_t pc) {
+  const snap__image_t *im = pc ? snap__images_find(t, pc - 1) : NULL;
+  puts_(b, "{\"pc\":");
+  put_hex(b, pc);
+  if (im)
+    put_image(b, pc, im->name, im->path, im->base, im->size, im->build_id);
+  else
+    put_image(b, pc, NULL, NULL, 0, 0, NULL);
+  puts_(b, ",\"symbol\":null,\"symbol_offset\":null");
+  puts_(b, im && im->in_app ? ",\"in_app\":true}" : ",\"in_app\":false}");
+}
+
 /* Room kept for what follows the frames: the closing of the line. */
 #define TAIL_ROOM 64
 
-bool audit_line_record(audit_buf_t *b, int id) {
+bool audit_line_record(audit_buf_t *b, int id, const audit_sum_t *sum) {
   const audit_record_t *r = &audit_records[id];
+  const audit_slot_t *k = &audit_slots[r->slot];
   size_t start = b->len;
   b->full = false;
   begin(b, "record");
@@ -324,15 +349,16 @@ bool audit_line_record(audit_buf_t *b, int id) {
   put_u64(b, (uint64_t)id);
   static const char *const kinds[] = {"file", "network", "dns"};
   puts_(b, ",\"kind\":");
-  put_str(b, kinds[audit_fns[r->fn].kind]);
+  put_str(b, kinds[audit_fns[k->fn].kind]);
   puts_(b, ",\"function\":");
-  put_str(b, audit_fns[r->fn].name);
+  put_str(b, audit_fns[k->fn].name);
   puts_(b, ",\"resource\":");
-  put_str(b, r->resource);
+  put_str(b, audit_slot_resource(k));
   puts_(b, ",\"argument\":");
-  put_str(b, r->argument);
-  put_result(b, r);
-  put_counts(b, r, true);
+  put_str(b, audit_slot_argument(k));
+  put_result(b, k);
+  put_counts(b, sum, true);
+  puts_(b, r->named ? ",\"named\":true" : ",\"named\":false");
   puts_(b, ",\"call_site\":");
   put_u64(b, (uint64_t)r->call_site);
   puts_(b, r->app ? ",\"app\":true" : ",\"app\":false");
@@ -342,19 +368,23 @@ bool audit_line_record(audit_buf_t *b, int id) {
     return false;
   }
   /* Frames while they fit, leaving room for the line's end. */
-  bool truncated = r->truncated;
+  bool truncated = k->truncated;
   size_t cap = b->cap;
   b->cap = cap > TAIL_ROOM ? cap - TAIL_ROOM : 0;
-  int n = snap_stack_count(r->stack);
+  const snap__images_t *t = r->named ? NULL : snap__images_acquire();
+  int n = r->named ? (r->stack ? snap_stack_count(r->stack) : 0) : k->npcs;
   for (int i = 0; i < n; i++) {
-    /* Built when the record was made (records.c): only read here. */
-    const snap_frame_t *f = snap_stack_frame(r->stack, i);
-    if (!f)
+    /* Built when the record was named (naming.c): only read here. */
+    const snap_frame_t *f = r->named ? snap_stack_frame(r->stack, i) : NULL;
+    if (r->named && !f)
       break;
     size_t mark = b->len;
     if (i)
       put(b, ",", 1);
-    put_frame(b, f);
+    if (f)
+      put_frame(b, f);
+    else
+      put_raw_frame(b, t, audit_slot_pcs(k)[i]);
     if (b->full) {
       b->len = mark;
       b->full = false;
@@ -362,19 +392,21 @@ bool audit_line_record(audit_buf_t *b, int id) {
       break;
     }
   }
+  if (t)
+    snap__images_release(t);
   b->cap = cap;
   puts_(b, "],\"frames_truncated\":");
   puts_(b, truncated ? "true" : "false");
   return finish(b, start);
 }
 
-bool audit_line_update(audit_buf_t *b, int id) {
+bool audit_line_update(audit_buf_t *b, int id, const audit_sum_t *sum) {
   size_t start = b->len;
   b->full = false;
   begin(b, "update");
   puts_(b, ",\"id\":");
   put_u64(b, (uint64_t)id);
-  put_counts(b, &audit_records[id], false);
+  put_counts(b, sum, false);
   return finish(b, start);
 }
 
@@ -390,12 +422,15 @@ bool audit_line_end(audit_buf_t *b, const char *reason, int sig,
     put_u64(b, (uint64_t)sig);
   else
     puts_(b, "null");
+  int records = 0;
+  for (int i = 0; i < audit_records_claimed(); i++)
+    records += atomic_load(&audit_records[i].ready);
   puts_(b, ",\"records\":");
-  put_u64(b, (uint64_t)atomic_load(&audit_nrecords));
+  put_u64(b, (uint64_t)records);
   puts_(b, ",\"calls\":");
   put_u64(b, atomic_load(&audit_calls));
   puts_(b, ",\"calls_not_kept\":");
-  put_u64(b, atomic_load(&audit_calls_not_kept));
+  put_u64(b, atomic_load(&audit_calls_not_kept) + audit_calls_dropped());
   puts_(b, ",\"lines_lost\":");
   put_u64(b, lines_lost);
   put_time(b, "time", audit_now_ns());

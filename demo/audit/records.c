@@ -1,216 +1,210 @@
 /*
- * records.c — the table of records: one per (call site, function,
+ * records.c — the table of calls: one slot per (stack, function,
  * resource, result), with its count, first and last time, and threads.
+ * The hooks' hot path, and async-signal-safe: a hook may run in a signal
+ * handler that interrupted malloc (or this very code), or in a vfork
+ * child, so nothing here allocates, locks or names.
  *
- * The hot path: a repeated call is one capture (snap_capture_self), one
- * cache hit (snap_symbolicate hands back the same stack object for the
- * same pcs) and one probe of the key index, keyed by that object's
- * address with the function, result and resource. A key miss is a new
- * stack: its call site is found (the innermost app frame, sanitizer
- * interceptors and this library skipped; else the hooked function's
- * caller), the record of (call site, function, resource, result) looked
- * up or made, and a key added that points the stack at it. A key holds
- * a reference on its stack (a record without a key, on its own), so an
- * address never comes back meaning another stack.
+ * A call is one capture (snap_capture_self: no allocation, no lock), a
+ * hash of its pcs with the function, result and resource, and a probe of
+ * an open-addressing table of preallocated slots. A slot is claimed with a
+ * compare-and-swap on its state (empty -> filling), filled (its pcs and
+ * text copied into pools claimed with fetch-and-add), its first call
+ * counted, then published (ready, release). A probe passes over a slot
+ * being filled (it may be this thread's, interrupted by the signal whose
+ * handler probes now): at worst one key gets two slots, which naming
+ * (naming.c) files under one record. Counts, times and threads are
+ * atomics. What cannot be kept (the table 7/8 full, a pool full) is
+ * counted in audit_calls_not_kept, never dropped silently.
  *
- * Owns: the records, the two indexes, the counters of calls.
- * Must not: do I/O (a new record is handed to the writer's queue), or
- * change errno. Records are read without the lock by the writers: every
- * field is set before the record is published (audit_nrecords, release),
- * and the moving ones are atomics.
+ * Owns: the slots, the pools, the counters of calls.
+ * Must not: allocate, lock, do I/O, name a pc, or change errno.
  */
 #include "audit.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 
-#define KEY_SLOTS 16384 /* keys: at most half full */
-#define MAX_KEYS (KEY_SLOTS / 2)
-#define RECORD_SLOTS (2 * AUDIT_MAX_RECORDS)
+#define SLOT_LIMIT (AUDIT_MAX_SLOTS / 8 * 7) /* probes stay short */
+#define PCS_POOL (256 * 1024)                /* 2 MiB of pcs */
+#define TEXT_POOL (1024 * 1024)              /* resources and arguments */
 
-audit_record_t audit_records[AUDIT_MAX_RECORDS];
-_Atomic int audit_nrecords;
+enum { STATE_EMPTY, STATE_FILLING, STATE_READY };
+
+audit_slot_t audit_slots[AUDIT_MAX_SLOTS];
+static _Atomic unsigned char g_state[AUDIT_MAX_SLOTS];
+static _Atomic int g_nslots; /* slots claimed (may pass SLOT_LIMIT) */
+/* The pools: written here only, into ranges claimed and not yet
+   published; read by the other parts through published slots. */
+uintptr_t audit_pcs_pool[PCS_POOL];
+char audit_text_pool[TEXT_POOL];
+static _Atomic uint32_t g_pcs_used, g_text_used;
 _Atomic uint64_t audit_calls, audit_calls_not_kept;
 
-typedef struct key {
-  const snap_stack_t *stack; /* a reference */
-  uint32_t hash;             /* of the resource */
-  int fn, result, record;
-} key_t_;
-
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static key_t_ g_keys[MAX_KEYS];
-static int g_nkeys;
-static int g_key_slots[KEY_SLOTS];       /* key + 1; 0 = empty */
-static int g_record_slots[RECORD_SLOTS]; /* record + 1; 0 = empty */
-
-static uint32_t hash_str(const char *s) {
-  uint32_t h = 2166136261u; /* FNV-1a */
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
+bool audit_slot_ready(int i) {
+  return atomic_load_explicit(&g_state[i], memory_order_acquire) == STATE_READY;
 }
 
-static size_t mix(uint64_t a, uint64_t b) {
-  uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15u)) * 0xff51afd7ed558ccdu;
-  return (size_t)(h ^ (h >> 29));
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdu;
 }
 
-static size_t key_slot(const snap_stack_t *s, int fn, int result,
-                       uint32_t hash) {
-  return mix((uintptr_t)s, ((uint64_t)hash << 32) ^ (uint64_t)(fn << 20) ^
-                               (uint64_t)(uint32_t)result) %
-         KEY_SLOTS;
-}
-
-static size_t record_slot(uintptr_t site, int fn, int result, uint32_t hash) {
-  return mix(site, ((uint64_t)hash << 32) ^ (uint64_t)(fn << 20) ^
-                       (uint64_t)(uint32_t)result) %
-         RECORD_SLOTS;
-}
-
-/* The path as passed is not part of the key: only what it named. */
-static bool same_record(const audit_record_t *r, int fn, int result,
-                        uint32_t hash, const char *resource) {
-  return r->fn == fn && r->result == result && r->hash == hash &&
-         strcmp(r->resource, resource) == 0;
-}
-
-static int key_find(const snap_stack_t *s, int fn, int result, uint32_t hash,
-                    const char *resource) {
-  for (size_t i = key_slot(s, fn, result, hash);; i = (i + 1) % KEY_SLOTS) {
-    int k = g_key_slots[i] - 1;
-    if (k < 0)
-      return -1;
-    const key_t_ *key = &g_keys[k];
-    if (key->stack == s && key->fn == fn && key->result == result &&
-        key->hash == hash &&
-        same_record(&audit_records[key->record], fn, result, hash, resource))
-      return key->record;
-  }
-}
-
-/* Adds a key; takes the caller's reference on s (true), or leaves it to
-   the caller (false: no room, this stack takes the slow path each time). */
-static bool key_add(const snap_stack_t *s, int fn, int result, uint32_t hash,
-                    int record) {
-  if (g_nkeys == MAX_KEYS)
-    return false;
-  key_t_ *key = &g_keys[g_nkeys];
-  key->stack = s;
-  key->fn = fn;
-  key->result = result;
-  key->hash = hash;
-  key->record = record;
-  size_t i = key_slot(s, fn, result, hash);
-  while (g_key_slots[i])
-    i = (i + 1) % KEY_SLOTS;
-  g_key_slots[i] = ++g_nkeys;
-  return true;
-}
-
-static int record_find(uintptr_t site, int fn, int result, uint32_t hash,
-                       const char *resource) {
-  for (size_t i = record_slot(site, fn, result, hash);;
-       i = (i + 1) % RECORD_SLOTS) {
-    int k = g_record_slots[i] - 1;
-    if (k < 0)
-      return -1;
-    if (audit_records[k].site_pc == site &&
-        same_record(&audit_records[k], fn, result, hash, resource))
-      return k;
-  }
-}
-
-static bool sanitizer_frame(const char *sym) {
-  static const char *const k[] = {
-      "__interceptor_", "___interceptor_", "__asan_", "__tsan_",
-      "__ubsan_",       "__sanitizer_",    "__msan_", "__lsan_"};
-  if (!sym)
-    return false;
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-    if (strncmp(sym, k[i], strlen(k[i])) == 0)
-      return true;
-  return false;
-}
-
-/* The call site of s: its innermost app frame that is neither this
-   library's nor a sanitizer's interceptor; else its first frame. */
-static int call_site_of(const snap_stack_t *s, bool *app) {
-  int n = snap_stack_count(s);
+/* The key's hash: the pcs in order (A B A B is not B A B A), then the
+   function, result and resource. Of a deep stack, the count and the 16
+   innermost and 8 outermost pcs: where stacks differ (a probe compares
+   the whole stack anyway), at a fixed cost per call. */
+#define HASH_INNER 16
+#define HASH_OUTER 8
+static uint64_t key_hash(const uintptr_t *pcs, int n, int fn, int result,
+                         const char *resource) {
+  uint64_t h = mix(1469598103934665603u, (uint64_t)n);
   for (int i = 0; i < n; i++) {
-    const snap_frame_t *f = snap_stack_frame(s, i);
-    if (f && f->in_app && f->image_base != audit_cfg.self_base &&
-        !sanitizer_frame(f->symbol)) {
-      *app = true;
-      return i;
+    if (i == HASH_INNER && n > HASH_INNER + HASH_OUTER)
+      i = n - HASH_OUTER;
+    h = mix(h, pcs[i]);
+  }
+  h = mix(h, ((uint64_t)(unsigned)fn << 32) | (uint32_t)result);
+  size_t len = strlen(resource), i = 0; /* 8 bytes at a time */
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, resource + i, 8);
+    h = mix(h, w);
+  }
+  uint64_t tail = len;
+  memcpy(&tail, resource + i, len - i);
+  return mix(h, tail) ^ (len << 1);
+}
+
+static bool same_key(const audit_slot_t *s, uint64_t h, const uintptr_t *pcs,
+                     int n, int fn, int result, const char *resource) {
+  return s->hash == h && s->npcs == n && s->fn == fn && s->result == result &&
+         memcmp(audit_slot_pcs(s), pcs, (size_t)n * sizeof *pcs) == 0 &&
+         strcmp(audit_slot_resource(s), resource) == 0;
+}
+
+/* A range of n units of a pool of cap, or UINT32_MAX when it is full. */
+static uint32_t claim(_Atomic uint32_t *used, uint32_t n, uint32_t cap) {
+  uint32_t at = atomic_fetch_add_explicit(used, n, memory_order_relaxed);
+  if (at > cap || n > cap - at) {
+    atomic_fetch_sub_explicit(used, n, memory_order_relaxed);
+    return UINT32_MAX;
+  }
+  return at;
+}
+
+static uint32_t copy_text(const char *s) {
+  size_t len = strlen(s) + 1;
+  uint32_t at = len < TEXT_POOL ? claim(&g_text_used, (uint32_t)len, TEXT_POOL)
+                                : UINT32_MAX;
+  if (at != UINT32_MAX)
+    memcpy(audit_text_pool + at, s, len);
+  return at;
+}
+
+/* Counts one call on slot s by the calling thread at now. The thread is
+   named once per slot: an entry is claimed, written, then its tid stored
+   (release), so a writer reads a whole entry or skips it. */
+static void count(audit_slot_t *s, uint64_t now, int tid) {
+  /* Plain loads first: a repeated call takes no locked instruction but
+     the count's. Two threads may store last out of order by a moment; the
+     writers keep first <= last. */
+  uint64_t first = 0;
+  if (atomic_load_explicit(&s->first_ns, memory_order_relaxed) == 0)
+    atomic_compare_exchange_strong_explicit(
+        &s->first_ns, &first, now, memory_order_relaxed, memory_order_relaxed);
+  if (now > atomic_load_explicit(&s->last_ns, memory_order_relaxed))
+    atomic_store_explicit(&s->last_ns, now, memory_order_relaxed);
+  int n = atomic_load_explicit(&s->thread_claims, memory_order_acquire);
+  bool known = false;
+  for (int i = 0; i < n && i < AUDIT_MAX_THREADS && !known; i++)
+    known = atomic_load_explicit(&s->tids[i], memory_order_relaxed) == tid;
+  if (!known && n >= AUDIT_MAX_THREADS) {
+    /* One claim past the last entry says "more"; no further count (a
+       ninth thread's every call would add one). */
+    int full = AUDIT_MAX_THREADS;
+    atomic_compare_exchange_strong_explicit(
+        &s->thread_claims, &full, AUDIT_MAX_THREADS + 1, memory_order_relaxed,
+        memory_order_relaxed);
+  } else if (!known) {
+    int i =
+        atomic_fetch_add_explicit(&s->thread_claims, 1, memory_order_relaxed);
+    if (i < AUDIT_MAX_THREADS) {
+      char name[16] = "";
+      prctl(PR_GET_NAME, name, 0, 0, 0); /* a system call */
+      memcpy(s->names[i], name, sizeof name);
+      atomic_store_explicit(&s->tids[i], tid, memory_order_release);
     }
   }
-  *app = false;
-  return 0;
-}
-
-/* A new record for a key miss; -1 when the table is full or memory ran
-   out. Borrows s: the caller's reference goes to the record's key, or to
-   the record itself when no key could be added (see audit_record_call);
-   either lives as long as the record. */
-static int record_new(const snap_stack_t *s, int site, bool app, bool truncated,
-                      int fn, int result, int result_errno, uint32_t hash,
-                      const char *resource, const char *argument) {
-  int id = atomic_load_explicit(&audit_nrecords, memory_order_relaxed);
-  if (id == AUDIT_MAX_RECORDS)
-    return -1;
-  char *res = strdup(resource);
-  char *arg = argument ? strdup(argument) : NULL;
-  if (!res || (argument && !arg)) {
-    free(res);
-    free(arg);
-    return -1;
-  }
-  audit_record_t *r = &audit_records[id];
-  memset(r, 0, sizeof *r);
-  r->stack = s;
-  r->call_site = site;
-  r->app = app;
-  r->truncated = truncated;
-  r->fn = (unsigned char)fn;
-  r->result = result;
-  r->result_errno = result_errno;
-  r->site_pc = snap_stack_count(s) ? snap_stack_frame(s, site)->pc : 0;
-  r->hash = hash;
-  r->resource = res;
-  r->argument = arg;
-  size_t i = record_slot(r->site_pc, fn, result, hash);
-  while (g_record_slots[i])
-    i = (i + 1) % RECORD_SLOTS;
-  g_record_slots[i] = id + 1;
-  return id;
-}
-
-/* Counts one call on record r by the calling thread at now. */
-static void count(audit_record_t *r, uint64_t now, int tid) {
-  uint64_t c = atomic_load_explicit(&r->count, memory_order_relaxed);
-  if (c == 0)
-    atomic_store_explicit(&r->first_ns, now, memory_order_relaxed);
-  atomic_store_explicit(&r->last_ns, now, memory_order_relaxed);
-  int n = atomic_load_explicit(&r->nthreads, memory_order_relaxed);
-  bool known = false;
-  for (int i = 0; i < n && !known; i++)
-    known = atomic_load_explicit(&r->tids[i], memory_order_relaxed) == tid;
-  if (!known && n < AUDIT_MAX_THREADS) {
-    atomic_store_explicit(&r->tids[n], tid, memory_order_relaxed);
-    char name[16] = "";
-    prctl(PR_GET_NAME, name, 0, 0, 0);
-    memcpy(r->names[n], name, sizeof name);
-    atomic_store_explicit(&r->nthreads, n + 1, memory_order_release);
-  } else if (!known) {
-    atomic_store_explicit(&r->threads_more, true, memory_order_relaxed);
-  }
   /* Last: a writer that sees the new count sees the rest with it. */
-  atomic_store_explicit(&r->count, c + 1, memory_order_release);
+  atomic_fetch_add_explicit(&s->count, 1, memory_order_release);
+}
+
+/* Finds the slot of the key or claims and fills one; its index, or -1
+   when none could be had. fresh: the slot is new. */
+static int find_or_add(uint64_t h, const uintptr_t *pcs, int n, bool truncated,
+                       int fn, int result, int result_errno,
+                       const char *resource, const char *argument,
+                       bool *fresh) {
+  *fresh = false;
+  size_t i = (size_t)(h % AUDIT_MAX_SLOTS);
+  size_t probes = 0;
+  for (; probes < AUDIT_MAX_SLOTS; probes++, i = (i + 1) % AUDIT_MAX_SLOTS) {
+    int st = atomic_load_explicit(&g_state[i], memory_order_acquire);
+    if (st == STATE_EMPTY)
+      break;
+    if (st == STATE_READY &&
+        same_key(&audit_slots[i], h, pcs, n, fn, result, resource))
+      return (int)i;
+  }
+  if (probes == AUDIT_MAX_SLOTS)
+    return -1;
+  /* Not there: a new slot, its pools claimed before it is. */
+  if (atomic_fetch_add_explicit(&g_nslots, 1, memory_order_relaxed) >=
+      SLOT_LIMIT)
+    return -1;
+  uint32_t at = claim(&g_pcs_used, (uint32_t)(n > 0 ? n : 1), PCS_POOL);
+  uint32_t res = at != UINT32_MAX ? copy_text(resource) : UINT32_MAX;
+  uint32_t arg =
+      argument && res != UINT32_MAX ? copy_text(argument) : UINT32_MAX;
+  if (res == UINT32_MAX || (argument && arg == UINT32_MAX))
+    return -1; /* what was claimed stays unused: the pools only grow */
+  memcpy(audit_pcs_pool + at, pcs, (size_t)n * sizeof *pcs);
+  for (; probes < AUDIT_MAX_SLOTS; probes++, i = (i + 1) % AUDIT_MAX_SLOTS) {
+    unsigned char empty = STATE_EMPTY;
+    if (!atomic_compare_exchange_strong_explicit(
+            &g_state[i], &empty, STATE_FILLING, memory_order_acq_rel,
+            memory_order_acquire)) {
+      /* Taken meanwhile: by this very key, maybe. */
+      if (empty == STATE_READY &&
+          same_key(&audit_slots[i], h, pcs, n, fn, result, resource))
+        return (int)i;
+      continue;
+    }
+    audit_slot_t *s = &audit_slots[i];
+    s->hash = h;
+    s->pcs = at;
+    s->resource = res;
+    s->argument = arg;
+    s->npcs = (uint16_t)n;
+    s->fn = (unsigned char)fn;
+    s->truncated = truncated;
+    s->result = result;
+    s->result_errno = result_errno;
+    atomic_store_explicit(&s->count, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->first_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->last_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->thread_claims, 0, memory_order_relaxed);
+    for (int t = 0; t < AUDIT_MAX_THREADS; t++)
+      atomic_store_explicit(&s->tids[t], 0, memory_order_relaxed);
+    atomic_store_explicit(&s->record, SLOT_UNNAMED, memory_order_relaxed);
+    atomic_store_explicit(&s->next, -1, memory_order_relaxed);
+    atomic_store_explicit(&g_state[i], STATE_READY, memory_order_release);
+    *fresh = true;
+    return (int)i;
+  }
+  return -1;
 }
 
 void audit_record_call(int fn, const char *resource, const char *argument,
@@ -225,6 +219,8 @@ void audit_record_call(int fn, const char *resource, const char *argument,
      hooked function's caller. */
   uintptr_t pcs[AUDIT_MAX_FRAMES + 16];
   int n = snap_capture_self(pcs, AUDIT_MAX_FRAMES + 16, 0, 0);
+  if (n < 0)
+    n = 0;
   int skip = 0;
   while (skip < n && pcs[skip] > audit_cfg.self_start &&
          pcs[skip] <= audit_cfg.self_end)
@@ -233,57 +229,26 @@ void audit_record_call(int fn, const char *resource, const char *argument,
   bool truncated = keep > AUDIT_MAX_FRAMES;
   if (truncated)
     keep = AUDIT_MAX_FRAMES;
-  const snap_stack_t *s =
-      keep >= 0 ? snap_symbolicate(pcs + skip, keep, 0) : NULL;
-  /* The frames' view is built here, on the first snap_stack_frame, so the
-     writers (a signal handler among them) only ever read it. */
-  if (!s || (snap_stack_count(s) > 0 && !snap_stack_frame(s, 0))) {
-    snap_stack_release(s);
+  uint64_t h = key_hash(pcs + skip, keep, fn, result, resource);
+  bool fresh;
+  int i = find_or_add(h, pcs + skip, keep, truncated, fn, result, result_errno,
+                      resource, argument, &fresh);
+  if (i < 0) {
     atomic_fetch_add_explicit(&audit_calls_not_kept, 1, memory_order_relaxed);
-    errno = saved;
-    return;
-  }
-  uint32_t hash = hash_str(resource);
-  bool fresh = false, kept = false;
-  pthread_mutex_lock(&g_lock);
-  int id = key_find(s, fn, result, hash, resource);
-  if (id < 0) {
-    bool app;
-    int site = call_site_of(s, &app);
-    uintptr_t site_pc = snap_stack_count(s) ? snap_stack_frame(s, site)->pc : 0;
-    id = record_find(site_pc, fn, result, hash, resource);
-    if (id < 0) {
-      id = record_new(s, site, app, truncated, fn, result, result_errno, hash,
-                      resource, argument);
-      fresh = id >= 0;
-    }
-    if (id >= 0)
-      kept = key_add(s, fn, result, hash, id) || fresh;
-  }
-  if (id >= 0) {
-    count(&audit_records[id], now, tid);
-    if (fresh) /* published with its first count */
-      atomic_store_explicit(&audit_nrecords, id + 1, memory_order_release);
   } else {
-    atomic_fetch_add_explicit(&audit_calls_not_kept, 1, memory_order_relaxed);
+    count(&audit_slots[i], now, tid);
+    if (fresh)
+      audit_writer_announce(fn, pcs, n, n < AUDIT_MAX_FRAMES + 16);
   }
-  pthread_mutex_unlock(&g_lock);
-  if (!kept)
-    snap_stack_release(s);
-  if (fresh)
-    audit_writer_announce(id);
   errno = saved;
 }
 
-void audit_records_lock(void) { pthread_mutex_lock(&g_lock); }
-void audit_records_unlock(void) { pthread_mutex_unlock(&g_lock); }
-
-void audit_records_forget(void) {
-  pthread_mutex_init(&g_lock, NULL);
-  memset(g_key_slots, 0, sizeof g_key_slots);
-  memset(g_record_slots, 0, sizeof g_record_slots);
-  g_nkeys = 0;
-  atomic_store(&audit_nrecords, 0);
+void audit_slots_forget(void) {
+  for (int i = 0; i < AUDIT_MAX_SLOTS; i++)
+    atomic_store_explicit(&g_state[i], STATE_EMPTY, memory_order_relaxed);
+  atomic_store(&g_nslots, 0);
+  atomic_store(&g_pcs_used, 0);
+  atomic_store(&g_text_used, 0);
   atomic_store(&audit_calls, 0);
   atomic_store(&audit_calls_not_kept, 0);
 }

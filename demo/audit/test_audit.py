@@ -9,9 +9,10 @@ functions) and readelf (build ids).
                   --readelf READELF --tool STACKSNAP_SYMBOLICATE]
 
 CASE is one of: target, probe, net, threads, fork, exit, term,
-close-stderr, sigpipe, stuck-pipe (the test's own program, audit_target),
-git, xz, python, perl, signals (programs nobody here wrote). Exit 0 when
-it holds; 1 with the reason.
+close-stderr, sigpipe, stuck-pipe, signal-malloc, exec, clone,
+out-symlink, out-symlinks, out-mode, vfork, table-full (the test's own
+program, audit_target), git, xz, python, python-exec, peers6, perl, signals
+(programs nobody here wrote). Exit 0 when it holds; 1 with the reason.
 """
 import argparse
 import datetime
@@ -456,6 +457,246 @@ def case_stuck_pipe():
           "then the audit's lines were given up" % took)
 
 
+def case_signal_malloc():
+    # access() from a SIGALRM handler that interrupted malloc: the hook
+    # must not allocate or lock (it hung, naming the new stack).
+    d, f = dir_with_file("signal_malloc", "alarm.conf")
+    out = os.path.join(d, "audit.jsonl")
+    n = 300
+    try:
+        r = run([ARGS.target, "sigmalloc", f, str(n)], capture_output=True, text=True,
+                timeout=90, env=env_with(STACKSNAP_AUDIT_OUT=out,
+                                         STACKSNAP_AUDIT_PREFIX=d + "/",
+                                         STACKSNAP_AUDIT_APP=ARGS.target))
+    except subprocess.TimeoutExpired:
+        fail("audit_target sigmalloc hung (90 s): the hook deadlocked in a "
+             "signal handler that interrupted malloc")
+    check(r.returncode == 0, "audit_target sigmalloc: %d %s" % (r.returncode, r.stderr))
+    handled = int(r.stdout.split()[0])
+    check(handled == n, "the handler ran %d times, expected %d" % (handled, n))
+    p = only_process(out)
+    check(p["end"] and p["end"]["reason"] == "exit", "end %r" % p["end"])
+    check(p["end"]["calls_not_kept"] == 0, "calls not kept: %r" % p["end"])
+    rec = one_record(p, f, n)
+    check(rec["function"] == "access" and rec["result"] == "ok", "record %r" % rec)
+    # Named at exit (no helper thread was started from the handler), and
+    # its call site is the handler, as nm names it.
+    check(rec["named"] and call_site(rec)["symbol"] == "audit_on_alarm",
+          "call site %r" % call_site(rec))
+    print("signal-malloc: %d access() calls from a SIGALRM handler that "
+          "interrupted malloc: no hang, one record of %d" % (n, n))
+
+
+def case_exec():
+    d, f = dir_with_file("exec", "e.conf")
+    out = os.path.join(d, "audit.jsonl")
+    n = 50
+    r = run([ARGS.target, "exec", f, str(n), ARGS.target], capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out,
+                                    STACKSNAP_AUDIT_PREFIX=d + "/",
+                                    STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target exec: %d %s" % (r.returncode, r.stderr))
+    tids = sorted(int(t) for t in r.stdout.split())
+    check(len(tids) == 8, "the program ran on %r" % tids)
+    files = sorted(os.listdir(d))
+    check(files == ["audit.jsonl", "e.conf"], "files: %r" % files)
+    # The exec'd program (same pid) recorded nothing and wrote nothing.
+    p = only_process(out)
+    # 8 threads' opens just before a failed exec, the main thread's one
+    # after it, then the exec: all of them written before it.
+    rec = one_record(p, f, 8 * n + 1)
+    got = sorted(t["tid"] for t in rec["threads"])
+    check(set(tids) <= set(got) and len(got) == 8 and rec["threads_more"],
+          "threads %r, the program ran on %r and its main thread" % (got, tids))
+    check(p["end"] and p["end"]["reason"] == "exec", "end %r" % p["end"])
+    with open(out) as fh:
+        ends = [json.loads(x)["reason"] for x in fh if '"type":"end"' in x]
+    check(ends == ["exec", "exec"], "end lines %r: one per exec tried" % ends)
+    print("exec: 8 threads' %d opens each, written before the exec (one "
+          "failed exec, the process went on)" % n)
+
+
+def case_python_exec():
+    d = fresh_dir("python_exec")
+    out = os.path.join(d, "audit.jsonl")
+    log = os.path.join(d, "py.strace")
+    prog = ("open('/etc/hostname').read(); import os; "
+            "os.execv('/bin/true', ['true'])")
+    r = run(["/usr/bin/python3", "-c", prog], strace_log=log, capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out))
+    check(r.returncode == 0, "python3: %d %s" % (r.returncode, r.stderr))
+    p = only_process(out)
+    recs = [x for x in records_for(p, "/etc/hostname") if x["function"].startswith("open")]
+    want = strace_count(log, "/etc/hostname")
+    check(want >= 1 and sum(x["count"] for x in recs) == want,
+          "python3: %r, strace saw %d" % ([(x["function"], x["count"]) for x in recs], want))
+    check(p["end"] and p["end"]["reason"] == "exec", "end %r" % p["end"])
+    print("python-exec: the open of /etc/hostname just before os.execv is written")
+
+
+def case_clone():
+    d = fresh_dir("clone")
+    a, b = os.path.join(d, "a.conf"), os.path.join(d, "b.conf")
+    for x in (a, b):
+        open(x, "w").close()
+    out = os.path.join(d, "audit.jsonl")
+    n = 5
+    r = run([ARGS.target, "clone", a, b, str(n)], capture_output=True, text=True,
+            env=env_with(STACKSNAP_AUDIT_OUT=out, STACKSNAP_AUDIT_PREFIX=d + "/",
+                         STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target clone: %d %s" % (r.returncode, r.stderr))
+    child = int(re.search(r"child (\d+)", r.stdout).group(1))
+    files = sorted(os.listdir(d))
+    check(files == ["a.conf", "audit.jsonl", "audit.jsonl-%d" % child, "b.conf"],
+          "files: %r" % files)
+    parent = only_process(out)
+    kid = only_process(out + "-%d" % child)
+    check(kid["process"]["pid"] == child and
+          kid["process"]["forked_from"] == parent["process"]["pid"],
+          "child process line %r" % kid["process"])
+    one_record(parent, a, 2 * n)
+    check(not records_for(parent, b), "the parent has the child's record")
+    kb = one_record(kid, b, n)
+    check(not records_for(kid, a), "the child repeats the parent's record")
+    check([t["tid"] for t in kb["threads"]] == [child], "child threads %r" % kb["threads"])
+    # No fork handler ran: the child never names (its locks are copies),
+    # its frames are raw, each placed in its image.
+    check(kb["named"] is False and kb["app"] and
+          call_site(kb)["image_path"] == os.path.realpath(ARGS.target),
+          "child record %r" % {k: kb[k] for k in ("named", "app", "call_site")})
+    check(kid["end"] and kid["end"]["reason"] == "_exit", "child end %r" % kid["end"])
+    print("clone: a raw clone(SIGCHLD) child's %d opens in its own file" % n)
+
+
+def wait_open(d, out, f, n, plant):
+    """Runs audit_target wait-open; plant(pid) runs before it opens."""
+    proc = subprocess.Popen([ARGS.target, "wait-open", f, str(n)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=env_with(STACKSNAP_AUDIT_OUT=out,
+                                         STACKSNAP_AUDIT_PREFIX=d + "/"))
+    pid = int(proc.stdout.readline())
+    plant(pid)
+    proc.stdin.write("go\n")
+    proc.stdin.close()
+    check(proc.wait(timeout=120) == 0, "audit_target wait-open failed")
+    return pid
+
+
+def victim(d):
+    v = os.path.join(d, "victim")
+    with open(v, "w") as fh:
+        fh.write("victim\n")
+    os.chmod(v, 0o644)
+    return v
+
+
+def untouched(v, link):
+    with open(v) as fh:
+        check(fh.read() == "victim\n", "the file behind the link was written to")
+    check(os.stat(v).st_mode & 0o777 == 0o644, "the victim's mode changed")
+    check(os.path.islink(link), link + " is no longer a symlink")
+
+
+def case_out_symlink():
+    d, f = dir_with_file("out_symlink", "s.conf")
+    out = os.path.join(d, "audit.jsonl")
+    v = victim(d)
+    os.symlink(v, out)
+    pid = wait_open(d, out, f, 3, lambda pid: None)
+    untouched(v, out)
+    # The name was refused: the audit is beside it, in a file of its own.
+    sibling = out + "-%d" % pid
+    check(os.path.isfile(sibling) and not os.path.islink(sibling), "no " + sibling)
+    check(os.stat(sibling).st_mode & 0o777 == 0o600, "mode %o" % os.stat(sibling).st_mode)
+    one_record(only_process(sibling), f, 3)
+    print("out-symlink: a symlink at STACKSNAP_AUDIT_OUT is not followed; "
+          "the audit went to its -<pid> sibling, 0600")
+
+
+def case_out_symlinks():
+    d, f = dir_with_file("out_symlinks", "s.conf")
+    out = os.path.join(d, "audit.jsonl")
+    v = victim(d)
+    os.symlink(v, out)
+    links = []
+
+    def plant(pid):  # the predictable sibling too, once the pid is known
+        links.append(out + "-%d" % pid)
+        os.symlink(v, links[0])
+    wait_open(d, out, f, 3, plant)
+    untouched(v, out)
+    untouched(v, links[0])
+    files = sorted(os.listdir(d))
+    check(files == sorted(["s.conf", "victim", "audit.jsonl", os.path.basename(links[0])]),
+          "files: %r" % files)
+    print("out-symlinks: symlinks at STACKSNAP_AUDIT_OUT and at its -<pid> "
+          "sibling are not followed; nothing was written through them")
+
+
+def case_out_mode():
+    d, f = dir_with_file("out_mode", "m.conf")
+    out = os.path.join(d, "audit.jsonl")
+    old = os.umask(0o022)
+    try:
+        wait_open(d, out, f, 2, lambda pid: None)
+    finally:
+        os.umask(old)
+    mode = os.stat(out).st_mode & 0o777
+    check(mode == 0o600, "the output was created %o, not 600" % mode)
+    one_record(only_process(out), f, 2)
+    print("out-mode: the output is created 0600")
+
+
+def case_vfork():
+    # A vfork child runs in its parent's memory: its calls count in the
+    # parent's table, and its exec must not flush (or end) the parent's.
+    d = fresh_dir("vfork")
+    a, b = os.path.join(d, "a.conf"), os.path.join(d, "b.conf")
+    for x in (a, b):
+        open(x, "w").close()
+    out = os.path.join(d, "audit.jsonl")
+    n = 4
+    r = run([ARGS.target, "vfork", a, b, str(n), ARGS.target], capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out, STACKSNAP_AUDIT_PREFIX=d + "/",
+                                    STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target vfork: %d %s" % (r.returncode, r.stderr))
+    files = sorted(os.listdir(d))
+    check(files == ["a.conf", "audit.jsonl", "b.conf"], "files: %r" % files)
+    p = only_process(out)
+    one_record(p, a, 2 * n)
+    one_record(p, b, n)
+    with open(out) as fh:
+        ends = [json.loads(x)["reason"] for x in fh if '"type":"end"' in x]
+    check(ends == ["exit"], "end lines %r: the vfork child's exec ended the parent's" % ends)
+    print("vfork: the child's opens counted in the parent's table; its exec "
+          "flushed nothing")
+
+
+def case_table_full():
+    # More resources than records: what finds no room is counted, never
+    # dropped silently (the calls are the program's own count).
+    d = fresh_dir("table_full")
+    out = os.path.join(d, "audit.jsonl")
+    n = 9000  # above the 7168 slots and the 4096 records
+    r = run([ARGS.target, "many", d + "/missing", str(n)], capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out,
+                                    STACKSNAP_AUDIT_PREFIX=d + "/",
+                                    STACKSNAP_AUDIT_APP=ARGS.target))
+    check(r.returncode == 0, "audit_target many: %d %s" % (r.returncode, r.stderr))
+    p = only_process(out)
+    e = p["end"]
+    kept = sum(x["count"] for x in p["records"].values())
+    check(e and e["calls"] == n, "end %r: calls, expected %d" % (e, n))
+    check(len(p["records"]) == e["records"] == 4096, "%d records, end says %r"
+          % (len(p["records"]), e["records"]))
+    check(kept + e["calls_not_kept"] == n, "%d calls kept + %d not kept, the "
+          "program made %d" % (kept, e["calls_not_kept"], n))
+    check(all(x["count"] == 1 and x["result"] == "ENOENT" for x in p["records"].values()),
+          "records with other counts or results")
+    print("table-full: %d resources: 4096 records, %d calls counted as not kept"
+          % (n, e["calls_not_kept"]))
+
+
 # ---- cases: programs nobody here wrote ------------------------------------
 
 
@@ -564,6 +805,36 @@ def case_python():
               "%s: threads %r, python ran on %r" % (f, rec["threads"], tids))
     print("python3: four files opened from one line on five threads: four "
           "records of %d calls, each naming the five threads" % (5 * rounds))
+
+
+PY_PEERS6 = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+for a in sys.argv[1:]:
+    try:
+        s.sendto(b"x", (a, 9))
+    except OSError as e:
+        pass
+    print("[%s]:9" % socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, a)))
+"""
+
+
+def case_peers6():
+    # sendto's hook formats the peer by hand (inet_ntop is not
+    # async-signal-safe): it must write what inet_ntop writes.
+    d = fresh_dir("peers6")
+    out = os.path.join(d, "audit.jsonl")
+    addrs = ["::1", "::", "::ffff:1.2.3.4", "::1.2.3.4", "2001:db8::1",
+             "2001:db8:0:0:1:0:0:1", "fe80::1:2", "1::", "1:0:0:2:0:0:0:3",
+             "0:0:1::", "1:2:3:4:5:6:7:8", "::2", "abcd:ef01::ffff:0:1"]
+    r = run(["/usr/bin/python3", "-c", PY_PEERS6] + addrs, capture_output=True,
+            text=True, env=env_with(STACKSNAP_AUDIT_OUT=out))
+    check(r.returncode == 0, "python3: %d %s" % (r.returncode, r.stderr))
+    want = r.stdout.split()
+    p = only_process(out)
+    got = {x["resource"] for x in p["records"].values() if x["function"] == "sendto"}
+    check(got == set(want), "peers %r, inet_ntop wrote %r" % (sorted(got), sorted(want)))
+    print("peers6: %d IPv6 peers written as inet_ntop writes them" % len(want))
 
 
 def case_perl():
