@@ -1,0 +1,22 @@
+# The library's files (src/report/; issue 24, items 1-5): whoever can write
+# the report directory cannot make the library write through a link, hang
+# on a FIFO, read a report it should not, delete a name it never writes,
+# or replace a FIFO, link or device with snap_trace_write; what it writes
+# is the owner's alone unless configured. docs/security.md.
+snap_test(test_report_fifo report/test_report_fifo.c)
+snap_test(test_report_modes report/test_report_modes.c)
+snap_test(test_report_retention report/test_report_retention.c)
+snap_test(test_report_trace_targets report/test_report_trace_targets.c)
+# The same binary on a device node it makes with mknod (needs CAP_MKNOD,
+# else skipped): never the system's /dev/null.
+add_test(NAME test_report_trace_device
+  COMMAND test_report_trace_targets device)
+set_tests_properties(test_report_trace_device PROPERTIES TIMEOUT 120
+  SKIP_RETURN_CODE 77)
+set_tests_properties(test_report_fifo test_report_modes test_report_retention
+  PROPERTIES RESOURCE_LOCK lag_processes)
+# The racer's view of the directory comes from inotify (Linux).
+if(SNAP_PLATFORM STREQUAL "linux")
+  snap_test(test_report_links report/test_report_links.c)
+  set_tests_properties(test_report_links PROPERTIES RESOURCE_LOCK lag_processes)
+endif()
