@@ -3,6 +3,8 @@
 # on a FIFO, read a report it should not, delete a name it never writes,
 # or replace a FIFO, link or device with snap_trace_write; what it writes
 # is the owner's alone unless configured. docs/security.md.
+# The grammar of our names and the modes a config may choose.
+snap_test(test_report_names report/test_report_names.c)
 snap_test(test_report_fifo report/test_report_fifo.c)
 snap_test(test_report_modes report/test_report_modes.c)
 snap_test(test_report_retention report/test_report_retention.c)

@@ -43,10 +43,8 @@ int main(void) {
   int64_t ms = ft_unix_ms() - 60000; /* a minute ago: kept by retention */
   char fifo_report[64], fifo_trace[64], link_report[64], real_report[64];
   snprintf(fifo_report, sizeof fifo_report, "%lld-lag.json", (long long)ms);
-  snprintf(fifo_trace, sizeof fifo_trace, "%lld-trace.pftrace",
-           (long long)ms);
-  snprintf(link_report, sizeof link_report, "%lld-lag.json",
-           (long long)ms + 1);
+  snprintf(fifo_trace, sizeof fifo_trace, "%lld-trace.pftrace", (long long)ms);
+  snprintf(link_report, sizeof link_report, "%lld-lag.json", (long long)ms + 1);
   snprintf(real_report, sizeof real_report, "%lld-hang_killed.json",
            (long long)ms + 2);
   CHECK(mkfifo(ft_path(path, sizeof path, dir, fifo_report), 0600) == 0,

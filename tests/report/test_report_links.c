@@ -94,8 +94,8 @@ int main(void) {
 
   /* The one temp name knowable before any write: the probe's was fixed. */
   char path[1200];
-  CHECK(symlink(g_victim, ft_path(path, sizeof path, g_dir,
-                                  "..probe.tmp.tmp")) == 0,
+  CHECK(symlink(g_victim,
+                ft_path(path, sizeof path, g_dir, "..probe.tmp.tmp")) == 0,
         "plant");
 
   /* A trace runs, so each lag report has a trace beside it. */

@@ -70,8 +70,7 @@ int main(void) {
      is not reused). */
   CHECK(chmod(path, 0644) == 0, "chmod");
   CHECK_EQ(snap_trace_write(path, SNAP_TRACE_FOLDED, 0, 0), SNAP_OK);
-  CHECK(ft_mode(path) == 0600, "a trace rewritten %o, not 0600",
-        ft_mode(path));
+  CHECK(ft_mode(path) == 0600, "a trace rewritten %o, not 0600", ft_mode(path));
 
 #ifndef TEST_NO_FILE_MODE
   /* A team's group access, exactly, whatever the umask: 0640 files in a
@@ -88,8 +87,8 @@ int main(void) {
   m = start_and_report(dir, 0660);
   CHECK(m == 0660, "a report made %o, not 0660", m);
   /* Only owner-rw modes without execute or set-id bits. */
-  static const unsigned bad[] = {0, 0400, 0200, 0700, 0640 | 01, 04600,
-                                 01600, 0666 | 0100};
+  static const unsigned bad[] = {0,         0400,  0200,  0700,
+                                 0640 | 01, 04600, 01600, 0666 | 0100};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     snap_lag_config_t c;
     snap_lag_config_default(&c);

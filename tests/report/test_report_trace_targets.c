@@ -39,9 +39,8 @@ int main(int argc, char **argv) {
   if (!mkdtemp(dir))
     return 1;
   char path[1200], target[1200];
-  if (dev &&
-      mknod(ft_path(path, sizeof path, dir, "null"), S_IFCHR | 0666,
-            makedev(1, 3)) != 0) {
+  if (dev && mknod(ft_path(path, sizeof path, dir, "null"), S_IFCHR | 0666,
+                   makedev(1, 3)) != 0) {
     printf("skipped: mknod: %s\n", strerror(errno));
     ft_rm_rf(dir);
     return SKIP;
