@@ -37,7 +37,7 @@ extern "C" {
    file and the CMake package take their version from these three lines
    (keep each exactly `#define SNAP_VERSION_<PART> <number>`). */
 #define SNAP_VERSION_MAJOR 1
-#define SNAP_VERSION_MINOR 2
+#define SNAP_VERSION_MINOR 3
 #define SNAP_VERSION_PATCH 0
 #define SNAP__STR2(x) #x
 #define SNAP__STR(x) SNAP__STR2(x)
