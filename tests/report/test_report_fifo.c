@@ -8,13 +8,16 @@
  * symlink named like an ongoing report whose target holds a report's text
  * (recovery followed it and copied the target into a hang_killed report).
  *
- * snap_lag_start runs in a child; the parent is the hang's witness: the
+ * snap_lag_start runs in a child process; the parent is the hang's witness: the
  * child must exit within a bound (60 s, for a call that takes
  * milliseconds; before the fix it never returned). Oracles: lstat of
  * each planted name afterwards, the child's exit status.
  */
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
+
+extern char **environ;
 
 #include "check.h"
 #include "report/files_test.h"
@@ -33,7 +36,9 @@ static int child(const char *dir) {
   return snap_lag_stop() == SNAP_OK ? 0 : 3;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "child") == 0)
+    return child(argv[2]);
   char base[] = "/tmp/snap_fifo.XXXXXX";
   if (!mkdtemp(base))
     return 1;
@@ -64,10 +69,12 @@ int main(void) {
   CHECK(ft_write(ft_path(path, sizeof path, dir, real_report), "{}\n"),
         "report");
 
-  pid_t pid = fork();
-  if (pid == 0)
-    _exit(child(dir));
-  CHECK(pid > 0, "fork");
+  /* The child is this program again (argv[1] "child"), a fresh process:
+     a fork would carry the parent's library state into it. */
+  pid_t pid = -1;
+  char *child_argv[] = {argv[0], "child", dir, NULL};
+  int spawn = posix_spawn(&pid, argv[0], NULL, NULL, child_argv, environ);
+  CHECK(spawn == 0, "posix_spawn: %s", strerror(spawn));
   int status = 0;
   bool exited = false;
   for (int waited = 0; pid > 0 && waited < HANG_BOUND_MS; waited += 10) {
