@@ -79,8 +79,9 @@ SNAP_EXPORT const char *snap_version(void);
   X(EIO, -6, "a file could not be read or written")                            \
   X(EBUSY, -7, "already started or in use")                                    \
   X(EBLOCKED, -8, "the thread blocks the sampling signal")                     \
-  X(EENDED, -9, "it was over before the watchdog could sample it")             \
-  X(ENOSTACK, -10, "the thread has too little stack left to be sampled")
+  X(EENDED, -9, "it was over before the watchdog could sample it")            \
+  X(ENOTREG, -10, "not a regular file: a link, FIFO or device left alone")    \
+  X(ENOSTACK, -11, "the thread has too little stack left to be sampled")
 
 enum {
 #define SNAP__ERRNO_ENUM(name, value, text) SNAP_##name = value,
@@ -536,6 +537,19 @@ typedef struct snap_lag_config {
      that reason at once instead of costing the sample timeout. Default
      200 ms; 1..10000. */
   unsigned dump_budget_ms;
+  /* Not a field: v2's tail padding, kept so that v3 starts past v2's size
+     (a struct copy need not copy padding). Never read. */
+  unsigned reserved_v2_;
+  /* Version 3 (1.3.0). Permission bits of every file the watchdog writes
+     (reports, the traces beside them), set exactly, whatever the umask;
+     report_dir, when the watchdog creates it (and its missing parents),
+     gets these plus search (x) wherever they read: 0600 gives 0700, 0640
+     0750. An existing directory is left as it is. Default 0600: reports
+     hold stacks, paths and thread names, for the owner only
+     (docs/security.md). Owner read and write always; group and others
+     read or write at most: 0600, 0640, 0660, 0644 ... (SNAP_EINVAL
+     otherwise). */
+  unsigned file_mode;
 } snap_lag_config_t;
 
 /* Fills the `size` bytes at cfg with the defaults above and cfg->size
@@ -624,7 +638,8 @@ typedef struct snap_trace_config {
   unsigned window_seconds;
   /* A hard cap on the memory of samples and stacks, allocated whole at
      start: when it is full the oldest spans are dropped (never the
-     newest). Default 8 MiB; 64 KiB..1 GiB. */
+     newest). The trace's own tables (80 KiB) are counted in it. Default
+     8 MiB; 128 KiB..1 GiB. */
   size_t max_bytes;
 } snap_trace_config_t;
 
@@ -655,14 +670,18 @@ SNAP_EXPORT int snap_trace_stop(void);
    counted). [async-signal-safe] [thread-safe] */
 SNAP_EXPORT int snap_trace_mark(const char *label);
 /* Writes the samples of [since, until] (unix ns; 0 = the oldest kept /
-   now) to path, atomically (a temporary file renamed into place), in one
-   of the formats below. Works while tracing and after a stop. SNAP_OK,
-   SNAP_EINVAL (NULL or empty path, unknown format, since > until, no
-   trace ever started), SNAP_EIO (the file cannot be written: nothing is
-   left at path), SNAP_ENOMEM. A window with no samples writes a valid,
-   empty trace. [thread-safe] [allocates] [locks: the trace's storage,
-   while it copies the window out] [blocks: naming every stack (reading
-   symbol files), writing and fsyncing the file] */
+   now) to path, atomically (a new temporary file beside it, created
+   exclusively, renamed into place), in one of the formats below, readable
+   by the owner only (0600: chmod it to share). Works while tracing and
+   after a stop. SNAP_OK, SNAP_EINVAL (NULL or empty path, unknown format,
+   since > until, no trace ever started), SNAP_ENOTREG (path holds
+   something other than a regular file: a symlink, a FIFO, a device, a
+   directory; it is left as it was), SNAP_EIO (the file cannot be written:
+   nothing is left at path), SNAP_ENOMEM. A window with no samples writes
+   a valid, empty trace. docs/security.md says what is promised.
+   [thread-safe] [allocates] [locks: the trace's storage, while it copies
+   the window out] [blocks: naming every stack (reading symbol files),
+   writing and fsyncing the file] */
 SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
                                  uint64_t since_unix_ns,
                                  uint64_t until_unix_ns);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lag/lag.h"
+#include "report/report.h"
 
 #define ROUND_UP(n, a) (((n) + (a)-1) / (a) * (a))
 /* v1 ends with report_when_traced; its alignment is a pointer's. */
@@ -29,16 +30,27 @@ _Static_assert(offsetof(snap_lag_config_t, size) == 0,
                "snap_lag_config_t: size must be the first field");
 /* v2 (1.1.0) adds on_report_write and dump_budget_ms, right past v1's
    size. */
-#define SIZE_V2 sizeof(snap_lag_config_t)
 _Static_assert(offsetof(snap_lag_config_t, on_report_write) == SIZE_V1,
                "snap_lag_config_t: v2's first field must start at v1's size");
-_Static_assert(SIZE_V2 == ROUND_UP(offsetof(snap_lag_config_t, dump_budget_ms) +
+#define SIZE_V2                                                                \
+  ROUND_UP(offsetof(snap_lag_config_t, dump_budget_ms) + sizeof(unsigned),     \
+           _Alignof(void *))
+_Static_assert(sizeof(void *) != 8 || SIZE_V2 == 88,
+               "snap_lag_config_t: the v2 layout changed");
+/* v3 (1.3.0) adds file_mode, past v2's size: reserved_v2_ fills v2's tail
+   padding where the pointer alignment leaves one. */
+#define SIZE_V3 sizeof(snap_lag_config_t)
+_Static_assert(offsetof(snap_lag_config_t, file_mode) >= SIZE_V2,
+               "snap_lag_config_t: v3's first field must start past v2's size");
+_Static_assert(SIZE_V3 == ROUND_UP(offsetof(snap_lag_config_t, file_mode) +
                                        sizeof(unsigned),
                                    _Alignof(void *)),
                "snap_lag_config_t grew: list the new version's size in "
                "k_sizes and pin its layout here");
-_Static_assert(sizeof(void *) != 8 || SIZE_V2 == 88,
-               "snap_lag_config_t: the v2 layout changed");
+_Static_assert(sizeof(void *) != 8 ||
+                   (offsetof(snap_lag_config_t, file_mode) == 88 &&
+                    SIZE_V3 == 96),
+               "snap_lag_config_t: the v3 layout changed");
 /* The v1 layout where it ships (LP64: arm64, x86_64): a field inserted,
    moved or retyped breaks every caller built before. */
 _Static_assert(sizeof(void *) != 8 ||
@@ -50,7 +62,7 @@ _Static_assert(sizeof(void *) != 8 ||
                     SIZE_V1 == 72),
                "snap_lag_config_t: the v1 layout changed");
 
-static const size_t k_sizes[] = {SIZE_V1, SIZE_V2};
+static const size_t k_sizes[] = {SIZE_V1, SIZE_V2, SIZE_V3};
 
 static bool known_size(size_t size) {
   for (size_t i = 0; i < sizeof k_sizes / sizeof *k_sizes; i++)
@@ -80,6 +92,7 @@ SNAP_EXPORT void snap_lag_config_init(snap_lag_config_t *cfg, size_t size) {
   d.cpu_window_ms = 5000;
   d.max_threads = 64;
   d.dump_budget_ms = 200;
+  d.file_mode = SNAP__REPORT_MODE;
   memcpy(cfg, &d, size); /* size <= sizeof d: a known layout */
 }
 
@@ -109,7 +122,7 @@ int snap__lag_config_check(const snap_lag_config_t *c) {
       !in(c->retention_days, 1, 3650) ||
       !in(c->max_reports_per_day, 1, 100000) ||
       !in(c->cpu_window_ms, 100, 600000) || !in(c->max_threads, 1, 1024) ||
-      !in(c->dump_budget_ms, 1, 10000))
+      !in(c->dump_budget_ms, 1, 10000) || !snap__report_mode_ok(c->file_mode))
     return SNAP_EINVAL;
   return SNAP_OK;
 }

@@ -329,6 +329,7 @@ int snap__lag_json_prefix(char *buf, size_t size, unsigned schema,
 typedef struct snap__lag_store {
   char dir[1024];
   unsigned retention_days, max_per_day;
+  unsigned mode; /* of the files written (the config's file_mode) */
   void (*on_report)(const char *path, void *ctx);
   void (*on_report_write)(const char *path, bool final, void *ctx);
   void *ctx;

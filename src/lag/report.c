@@ -115,7 +115,8 @@ static void trace_beside(const snap__report_src_t *src, snap__lag_report_t *r) {
   uint64_t since = r->start_unix_ms > 1000
                        ? (uint64_t)(r->start_unix_ms - 1000) * 1000000u
                        : 0;
-  if (snap__trace_write_running(src->store->dir, name, since, 0) == SNAP_OK)
+  if (snap__trace_write_running(src->store->dir, name, since, 0,
+                                src->store->mode) == SNAP_OK)
     snprintf(r->trace, sizeof r->trace, "%s/%s", src->store->dir, name);
 }
 

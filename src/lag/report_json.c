@@ -7,7 +7,7 @@
  *
  * Why a writer of our own: the report is write-only JSON of a fixed shape;
  * a library dependency for that would be larger than this file. The text
- * is built in the buffer the trace's exporters use (src/trace/tbuf.c);
+ * is built in the library's one text buffer (src/report/text_buf.c);
  * every string goes through snap__tbuf_json_string, which escapes what
  * JSON requires and replaces bytes that are not well-formed UTF-8 (symbol
  * names can hold anything; overlong forms and surrogates too, which a
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "lag/lag.h"
-#include "trace/trace.h"
+#include "report/report.h"
 
 /* A frame (docs/lag.md): image_offset is pc - image base whenever the
    image is known (what addr2line and a debug file take), symbol_offset pc

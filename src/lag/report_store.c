@@ -3,14 +3,18 @@
  * cap, retention, and reports left ongoing by a process that died.
  *
  * Owns: file names ("<start_unix_ms>-<kind>.json") and what happens to
- * the files. Must not: build report text (report_json.c) or touch a file
- * whose name is not ours (a report_dir may hold other things).
+ * the files. Must not: build report text (report_json.c), write a file
+ * but through src/report/, or touch a file whose name is not exactly one
+ * we write (a report_dir may hold other things: "0001-hang.json" is not
+ * ours, and retention leaves it alone).
  *
- * Every write goes through snap__plat_file_replace (temporary file, fsync,
- * rename, fsync of the directory), so a kill at any instant leaves each
- * report either as it was or as it is now, never half written. A report is
- * written "ongoing" and rewritten as the lag goes on; a process killed
- * during a lag therefore leaves an ongoing report, which the next start
+ * Every write goes through snap__report_replace (an exclusive temp file,
+ * fsync, rename, fsync of the directory; never through a link, never over
+ * a FIFO or a device), so a kill at any instant leaves each report either
+ * as it was or as it is now, never half written. Reading back takes
+ * regular files only: a FIFO named like a report cannot hang the start. A
+ * report is written "ongoing" and rewritten as the lag goes on; a process
+ * killed during a lag therefore leaves an ongoing report, which the next start
  * turns into a "hang_killed" one: the same content, kind and flag changed.
  * But an ongoing report is not always a dead process's: another live
  * process may share the directory, and a final write that failed (a full
@@ -28,20 +32,20 @@
 #include <string.h>
 
 #include "lag/lag.h"
+#include "report/report.h"
 
 #define DAY_MS INT64_C(86400000)
 /* Reports are tens to hundreds of KiB; anything far larger is not ours. */
 #define MAX_REPORT_BYTES (64u << 20)
 
-/* Parses "<ms>-<kind>.json"; false for any other name. */
+/* Parses "<ms>-<kind>.json" as make_name writes it; false for any other
+   name (a leading zero among them: snap__report_ms_prefix). */
 static bool parse_name(const char *name, int64_t *ms, snap__lag_kind_t *kind) {
-  char *end;
-  if (name[0] < '0' || name[0] > '9')
+  int64_t v;
+  size_t digits = snap__report_ms_prefix(name, &v);
+  if (!digits)
     return false;
-  long long v = strtoll(name, &end, 10);
-  if (*end != '-')
-    return false;
-  const char *k = end + 1;
+  const char *k = name + digits + 1;
   for (int i = 0; i < SNAP__KIND_COUNT; i++) {
     const char *text = snap__lag_kind_name((snap__lag_kind_t)i);
     size_t kl = strlen(text);
@@ -56,6 +60,17 @@ static bool parse_name(const char *name, int64_t *ms, snap__lag_kind_t *kind) {
 
 static void make_name(char name[64], int64_t ms, snap__lag_kind_t kind) {
   snprintf(name, 64, "%" PRId64 "-%s.json", ms, snap__lag_kind_name(kind));
+}
+
+/* The sampling trace beside a report (report.c writes it). */
+static void make_trace_name(char name[64], int64_t ms) {
+  snprintf(name, 64, "%" PRId64 "-trace.pftrace", ms);
+}
+
+static bool is_trace_name(const char *name) {
+  int64_t ms;
+  size_t digits = snap__report_ms_prefix(name, &ms);
+  return digits && strcmp(name + digits, "-trace.pftrace") == 0;
 }
 
 static void announce(snap__lag_store_t *st, const char *name, bool final) {
@@ -96,23 +111,29 @@ static void collect(const char *name, void *ctx) {
 
 static int list(const snap__lag_store_t *st, names_t *ns) {
   memset(ns, 0, sizeof *ns);
-  int rc = snap__plat_dir_list(st->dir, collect, ns);
+  int rc = snap__report_dir_list(st->dir, collect, ns);
   if (rc == SNAP_OK && ns->failed)
     rc = SNAP_ENOMEM;
   return rc;
 }
 
-/* A temporary file of ours: "." + a report name + ".tmp". */
+/* A temp file of ours, left by a kill: src/report/'s temp of a report,
+   of a trace beside one, or of the write probe. */
 static bool is_our_tmp(const char *name) {
-  size_t n = strlen(name);
-  if (name[0] != '.' || n < 5 || strcmp(name + n - 4, ".tmp") != 0 || n > 63)
-    return false;
   char inner[64];
-  memcpy(inner, name + 1, n - 5);
-  inner[n - 5] = '\0';
   int64_t ms;
   snap__lag_kind_t kind;
-  return parse_name(inner, &ms, &kind);
+  if (snap__report_temp_of(name, inner, sizeof inner))
+    return parse_name(inner, &ms, &kind) || is_trace_name(inner) ||
+           strcmp(inner, "probe") == 0;
+  /* Or one of an older version: "." + a report name + ".tmp", and its
+     probe's "..probe.tmp.tmp". */
+  size_t n = strlen(name);
+  if (name[0] != '.' || n < 5 || n > 63 || strcmp(name + n - 4, ".tmp") != 0)
+    return false;
+  memcpy(inner, name + 1, n - 5);
+  inner[n - 5] = '\0';
+  return parse_name(inner, &ms, &kind) || strcmp(inner, ".probe.tmp") == 0;
 }
 
 /* True when names holds "<ms>-<kind>.json". */
@@ -170,8 +191,7 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
                     snap__lag_kind_t kind) {
   char *text;
   size_t n;
-  if (snap__plat_file_read(st->dir, name, MAX_REPORT_BYTES, &text, &n) !=
-      SNAP_OK)
+  if (snap__report_read(st->dir, name, MAX_REPORT_BYTES, &text, &n) != SNAP_OK)
     return;
   char was[128], now[128];
   size_t wl = 0;
@@ -198,9 +218,9 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
       memcpy(out + nl, text + wl, n - wl);
       char to[64];
       make_name(to, ms, to_kind);
-      if (snap__plat_file_replace(st->dir, to, out, out_n) == SNAP_OK) {
+      if (snap__report_replace(st->dir, to, out, out_n, st->mode) == SNAP_OK) {
         if (strcmp(to, name) != 0)
-          snap__plat_file_remove(st->dir, name);
+          snap__report_remove(st->dir, name);
         announce(st, to, true); /* nothing follows either */
       }
       free(out);
@@ -215,15 +235,15 @@ static bool expire(snap__lag_store_t *st, const char *name, int64_t ms,
                    int64_t now) {
   if (ms >= now - (int64_t)st->retention_days * DAY_MS)
     return false;
-  snap__plat_file_remove(st->dir, name);
+  snap__report_remove(st->dir, name);
   char trace[64]; /* its sampling trace, if one ran (report.c) */
-  snprintf(trace, sizeof trace, "%" PRId64 "-trace.pftrace", ms);
-  snap__plat_file_remove(st->dir, trace);
+  make_trace_name(trace, ms);
+  snap__report_remove(st->dir, trace);
   return true;
 }
 
 int snap__lag_store_open(snap__lag_store_t *st) {
-  if (snap__plat_dir_make(st->dir) != SNAP_OK)
+  if (snap__report_dir_make(st->dir, st->mode) != SNAP_OK)
     return SNAP_EIO;
   names_t ns;
   int rc = list(st, &ns);
@@ -241,24 +261,19 @@ int snap__lag_store_open(snap__lag_store_t *st) {
     int64_t ms;
     snap__lag_kind_t kind;
     if (is_our_tmp(name)) {
-      snap__plat_file_remove(st->dir, name); /* a write cut short */
+      snap__report_remove(st->dir, name); /* a write cut short */
     } else if (parse_name(name, &ms, &kind) && !expire(st, name, ms, now)) {
       if (kind == SNAP__KIND_LAG && listed(&ns, ms, SNAP__KIND_HANG))
         /* Killed while a lag became a hang: the hang file is in place,
            the lag file it replaces was not yet removed. */
-        snap__plat_file_remove(st->dir, name);
+        snap__report_remove(st->dir, name);
       else if (kind != SNAP__KIND_HANG_KILLED)
         recover(st, name, ms, kind);
     }
   }
   free(ns.v);
   /* Can we write at all? Better an error now than lost reports later. */
-  static const char probe[] = "probe";
-  if (snap__plat_file_replace(st->dir, ".probe.tmp", probe, sizeof probe) !=
-      SNAP_OK)
-    return SNAP_EIO;
-  snap__plat_file_remove(st->dir, ".probe.tmp");
-  return SNAP_OK;
+  return snap__report_probe(st->dir, st->mode) == SNAP_OK ? SNAP_OK : SNAP_EIO;
 }
 
 /* ---- Writing ------------------------------------------------------------- */
@@ -288,9 +303,9 @@ int snap__lag_store_add(snap__lag_store_t *st, int64_t start_unix_ms,
     return SNAP_EBUSY;
   }
   make_name(name, start_unix_ms, kind);
-  if (snap__plat_file_replace(st->dir, name, json, n) != SNAP_OK &&
-      (snap__plat_dir_make(st->dir) != SNAP_OK || /* deleted under us? */
-       snap__plat_file_replace(st->dir, name, json, n) != SNAP_OK))
+  if (snap__report_replace(st->dir, name, json, n, st->mode) != SNAP_OK &&
+      (snap__report_dir_make(st->dir, st->mode) != SNAP_OK || /* deleted? */
+       snap__report_replace(st->dir, name, json, n, st->mode) != SNAP_OK))
     return SNAP_EIO;
   announce(st, name, final);
   return SNAP_OK;
@@ -301,13 +316,13 @@ int snap__lag_store_update(snap__lag_store_t *st, char name[64],
                            const char *json, size_t n, bool final) {
   char to[64];
   make_name(to, start_unix_ms, kind);
-  if (snap__plat_file_replace(st->dir, to, json, n) != SNAP_OK)
+  if (snap__report_replace(st->dir, to, json, n, st->mode) != SNAP_OK)
     return SNAP_EIO;
   if (strcmp(to, name) != 0) {
     /* The kind changed (a lag became a hang): the new file is in place
        before the old one goes, so a kill in between leaves both, never
        neither. */
-    snap__plat_file_remove(st->dir, name);
+    snap__report_remove(st->dir, name);
     strcpy(name, to);
   }
   announce(st, name, final);

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "lag/lag.h"
+#include "report/report.h"
 
 #define HEARTBEAT_NS (1000 * SNAP__MS)
 /* Where the watchdog's own running, run-queue wait, sampling waits and
@@ -191,7 +192,7 @@ static int64_t own_ran(const wd_t *w) {
   if (snap__plat_self_sched_times(&w->sched, &cpu, &runq) != SNAP_OK)
     return -1;
   return cpu + runq + (int64_t)snap__plat_sample_waited_ns() +
-         (int64_t)snap__plat_file_waited_ns();
+         (int64_t)snap__report_waited_ns();
 }
 
 /* The clock and the counters a wake compares, read together. */
@@ -545,6 +546,7 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
   strcpy(st->dir, cfg->report_dir);
   st->retention_days = cfg->retention_days;
   st->max_per_day = cfg->max_reports_per_day;
+  st->mode = cfg->file_mode;
   st->on_report = cfg->on_report;
   st->on_report_write = cfg->on_report_write;
   st->ctx = cfg->ctx;

@@ -592,33 +592,62 @@ int snap__plat_on_fork_child(void (*fn)(void));
    loop libraries the app brings, so stacksnap never links them. */
 void *snap__plat_find_symbol(const char *name);
 
-/* ---- Report files ------------------------------------------------------- */
+/* ---- Files ------------------------------------------------------------ */
 
-/* Creates dir and its parents. SNAP_OK if it exists afterwards, else
-   SNAP_EIO. */
-int snap__plat_dir_make(const char *dir);
-/* Calls cb for each entry of dir (not "." or ".."). SNAP_OK or SNAP_EIO. */
+/* The OS side of the library's files: src/report/ holds the policy (temp
+   names, the replace sequence, what is refused, retention's names) and is
+   their only caller. Paths are whole paths; none of these follows a
+   symbolic link in the last component, and none blocks on a FIFO or a
+   device. All [setup]: they block on the disk; never the stopped window. */
+
+typedef enum snap__plat_file_kind {
+  SNAP__FILE_NONE,    /* nothing there */
+  SNAP__FILE_REGULAR, /* a regular file */
+  SNAP__FILE_DIR,     /* a directory */
+  SNAP__FILE_OTHER    /* a symlink, FIFO, socket or device */
+} snap__plat_file_kind_t;
+
+/* Creates dir and its missing parents, each with exactly `mode` (the umask
+   does not apply); what exists is left as it is. SNAP_OK if dir is a
+   directory afterwards (a symlink to one counts: the app chose the path),
+   else SNAP_EIO. */
+int snap__plat_dir_make(const char *dir, unsigned mode);
+/* Calls cb for each entry of dir (not "." or ".."); cb may remove entries.
+   SNAP_OK or SNAP_EIO. */
 int snap__plat_dir_list(const char *dir,
                         void (*cb)(const char *name, void *ctx), void *ctx);
-/* Replaces dir/name with data so that at every instant the file is either
-   the old content or the new: writes "." name ".tmp", fsyncs it, renames it
-   over dir/name, fsyncs dir. SNAP_OK, or SNAP_EIO: nothing replaced, except
-   when only the final fsync of dir failed (the new file is in place but may
-   not survive a power cut; writing it again is safe). */
-int snap__plat_file_replace(const char *dir, const char *name, const void *data,
-                            size_t n);
-/* Reads dir/name whole into a malloc'ed, NUL-terminated buffer (*n without
-   the NUL). SNAP_OK, SNAP_EIO, SNAP_ENOMEM; files above max bytes are
-   SNAP_EIO. */
-int snap__plat_file_read(const char *dir, const char *name, size_t max,
-                         char **data, size_t *n);
-/* SNAP_OK, also when it did not exist; SNAP_EIO otherwise. */
-int snap__plat_file_remove(const char *dir, const char *name);
-/* How long the calling thread has spent in the calls above but the listing,
-   wall time: waits on the disk (an fsync behind a busy journal), the
-   caller's own doing, which a watchdog must not take for a stopped
-   process. A stop that lands inside one of them counts as disk time. */
-uint64_t snap__plat_file_waited_ns(void);
+/* fsyncs the directory itself (so a rename in it survives a power cut).
+   SNAP_OK (also where directories cannot be synced: EINVAL), SNAP_EIO. */
+int snap__plat_dir_sync(const char *dir);
+/* What is at path, the last component not followed (lstat). SNAP_OK or
+   SNAP_EIO (cannot tell: a permission, a path too long). */
+int snap__plat_path_kind(const char *path, snap__plat_file_kind_t *kind);
+/* Creates path as a new regular file open for writing, with exactly `mode`:
+   O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, so it never opens what is already
+   there (a file, a planted symlink). SNAP_OK with *fd; SNAP_EBUSY when
+   something is at path; SNAP_EIO. */
+int snap__plat_file_create(const char *path, unsigned mode, int *fd);
+/* Opens path for reading without following a symlink and without
+   blocking (O_NONBLOCK: a FIFO with no writer would hang the open), then
+   says what it opened (fstat, on the descriptor: no race with the path).
+   SNAP_OK with *fd, *kind and, for a regular file, *size; SNAP_EIO when
+   it cannot be opened (a symlink among them). The caller closes *fd. */
+int snap__plat_file_open_read(const char *path, int *fd,
+                              snap__plat_file_kind_t *kind, uint64_t *size);
+/* One read(2), EINTR retried: bytes read, 0 at the end, SNAP_EIO. */
+long snap__plat_file_read_some(int fd, void *buf, size_t n);
+/* fsync, EINTR retried: SNAP_OK or SNAP_EIO. */
+int snap__plat_file_sync(int fd);
+/* close; its error counts (NFS reports deferred write errors there), but
+   EINTR is not retried (the descriptor is gone). SNAP_OK or SNAP_EIO. */
+int snap__plat_file_close(int fd);
+/* rename(2): atomic; replaces whatever name `to` held. SNAP_OK, SNAP_EIO. */
+int snap__plat_file_rename(const char *from, const char *to);
+/* unlink(2): SNAP_OK, also when nothing was there; SNAP_EIO. */
+int snap__plat_file_unlink(const char *path);
+/* n <= 256 unpredictable bytes from the OS (getentropy). SNAP_OK or
+   SNAP_EUNSUPPORTED (no source). */
+int snap__plat_random(void *buf, size_t n);
 
 /* ---- Loop adapters ----------------------------------------------------- */
 

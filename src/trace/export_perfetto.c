@@ -44,7 +44,7 @@
  *  before the next slice at its depth or above begins, a mark after the
  *  slices that ended by its time), then merged across threads by time,
  *  keeping each thread's order among equal times.
- * Strings: UTF-8 only (bad bytes become U+FFFD, tbuf.c), as protobuf
+ * Strings: UTF-8 only (bad bytes become U+FFFD, report/text_buf.c), as protobuf
  *  strings must be.
  * Must not: write files (the caller does), or call an OS API.
  */
@@ -370,7 +370,8 @@ int snap__trace_export_perfetto(const snap__trace_snapshot_t *s,
       goto done;
     }
   }
-  qsort(ev.v, ev.n, sizeof *ev.v, by_time);
+  if (ev.n > 1) /* an empty window has ev.v NULL: qsort's is nonnull */
+    qsort(ev.v, ev.n, sizeof *ev.v, by_time);
 
   /* The clock, first. Its reading: the window's start, else the first
      event's time (any REALTIME reading will do: it is the only clock). */

@@ -280,7 +280,8 @@ int snap__trace_snapshot(snap__trace_t *tr, snap__lock_t *lock,
       d->label = "mark";
   }
   out->n_spans = c.n_spans;
-  qsort(out->spans, out->n_spans, sizeof *out->spans, by_start);
+  if (out->n_spans > 1) /* no spans may be no array: qsort's is nonnull */
+    qsort(out->spans, out->n_spans, sizeof *out->spans, by_start);
   out->threads = c.threads;
   out->n_threads = c.n_threads;
   c.threads = NULL;

@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 
 #include "platform/platform.h"
+#include "report/report.h"
 #include "stacksnap.h"
 
 #define SNAP__TRACE_NONE UINT32_MAX /* no node / no frame / no thread */
@@ -39,33 +40,8 @@ enum {
 /* "unknown", "running", "runnable", "blocked". */
 const char *snap__trace_state_name(unsigned state);
 
-/* ---- A growable output buffer (the exporters') --------------------------- */
-
-typedef struct snap__tbuf {
-  char *p;
-  size_t len, cap;
-  bool failed; /* an allocation failed: the text is incomplete */
-} snap__tbuf_t;
-void snap__tbuf_put(snap__tbuf_t *b, const void *s, size_t n);
-void snap__tbuf_puts(snap__tbuf_t *b, const char *s);
-void snap__tbuf_printf(snap__tbuf_t *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* A JSON string literal, quotes included: escapes what JSON requires and
-   replaces bytes that are not UTF-8 with U+FFFD. */
-void snap__tbuf_json_string(snap__tbuf_t *b, const char *s);
-/* Helpers of the exporters (tbuf.c). The length of the well-formed UTF-8
-   sequence at s (1..4; no overlong form, surrogate or code point above
-   U+10FFFF), 0 when s does not start one (a NUL terminator counts as 1). */
-size_t snap__utf8_len(const unsigned char *s);
-/* Where s starts no well-formed sequence: how many bytes one U+FFFD
-   replaces (Unicode's maximal subpart: those of a sequence cut short, or
-   the one byte that starts none), >= 1. */
-size_t snap__utf8_bad_len(const unsigned char *s);
-/* s as text: appended with each maximal subpart that is not UTF-8
-   replaced by U+FFFD; snap__utf8_clean_len is the length that appends. */
-void snap__tbuf_text(snap__tbuf_t *b, const char *s);
-size_t snap__utf8_clean_len(const char *s);
-void snap__tbuf_free(snap__tbuf_t *b);
+/* The exporters' output buffer (snap__tbuf_t) and its text rules are the
+   report layer's: report/report.h. */
 
 /* ---- The snapshot exporters read ----------------------------------------- */
 
@@ -351,10 +327,12 @@ int snap__trace_snapshot(snap__trace_t *tr, snap__lock_t *lock,
                          snap__trace_snapshot_t *out);
 void snap__trace_snapshot_free(snap__trace_snapshot_t *s);
 
-/* trace_api.c, for lag reports: writes dir/name as a Perfetto trace of
-   [since, until] (unix ns; 0 = now) if a trace is running now. SNAP_OK, or
-   SNAP_EINVAL when none runs, or as snap_trace_write. */
+/* trace_api.c, for lag reports: writes dir/name, a file of `mode`, as a
+   Perfetto trace of [since, until] (unix ns; 0 = now) if a trace is
+   running now. SNAP_OK, or SNAP_EINVAL when none runs, or as
+   snap_trace_write. */
 int snap__trace_write_running(const char *dir, const char *name,
-                              uint64_t since_unix_ns, uint64_t until_unix_ns);
+                              uint64_t since_unix_ns, uint64_t until_unix_ns,
+                              unsigned mode);
 
 #endif

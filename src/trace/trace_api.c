@@ -53,6 +53,14 @@ SNAP_EXPORT void snap_trace_config_init(snap_trace_config_t *cfg, size_t size) {
   *cfg = d;
 }
 
+/* The smallest budget: the trace's own tables (80 KiB: thread table,
+   labels, the mark queue) are counted in it, and what is left must hold
+   some samples. stacksnap.h documents it; a value it calls valid must
+   start (issue 24, item 14: 64..84 KiB were documented and refused). */
+#define MIN_BYTES ((size_t)128 << 10)
+_Static_assert(sizeof(snap__trace_t) + (32u << 10) <= MIN_BYTES,
+               "the trace's own tables grew: raise the documented minimum");
+
 static bool in(uint64_t v, uint64_t lo, uint64_t hi) {
   return v >= lo && v <= hi;
 }
@@ -63,7 +71,7 @@ static int check(const snap_trace_config_t *c) {
   if (!in(c->main_interval_us, 100, 1000000) ||
       (c->other_interval_us && !in(c->other_interval_us, 1000, 1000000)) ||
       !in(c->window_seconds, 1, 3600) ||
-      !in(c->max_bytes, 64u << 10, (uint64_t)1 << 30))
+      !in(c->max_bytes, MIN_BYTES, (uint64_t)1 << 30))
     return SNAP_EINVAL;
   return SNAP_OK;
 }
@@ -131,14 +139,13 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
     free(old->memory);
     free(old);
   }
-  size_t own = sizeof(snap__trace_t);
+  size_t own = sizeof(snap__trace_t); /* < MIN_BYTES: checked above */
   snap__trace_t *tr = NULL;
   void *mem = NULL;
-  if (cfg->max_bytes <= own + 4096 || !(tr = calloc(1, sizeof *tr)) ||
-      !(mem = malloc(cfg->max_bytes - own))) {
+  if (!(tr = calloc(1, sizeof *tr)) || !(mem = malloc(cfg->max_bytes - own))) {
     free(tr);
     atomic_store(&g_state, 0);
-    return cfg->max_bytes <= own + 4096 ? SNAP_EINVAL : SNAP_ENOMEM;
+    return SNAP_ENOMEM;
   }
   size_t bytes = cfg->max_bytes - own;
   size_t table = bytes / 4 & ~(size_t)15;
@@ -214,11 +221,12 @@ static bool split_path(const char *path, char *dir, size_t dsize,
   return true;
 }
 
-/* Writes the window to dir/name in `format`; `running`: only from a
-   running trace. */
+/* Writes the window to dir/name in `format`, a file of `mode`, through
+   the library's one file writer (src/report/: never through a link, never
+   over a FIFO or a device); `running`: only from a running trace. */
 static int write_file(const char *dir, const char *name, unsigned format,
                       uint64_t since_unix_ns, uint64_t until_unix_ns,
-                      bool running) {
+                      bool running, unsigned mode) {
   snap__trace_t *tr = reader_enter(running);
   if (!tr)
     return SNAP_EINVAL;
@@ -237,7 +245,7 @@ static int write_file(const char *dir, const char *name, unsigned format,
   if (rc == SNAP_OK && out.failed)
     rc = SNAP_ENOMEM;
   if (rc == SNAP_OK)
-    rc = snap__plat_file_replace(dir, name, out.p ? out.p : "", out.len);
+    rc = snap__report_replace(dir, name, out.p ? out.p : "", out.len, mode);
   snap__tbuf_free(&out);
   return rc;
 }
@@ -252,13 +260,15 @@ SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
       (until_unix_ns && since_unix_ns > until_unix_ns) ||
       !split_path(path, dir, sizeof dir, &name))
     return SNAP_EINVAL;
-  return write_file(dir, name, format, since_unix_ns, until_unix_ns, false);
+  return write_file(dir, name, format, since_unix_ns, until_unix_ns, false,
+                    SNAP__REPORT_MODE);
 }
 
 int snap__trace_write_running(const char *dir, const char *name,
-                              uint64_t since_unix_ns, uint64_t until_unix_ns) {
+                              uint64_t since_unix_ns, uint64_t until_unix_ns,
+                              unsigned mode) {
   return write_file(dir, name, SNAP_TRACE_PERFETTO, since_unix_ns,
-                    until_unix_ns, true);
+                    until_unix_ns, true, mode);
 }
 
 SNAP_EXPORT int snap_trace_stats(snap_trace_stats_t *out) {

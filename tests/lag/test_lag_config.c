@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -145,6 +146,20 @@ static void test_config_size(void) {
     edge->report_dir = g_dir;
     CHECK_EQ(snap_lag_start(edge), SNAP_OK);
     CHECK_EQ(snap_lag_stop(), SNAP_OK);
+    /* A caller built against version 2 (1.1.0, before file_mode): its
+       struct ends where v3's file_mode would start; the start takes the
+       default mode without reading past it. */
+    size_t v2 = (offsetof(snap_lag_config_t, dump_budget_ms) +
+                 sizeof(unsigned) + _Alignof(void *) - 1) /
+                _Alignof(void *) * _Alignof(void *);
+    CHECK(v2 <= offsetof(snap_lag_config_t, file_mode),
+          "file_mode lies inside version 2's %zu bytes", v2);
+    snap_lag_config_t *old = (snap_lag_config_t *)(void *)(m + page - v2);
+    snap_lag_config_init(old, v2);
+    CHECK_EQ(old->size, v2);
+    old->report_dir = g_dir;
+    CHECK_EQ(snap_lag_start(old), SNAP_OK);
+    CHECK_EQ(snap_lag_stop(), SNAP_OK);
     munmap(m, (size_t)page * 2);
   }
 }
@@ -183,6 +198,10 @@ static void test_bad_configs(void) {
   BAD(max_threads, 1025);
   BAD(dump_budget_ms, 0);
   BAD(dump_budget_ms, 10001);
+  BAD(file_mode, 0); /* owner read and write always */
+  BAD(file_mode, 0400);
+  BAD(file_mode, 0700);  /* no execute */
+  BAD(file_mode, 02640); /* no set-id */
 #undef BAD
   /* A directory that cannot be created: its parent is a file. */
   touch("a_file", "x");

@@ -136,7 +136,8 @@ static void fill_off(void) {
 
 /* ---- Observing the directory --------------------------------------------- */
 
-/* Removals of our temporary files ("." name ".tmp"): writes that failed. */
+/* Removals of our temporary files ("." name "." 16 hex ".tmp",
+   src/report/files.c): writes that failed. */
 static int watch(const char *dir) {
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   CHECK(fd >= 0, "inotify_init1: %s", strerror(errno));
@@ -157,8 +158,10 @@ static int failed_seen(int fd, const char *name, int *others) {
       size_t l = e->len ? strlen(e->name) : 0;
       if ((e->mask & IN_DELETE) && l > 5 && e->name[0] == '.' &&
           strcmp(e->name + l - 4, ".tmp") == 0) {
-        bool ours = !name || (l - 5 == strlen(name) &&
-                              strncmp(e->name + 1, name, l - 5) == 0);
+        /* The name between the dot and the random part. */
+        size_t nl = l >= 5 + 17 ? l - 5 - 17 : 0;
+        bool ours = !name || (nl == strlen(name) && e->name[1 + nl] == '.' &&
+                              strncmp(e->name + 1, name, nl) == 0);
         if (ours)
           n++;
         else if (others)

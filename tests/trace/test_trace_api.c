@@ -176,8 +176,8 @@ int main(void) {
                             SNAP_TRACE_PERFETTO, 0, 0),
            SNAP_EIO);
   snprintf(path, sizeof path, "%s/is-a-dir", g_dir);
-  mkdir(path, 0700);
-  CHECK_EQ(snap_trace_write(path, SNAP_TRACE_PERFETTO, 0, 0), SNAP_EIO);
+  mkdir(path, 0700); /* not a regular file: left alone */
+  CHECK_EQ(snap_trace_write(path, SNAP_TRACE_PERFETTO, 0, 0), SNAP_ENOTREG);
   if (geteuid() != 0) { /* root writes anywhere */
     snprintf(path, sizeof path, "%s/ro", g_dir);
     mkdir(path, 0500);

@@ -30,7 +30,7 @@ int main(void) {
       CHECK(want[i].code != want[j].code, "%s and %s share a code",
             want[i].name, want[j].name);
   }
-  CHECK_EQ(SNAP_ENOSTACK, -10);
+  CHECK_EQ(SNAP_ENOSTACK, -11);
   CHECK(strcmp(snap_strerror(SNAP_ENOSTACK), snap_strerror(SNAP_ENOMEM)) != 0,
         "a stack too deep reads as out of memory");
   CHECK(strcmp(snap_err_name(42), "SNAP_EUNKNOWN") == 0, "42: %s",

@@ -1,8 +1,11 @@
 /*
- * tbuf.c — the exporters' growable output buffer, and the text rules every
- * format shares: what is UTF-8, how a JSON string literal is written.
+ * text_buf.c — the growable output buffer every text and file the library
+ * writes is built in (lag reports, the trace's exporters), and the text
+ * rules they share: what is UTF-8, how a JSON string literal is written.
+ * One escaping rule, here, so a lag report and a trace cannot disagree on
+ * what a string may hold.
  *
- * Owns: snap__tbuf_* (trace.h) and snap__utf8_len.
+ * Owns: snap__tbuf_* and snap__utf8_* (report/report.h).
  * Algorithm: the buffer doubles when it runs out (from 64 KiB: a trace is
  * rarely smaller) and stays NUL-terminated; the first failed allocation
  * sets `failed` and every later append does nothing, so an exporter checks
@@ -24,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/trace.h"
+#include "report/report.h"
 
 static const char REPLACEMENT[3] = {'\xef', '\xbf', '\xbd'}; /* U+FFFD */
 
