@@ -511,11 +511,12 @@ package_compile() {
   # Our CI's strictness on top: warnings are errors.
   env+=(-Wall -Wextra -Werror)
   run_build() { # name extra-flags...: compiles files[] with flags[]
-    local name=$1 objdir=$dir/$1 f log
+    local name=$1 objdir=$dir/$1 log
     shift
     log=$objdir.log
     mkdir -p "$objdir"
     : >"$log"
+    # shellcheck disable=SC2016 # expanded by the inner bash
     printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} bash -c '
       o=$1/$(echo "$2" | sed "s|^$3/||; s|/|_|g").o
       "$4" "${@:5}" -c "$2" -o "$o" >>"$1.log" 2>&1 || { echo "FAILED: $2" >>"$1.log"; exit 1; }' \
@@ -573,9 +574,10 @@ package_compile() {
     esac
   done <<<"$plan"
   finish || return 1
-  local clashes
-  clashes=$(tag_clashes "$sdk" $(package_plan "$os" "$dir" | awk '$1 == "file" {print $2}' | sort -u) \
-    $(find "$src/src" "$src/include" -name '*.h' ! -path '*/platform/linux/*'))
+  local clashes ours
+  mapfile -t ours < <(package_plan "$os" "$dir" | awk '$1 == "file" {print $2}' | sort -u
+    find "$src/src" "$src/include" -name '*.h' ! -path '*/platform/linux/*')
+  clashes=$(tag_clashes "$sdk" "${ours[@]}")
   if [[ -n $clashes ]]; then
     echo "check-darwin: $cfg: these tags of ours are defined by the SDK's headers too (a clash under clang modules; name them for their file):" >&2
     echo "$clashes" | sed 's/^/  /' >&2
