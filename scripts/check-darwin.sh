@@ -6,12 +6,21 @@
 #
 #   scripts/check-darwin.sh [cmake] [source-dir] [build-dir] [config...]
 #
-# config: ios-arm64 ios-arm64e macos-arm64 macos-x86_64 (default: all those
-# whose SDK is set). iOS configurations build the library (static and
-# shared) and link the smoke executable tests/darwin/smoke/smoke.c plus two
-# small dylibs; macOS ones do the same when the SDK has libSystem, else
-# compile the library and the smoke objects only (a trimmed SDK). Nothing
-# built here runs: there is no Mac.
+# config: ios-arm64 ios-arm64e macos-arm64 macos-arm64e macos-x86_64
+# (default: all those whose SDK is set). iOS configurations build the
+# library (static and shared) and link the smoke executable
+# tests/darwin/smoke/smoke.c plus two small dylibs; macOS ones do the same
+# when the SDK has libSystem, else compile the library and the smoke
+# objects only (a trimmed SDK). Nothing built here runs: there is no Mac.
+#
+# Then, per configuration, the package builds: every file SwiftPM
+# (Package.swift) and CocoaPods (stacksnap.podspec) compile, with their
+# flags (clang modules above all), read from those manifests; the public
+# header imported as a module; the sources with SNAP_NO_PRIVATE_API, whose
+# objects must not hold the private names; a scan for struct/union/enum
+# tags the SDK's headers define too; and, where a Swift toolchain is here
+# and the SDK is whole, `swift build --triple <arch>-apple-ios...` of the C
+# target itself. SNAP_CHECK_DARWIN_PACKAGE_ONLY=1: the package builds alone.
 #
 # After each build, the stopped window's imports (llvm-nm -u of the objects
 # tests/darwin/window_imports.txt lists) are checked against that allowlist,
