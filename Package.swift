@@ -10,8 +10,9 @@
 // One backend per platform. SwiftPM cannot exclude sources per platform
 // in a target, but the manifest is Swift and is evaluated on the machine
 // that builds: Linux builds leave out src/platform/darwin, every other host
-// (macOS, building for macOS or iOS) leaves out src/platform/linux.
-// (Cross-building Linux from a Mac with a Swift SDK is not covered.)
+// (macOS, building for macOS or iOS) leaves out src/platform/linux; on
+// Linux, SNAP_PACKAGE_BACKEND=darwin in the environment picks the Apple
+// one for a cross build. (Cross-building Linux from a Mac is not covered.)
 //
 // Optional parts as CMake builds them without their extras: the GLib loop
 // adapter needs SNAP_HAVE_GLIB, which only CMake defines, so here
@@ -25,10 +26,25 @@
 import PackageDescription
 
 #if os(Linux)
-let otherBackend = "src/platform/darwin"
+// SNAP_PACKAGE_BACKEND=darwin: a cross build for Apple from Linux
+// (`swift build --triple arm64-apple-ios12.0 --sdk ...`, which
+// scripts/check-darwin.sh runs).
+let otherBackend =
+  Context.environment["SNAP_PACKAGE_BACKEND"] == "darwin"
+  ? "src/platform/linux" : "src/platform/darwin"
 #else
 let otherBackend = "src/platform/linux"
 #endif
+
+// App Store builds: SNAP_NO_PRIVATE_API=1 in the environment of the build
+// that evaluates this manifest (swift build, xcodebuild, Xcode started
+// from a shell) leaves out the one path that names Apple's private API;
+// frames are then named by dladdr alone (docs/apple.md, "App Store:
+// private names"). A dependent package cannot set a dependency's defines,
+// hence the environment.
+let noPrivateAPI: [CSetting] =
+  ["", "0"].contains(Context.environment["SNAP_NO_PRIVATE_API"] ?? "")
+  ? [] : [.define("SNAP_NO_PRIVATE_API", to: "1")]
 
 let package = Package(
   name: "stacksnap",
@@ -48,7 +64,7 @@ let package = Package(
         .headerSearchPath("third_party/uthash"),
         // The Linux backend names glibc's extensions (gettid, dladdr...).
         .define("_GNU_SOURCE", .when(platforms: [.linux])),
-      ],
+      ] + noPrivateAPI,
       linkerSettings: [
         .linkedLibrary("dl", .when(platforms: [.linux])),
         .linkedLibrary("pthread", .when(platforms: [.linux])),

@@ -2,8 +2,10 @@
 # compiled here against SDKs named by environment variables:
 #   SNAP_DARWIN_SDK        an iPhoneOS SDK: iOS arm64 and arm64e, library and
 #                          a smoke-test executable, linked with ld64.lld;
-#   SNAP_DARWIN_MACOS_SDK  a macOS SDK: arm64 and x86_64, compiled; linked
-#                          too when the SDK carries libSystem.
+#   SNAP_DARWIN_MACOS_SDK  a macOS SDK: arm64, arm64e and x86_64, compiled;
+#                          linked too when the SDK carries libSystem;
+# and, for each of those, what SwiftPM and CocoaPods compile, with their
+# flags (clang modules, the package's C standard and deployment target).
 # With neither set it prints one "skipped: no SDK" line and succeeds. The
 # work is scripts/check-darwin.sh; each configuration is a nested CMake build
 # of tests/darwin/smoke (which adds this project as a subdirectory) under

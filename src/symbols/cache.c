@@ -75,18 +75,21 @@ static _Thread_local bool t_hash_oom;
 #define STRIPES 16
 #define FRONT_SLOTS 128
 
-typedef struct entry {
+/* Tags are named for this file: with clang modules (SwiftPM and CocoaPods
+   builds for Apple) the SDK's Darwin module defines `struct entry`
+   (<search.h>), and a different one here would not compile. */
+typedef struct cache_entry {
   UT_hash_handle hh;
   uint64_t key;
-  struct entry *newer, *older; /* LRU list; head = most recent */
-  snap_stack_t *stack;         /* one reference */
+  struct cache_entry *newer, *older; /* LRU list; head = most recent */
+  snap_stack_t *stack;               /* one reference */
   size_t bytes;
-} entry_t;
+} cache_entry_t;
 
 typedef struct stripe {
   snap__lock_t lock;
-  entry_t *table;
-  entry_t *newest, *oldest;
+  cache_entry_t *table;
+  cache_entry_t *newest, *oldest;
   size_t bytes;
   uint64_t entries, hits, misses, evictions;
 } stripe_t;
@@ -370,7 +373,7 @@ static snap_stack_t *front_get(uint64_t key, const uintptr_t *pcs, int n,
 
 /* ---- Shared table -------------------------------------------------------- */
 
-static void lru_unlink(stripe_t *st, entry_t *e) {
+static void lru_unlink(stripe_t *st, cache_entry_t *e) {
   if (e->newer)
     e->newer->older = e->older;
   else
@@ -382,7 +385,7 @@ static void lru_unlink(stripe_t *st, entry_t *e) {
   e->newer = e->older = NULL;
 }
 
-static void lru_push(stripe_t *st, entry_t *e) {
+static void lru_push(stripe_t *st, cache_entry_t *e) {
   e->newer = NULL;
   e->older = st->newest;
   if (st->newest)
@@ -394,7 +397,7 @@ static void lru_push(stripe_t *st, entry_t *e) {
 
 /* Unlinks e; returns its stack, to be released after the lock is
    dropped (a release may free memory: keep it out of the critical section). */
-static snap_stack_t *drop(stripe_t *st, entry_t *e) {
+static snap_stack_t *drop(stripe_t *st, cache_entry_t *e) {
   HASH_DELETE(hh, st->table, e);
   lru_unlink(st, e);
   st->bytes -= e->bytes;
@@ -416,7 +419,7 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
-  entry_t *e;
+  cache_entry_t *e;
   HASH_FIND(hh, st->table, &key, sizeof key, e);
   if (e && same_key(e->stack, pcs, n, flags)) {
     lru_unlink(st, e);
@@ -492,7 +495,7 @@ static void trim_to_cap(void) {
 
 /* Evicts st's least recently used entries (never keep) while st holds more
    than cap bytes, a few per lock hold; releases them unlocked. */
-static void trim_stripe(stripe_t *st, size_t cap, const entry_t *keep) {
+static void trim_stripe(stripe_t *st, size_t cap, const cache_entry_t *keep) {
   for (;;) {
     snap_stack_t *out[8];
     int nout = 0;
@@ -510,10 +513,10 @@ static void trim_stripe(stripe_t *st, size_t cap, const entry_t *keep) {
 
 const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   size_t cap = atomic_load_explicit(&g_limit, memory_order_relaxed) / STRIPES;
-  size_t bytes = sizeof(entry_t) + s->bytes;
+  size_t bytes = sizeof(cache_entry_t) + s->bytes;
   if (!caching() || bytes > cap)
     return s; /* not cached: the caller owns the only reference */
-  entry_t *fresh_entry = malloc(sizeof *fresh_entry);
+  cache_entry_t *fresh_entry = malloc(sizeof *fresh_entry);
   if (!fresh_entry)
     return s;
   uint64_t key =
@@ -529,11 +532,12 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   snap_stack_t *out[2];
   int nout = 0;
   snap_stack_t *result = s;
-  const entry_t *added = NULL; /* ours, when its stripe is over its share */
+  const cache_entry_t *added =
+      NULL; /* ours, when its stripe is over its share */
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
-  entry_t *e;
+  cache_entry_t *e;
   HASH_FIND(hh, st->table, &key, sizeof key, e);
   if (e && same_key(e->stack, s->key.pcs, s->key.n, s->key.flags) &&
       e->stack->key.generation == s->key.generation) {

@@ -29,19 +29,21 @@
 #define CHUNK_IDS 4096u
 #define MAX_CHUNKS 1024u /* 4 M distinct strings alive at once */
 
-typedef struct entry {
-  struct entry *next; /* hash chain */
+/* Not `struct entry`: <search.h>'s, in the SDK's Darwin module, clashes
+   with it under clang modules (SwiftPM and CocoaPods builds for Apple). */
+typedef struct intern_entry {
+  struct intern_entry *next; /* hash chain */
   uint64_t hash;
   uint32_t refs;
   uint32_t id;
   size_t len;
   char s[];
-} entry_t;
+} intern_entry_t;
 
-typedef _Atomic(entry_t *) slot_t;
+typedef _Atomic(intern_entry_t *) slot_t;
 
 static snap__lazy_lock_t g_lock;
-static entry_t **g_buckets; /* g_nbuckets chains, a power of two */
+static intern_entry_t **g_buckets; /* g_nbuckets chains, a power of two */
 static size_t g_nbuckets, g_count;
 static _Atomic(slot_t *) g_chunks[MAX_CHUNKS];
 static uint32_t *g_free; /* ids to reuse */
@@ -67,11 +69,11 @@ static slot_t *slot_of(uint32_t id) {
 /* Under g_lock. */
 static bool grow_buckets(void) {
   size_t n = g_nbuckets ? 2 * g_nbuckets : 1024;
-  entry_t **b = calloc(n, sizeof *b);
+  intern_entry_t **b = calloc(n, sizeof *b);
   if (!b)
     return false;
   for (size_t i = 0; i < g_nbuckets; i++)
-    for (entry_t *e = g_buckets[i], *next; e; e = next) {
+    for (intern_entry_t *e = g_buckets[i], *next; e; e = next) {
       next = e->next;
       e->next = b[e->hash & (n - 1)];
       b[e->hash & (n - 1)] = e;
@@ -105,10 +107,11 @@ static uint32_t new_id(void) {
 /* Under g_lock. */
 static void drop_ref(uint32_t id) {
   slot_t *slot = slot_of(id);
-  entry_t *e = slot ? atomic_load_explicit(slot, memory_order_relaxed) : NULL;
+  intern_entry_t *e =
+      slot ? atomic_load_explicit(slot, memory_order_relaxed) : NULL;
   if (!e || --e->refs > 0)
     return;
-  entry_t **p = &g_buckets[e->hash & (g_nbuckets - 1)];
+  intern_entry_t **p = &g_buckets[e->hash & (g_nbuckets - 1)];
   while (*p != e)
     p = &(*p)->next;
   *p = e->next;
@@ -152,14 +155,14 @@ static uint32_t take(const char *s) {
   size_t len;
   uint64_t h = hash_of(s, &len);
   if (g_nbuckets)
-    for (entry_t *e = g_buckets[h & (g_nbuckets - 1)]; e; e = e->next)
+    for (intern_entry_t *e = g_buckets[h & (g_nbuckets - 1)]; e; e = e->next)
       if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0) {
         e->refs++;
         return e->id;
       }
   if (g_count >= g_nbuckets && !grow_buckets() && !g_nbuckets)
     return 0;
-  entry_t *e = malloc(sizeof *e + len + 1);
+  intern_entry_t *e = malloc(sizeof *e + len + 1);
   uint32_t id = e ? new_id() : 0;
   if (!id) {
     free(e);
@@ -218,7 +221,8 @@ void snap__intern_trim(void) {
 
 const char *snap__intern_get(uint32_t id) {
   slot_t *slot = id ? slot_of(id) : NULL;
-  entry_t *e = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+  intern_entry_t *e =
+      slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
   return e ? e->s : NULL;
 }
 

@@ -58,6 +58,12 @@
  * unrecognised selector would raise in the host app. Messages go through
  * objc_messaging.h (objc_msgSend here; GCC's runtime in the Linux test).
  *
+ * SNAP_NO_PRIVATE_API (CMake option, or the define in a SwiftPM or
+ * CocoaPods build; docs/apple.md, "App Store: private names") leaves step 1
+ * out, class and selector names included: naming is dladdr alone, which is
+ * what the class itself asks underneath (backtrace_symbols), less the
+ * names dladdr refuses here.
+ *
  * Must not: run in the stopped window (ObjC messages and dladdr take
  * runtime and loader locks), checked, not only promised; free a buffer the
  * array owns; read a line as a frame's by its position; let an object
@@ -72,6 +78,7 @@
 #include "platform/darwin/darwin.h"
 #include "platform/darwin/objc_messaging.h"
 
+#ifndef SNAP_NO_PRIVATE_API
 /* The runtime entry points we use, found once. */
 typedef struct objc_api {
   Class (*get_class)(const char *);
@@ -110,6 +117,7 @@ static void find_objc(void) {
   g_objc.utf8 = g_objc.sel("UTF8String");
   g_objc_ok = g_objc.class_method(g_objc.cls, g_objc.make) != NULL;
 }
+#endif /* SNAP_NO_PRIVATE_API */
 
 typedef struct namer {
   const snap__plat_sym_query_t *q;
@@ -136,6 +144,7 @@ static void answer(namer_t *nm, int i, const char *name, size_t len,
   nm->cb(i, nm->buf, symbol_addr, nm->ctx);
 }
 
+#ifndef SNAP_NO_PRIVATE_API
 /* The function that runs selector `sel` for `recv`, as type T. */
 #define METHOD(T, recv, sel) ((T)snap__objc_method(g_objc.send, (recv), (sel)))
 
@@ -206,6 +215,8 @@ static void name_by_class(namer_t *nm) {
   o->pool_pop(pool);
 }
 
+#endif /* SNAP_NO_PRIVATE_API */
+
 /* Step 2: dladdr for whatever is still unnamed. */
 static void name_by_dladdr(namer_t *nm) {
   for (int i = 0; i < nm->n; i++) {
@@ -233,9 +244,11 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
   namer_t nm = {q, n, calloc((size_t)n, sizeof(bool)), NULL, 0, cb, ctx};
   if (!nm.named)
     return SNAP_ENOMEM;
+#ifndef SNAP_NO_PRIVATE_API
   pthread_once(&g_once, find_objc);
   if (g_objc_ok)
     name_by_class(&nm);
+#endif
   name_by_dladdr(&nm);
   free(nm.buf);
   free(nm.named);

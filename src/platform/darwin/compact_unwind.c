@@ -59,7 +59,9 @@
 #define CHUNK 64u /* candidates read at once: 780 bytes of stack */
 #define MAX_STRIDE 12u
 
-typedef struct section {
+/* Not `struct section`: <mach-o/loader.h>'s, in the SDK's modules, would
+   clash with it under clang modules (SwiftPM and CocoaPods builds). */
+typedef struct unwind_section {
   snap__cu_read_fn read;
   void *ctx;
   uint64_t size;
