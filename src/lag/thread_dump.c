@@ -8,7 +8,8 @@
  * (wait_chain.c), a deadlock confirmed by sampling its threads once more.
  * Must not: name a stack or read a thread's name while any
  * thread is stopped (all are captured first; each capture returns with
- * its thread running again), or list the watchdog itself.
+ * its thread running again), or list the watchdog or any other thread of
+ * the library's (snap__plat_thread_is_ours).
  *
  * Running states are read before any thread is sampled: a thread just
  * sampled is still leaving the signal handler, and would read "running".
@@ -97,7 +98,9 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   int n = total < cap ? total : cap;
   r->threads_total = total;
   for (int i = 0; i < n; i++) {
-    if (all[i] == self) { /* not the app's */
+    /* Not the app's: the watchdog, the trace's sampler (whose blocked
+       signals would list it as unsampleable), any other of ours. */
+    if (all[i] == self || snap__plat_thread_is_ours(all[i])) {
       r->threads_total--;
       all[i] = 0;
     }

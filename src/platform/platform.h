@@ -584,6 +584,10 @@ typedef struct snap__plat_thread {
 int snap__plat_thread_start(snap__plat_thread_t *t, void (*fn)(void *),
                             void *arg, const char *name);
 void snap__plat_thread_join(snap__plat_thread_t *t);
+/* Whether t is one of the threads snap__plat_thread_start started and
+   whose fn has not returned: the library's own, which the lag dump and
+   the trace leave out. [signal-safe] */
+bool snap__plat_thread_is_ours(snap_thread_t t);
 /* Calls fn in the child after each fork() (threads other than the caller
    do not exist there: state that names them must be reset). */
 int snap__plat_on_fork_child(void (*fn)(void));

@@ -331,7 +331,9 @@ static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
   if (n > SNAP__TRACE_THREADS)
     n = SNAP__TRACE_THREADS;
   for (int i = 0; i < n; i++) {
-    if (tids[i] == self || tids[i] == snap__plat_thread_main())
+    /* The main thread has its own schedule; ours are not the app's. */
+    if (tids[i] == self || tids[i] == snap__plat_thread_main() ||
+        snap__plat_thread_is_ours(tids[i]))
       continue;
     snap__plat_lock_lock(lock);
     uint32_t idx = snap__trace_thread_index(tr, tids[i]);

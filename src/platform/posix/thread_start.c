@@ -1,7 +1,8 @@
 /*
- * thread_start.c — the library's own helper thread (the lag watchdog):
- * started with every signal blocked and a name, joined at stop. POSIX
- * threads, so both backends compile it.
+ * thread_start.c — the library's own helper threads (the lag watchdog, the
+ * trace's sampler, Apple's rescuer): started with every signal blocked and
+ * a name, listed as ours while they run, joined at stop. POSIX threads, so
+ * both backends compile it.
  *
  * Signals: the app's process-directed signals (SIGCHLD, SIGINT, SIGTERM,
  * SIGPIPE of its own sockets…) go to any thread that does not block them.
@@ -19,13 +20,26 @@
  *
  * The pthread_t lives in the caller's opaque snap__plat_thread_t; the
  * trampoline's start record (fn, arg, name) is malloc'ed, since the opaque
- * storage has no room for it, and freed by the new thread.
+ * storage has no room for it.
+ *
+ * Ours: every thread started here is listed (its id, in a few atomic
+ * slots) from its first instruction until fn returns, and the caller
+ * waits for that before snap__plat_thread_start returns, so the lag
+ * dump and the trace, which leave our threads out, never see one of ours
+ * unlisted — not even in its first microseconds, when it still carries
+ * its creator's name (a trace once drew the watchdog under the main
+ * thread's name, and every report taken during a trace listed the trace's
+ * thread as "blocks the sampling signal": ours block every signal).
+ * Hence the start record belongs to the caller, who frees it once the
+ * thread has copied it and is listed.
  *
  * Must not: leave the caller's signal mask changed, or print or abort on
  * failure (the error is returned).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,11 +60,43 @@ typedef struct start_rec {
   void (*fn)(void *);
   void *arg;
   char name[NAME_MAX_LEN + 1]; /* "" = leave unnamed */
+  atomic_bool listed;          /* the new thread copied this and is listed */
 } start_rec_t;
 
+/* Our live threads' ids, 0 = a free slot. More of ours than this at once
+   (there are at most three) would go unlisted, not wrong. */
+#define OURS 8
+static _Atomic snap_thread_t g_ours[OURS];
+
+bool snap__plat_thread_is_ours(snap_thread_t t) {
+  for (int i = 0; t && i < OURS; i++)
+    if (atomic_load_explicit(&g_ours[i], memory_order_acquire) == t)
+      return true;
+  return false;
+}
+
+/* In a forked child none of the parent's threads exist. */
+static void forget_ours(void) {
+  for (int i = 0; i < OURS; i++)
+    atomic_store(&g_ours[i], 0);
+}
+
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static void on_fork_once(void) { (void)snap__plat_on_fork_child(forget_ours); }
+
 static void *trampoline(void *p) {
-  start_rec_t rec = *(start_rec_t *)p;
-  free(p);
+  start_rec_t *shared = p;
+  start_rec_t rec = {.fn = shared->fn, .arg = shared->arg};
+  memcpy(rec.name, shared->name, sizeof rec.name);
+  snap_thread_t me = snap__plat_thread_self();
+  int slot = -1;
+  for (int i = 0; i < OURS && slot < 0; i++) {
+    snap_thread_t free_slot = 0;
+    if (atomic_compare_exchange_strong(&g_ours[i], &free_slot, me))
+      slot = i;
+  }
+  atomic_store_explicit(&shared->listed, true, memory_order_release);
+  /* shared is the caller's from here on. */
   if (rec.name[0]) {
 #ifdef __APPLE__
     pthread_setname_np(rec.name);
@@ -59,6 +105,8 @@ static void *trampoline(void *p) {
 #endif
   }
   rec.fn(rec.arg);
+  if (slot >= 0)
+    atomic_store_explicit(&g_ours[slot], 0, memory_order_release);
   return NULL;
 }
 
@@ -66,6 +114,7 @@ int snap__plat_thread_start(snap__plat_thread_t *t, void (*fn)(void *),
                             void *arg, const char *name) {
   if (!t || !fn)
     return SNAP_EINVAL;
+  (void)pthread_once(&g_fork_once, on_fork_once);
   start_rec_t *rec = calloc(1, sizeof *rec);
   if (!rec)
     return SNAP_ENOMEM;
@@ -88,6 +137,10 @@ int snap__plat_thread_start(snap__plat_thread_t *t, void (*fn)(void *),
     free(rec);
     return SNAP_ENOMEM;
   }
+  /* Until it is listed (microseconds; on a starved machine longer). */
+  while (!atomic_load_explicit(&rec->listed, memory_order_acquire))
+    sched_yield();
+  free(rec);
   memset(t->opaque, 0, sizeof t->opaque);
   memcpy(t->opaque, &th, sizeof th);
   return SNAP_OK;
