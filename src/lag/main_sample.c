@@ -95,7 +95,11 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
      point ~8 us (bench_sample). */
   int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
                               snap__lag_capture_flags());
-  if (n <= 0)
+  /* A capture that ended after the stretch did may hold the idle loop's
+     stack, which every lag shares: not the stretch's (a lag seen late is
+     known by its points, and would match any other). */
+  snap__loop_view_t v = snap__loop_read();
+  if (n <= 0 || !v.busy || v.seq != st->seq)
     return;
   p->n = n;
   p->sched = sched;

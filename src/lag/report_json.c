@@ -247,11 +247,15 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   snap__tbuf_puts(&b, ",\"arch\":");
   snap__tbuf_json_string(&b, snap__plat_arch_name());
   snap__tbuf_printf(&b, ",\n\"repeats\":%u", r->repeats);
+  if (r->kind == SNAP__KIND_LAG || r->kind == SNAP__KIND_HANG)
+    snap__tbuf_printf(&b, ",\"dropped_before\":%u", r->dropped_before);
   snap__tbuf_printf(&b,
                     ",\n\"main_thread\":{\"tid\":%" PRIu64
                     ",\"cpu_ms\":%" PRId64 ",\"wall_ms\":%" PRId64,
                     (uint64_t)r->main_tid, r->main_cpu_ms, r->main_wall_ms);
   json_split(&b, &r->main_split);
+  if (r->kind == SNAP__KIND_LAG || r->kind == SNAP__KIND_HANG)
+    snap__tbuf_printf(&b, ",\"seen_late\":%s", r->seen_late ? "true" : "false");
   snap__tbuf_puts(&b, "}");
   if (r->cpu_window_ms)
     snap__tbuf_printf(&b, ",\n\"cpu\":{\"percent\":%u,\"window_ms\":%u}",

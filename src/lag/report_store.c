@@ -54,6 +54,15 @@ static bool parse_name(const char *name, int64_t *ms, snap__lag_kind_t *kind) {
   return false;
 }
 
+/* "<ms>-dropped.json": the daily cap's count of a day (report.c). */
+static bool parse_dropped_name(const char *name, int64_t *ms) {
+  char *end;
+  if (name[0] < '0' || name[0] > '9')
+    return false;
+  *ms = strtoll(name, &end, 10);
+  return strcmp(end, "-dropped.json") == 0;
+}
+
 static void make_name(char name[64], int64_t ms, snap__lag_kind_t kind) {
   snprintf(name, 64, "%" PRId64 "-%s.json", ms, snap__lag_kind_name(kind));
 }
@@ -249,6 +258,8 @@ int snap__lag_store_open(snap__lag_store_t *st) {
         snap__plat_file_remove(st->dir, name);
       else if (kind != SNAP__KIND_HANG_KILLED)
         recover(st, name, ms, kind);
+    } else if (parse_dropped_name(name, &ms)) {
+      expire(st, name, ms, now); /* kept as long as that day's reports */
     }
   }
   free(ns.v);
