@@ -316,6 +316,9 @@ typedef struct snap__lag_report {
   snap__lag_kind_t kind;
   bool ongoing;
   int64_t start_unix_ms, updated_unix_ms;
+  /* While ongoing: the next rewrite is due by then (a process killed
+     meanwhile never makes it: its hang_killed report's upper bound). */
+  int64_t next_write_by_unix_ms;
   uint64_t duration_ms;
   unsigned threshold_ms;
   unsigned repeats;
@@ -354,6 +357,11 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len);
    of schema version V (a later start recovers reports of every version). */
 int snap__lag_json_prefix(char *buf, size_t size, unsigned schema,
                           snap__lag_kind_t kind, bool ongoing);
+/* For the hang_killed report made of an ongoing report's text (NUL
+   terminated): `,"killed_after_unix_ms":A,"killed_by_unix_ms":B` into buf,
+   A its last write, B the rewrite that was due and never came (left out
+   when the text does not say). Returns the length written (0: none). */
+int snap__lag_killed_bounds(const char *text, char *buf, size_t size);
 
 /* ---- Report directory (report_store.c) ----------------------------------- */
 
@@ -525,6 +533,8 @@ typedef struct snap__report_src {
   snap_thread_t self; /* the watchdog thread: never in a dump */
   unsigned threshold_ms, max_threads;
   uint64_t dump_budget_ns; /* the whole-process dump's */
+  uint64_t rewrite_within_ns; /* an ongoing report's next rewrite is due
+                                 at most this long after its refresh */
   bool report_when_traced;
 } snap__report_src_t;
 

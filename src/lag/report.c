@@ -105,6 +105,8 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
     r->main_error = SNAP_OK;
   }
   r->updated_unix_ms = snap__plat_unix_ms();
+  r->next_write_by_unix_ms =
+      r->updated_unix_ms + (int64_t)(src->rewrite_within_ns / SNAP__MS);
   r->duration_ms = busy / SNAP__MS;
   /* Where the main thread is and its counters, then CPU and wall time
      read together, now (sampling took a while): the end of a stretch

@@ -182,7 +182,7 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
   if (snap__plat_file_read(st->dir, name, MAX_REPORT_BYTES, &text, &n) !=
       SNAP_OK)
     return;
-  char was[128], now[128];
+  char was[128], now[256];
   size_t wl = 0;
   writer_t writer = WRITER_ALIVE;
   /* Of any schema version: an app updated since the kill wrote an older
@@ -200,6 +200,8 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
     snap__lag_kind_t to_kind =
         writer == WRITER_US ? kind : SNAP__KIND_HANG_KILLED;
     int nl = snap__lag_json_prefix(now, sizeof now, schema, to_kind, false);
+    if (to_kind == SNAP__KIND_HANG_KILLED) /* when it died, as known */
+      nl += snap__lag_killed_bounds(text, now + nl, sizeof now - (size_t)nl);
     size_t out_n = (size_t)nl + (n - wl);
     char *out = malloc(out_n);
     if (out) {

@@ -600,6 +600,10 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
      the wakeups. */
   w->calm_tick_ns =
       w->tick_ns > w->threshold_ns / 2 ? w->tick_ns : w->threshold_ns / 2;
+  /* An ongoing report is rewritten at its re-checks and a heartbeat after
+     its last write, seen at the next tick: a hang_killed report's bound
+     on when its process died (report_json.c). */
+  w->src.rewrite_within_ns = HEARTBEAT_NS + w->tick_ns;
   /* Where the OS does not say how long the watchdog waited for a CPU
      (Apple), a wake later than this means the process was stopped, not
      the main thread busy: generous, so a loaded machine's scheduling
