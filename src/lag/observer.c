@@ -18,9 +18,10 @@
  * when it runs, which on a busy machine is long after the lag ended (a
  * 121 ms compute lag was split over 244 ms and called blocked; a late-seen
  * one over 2156 ms). A reading is the thread's CPU clock and its
- * schedstat run-queue wait: measured here (bench/bench_lag, "edge
- * reading") ~4 us, against ~0.1 us for the rest of a busy/idle pair, so
- * not every edge can pay it. A busy call reads only when the last reading
+ * schedstat run-queue wait: ~4 us on the 2-core CI VM (CPU clock 1.4 us,
+ * pread of the kept schedstat 2 us), against ~27 ns for the rest of a
+ * busy/idle pair (bench/bench_lag part 1, tight loop, readings included;
+ * docs/lag.md "Where the time went"), so not every edge can pay it. A busy call reads only when the last reading
  * is EDGE_READ_NS old; the idle call that ends a stretch of at least the
  * lag threshold always reads, and records both readings for the watchdog.
  * The start reading is then at most EDGE_READ_NS before the stretch's
