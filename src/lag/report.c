@@ -196,7 +196,9 @@ static void count_dropped(snap__lag_reports_t *reps,
    the last one; counts this one if the cap drops it. */
 static int write_new(snap__lag_reports_t *reps, const snap__report_src_t *src,
                      snap__lag_report_t *r) {
-  r->dropped_before = reps->dropped;
+  /* Itself not counted: a lag the cap refused may be written at a later
+     re-check (a new day). */
+  r->dropped_before = reps->dropped - (reps->cur_dropped ? 1u : 0u);
   int rc = write_report(src, r, reps->cur_name, true, false);
   if (rc == SNAP_OK)
     reps->dropped = 0;
