@@ -491,6 +491,7 @@ typedef struct snap__main_sample {
   int error;         /* SNAP_OK, or why the last sample has no named stack */
   snap_wait_t wait;  /* what the last sample waited for (kind NONE when
                         nothing, or the sample failed) */
+  snap__loop_view_t loop; /* the loop's state once the capture returned */
   uintptr_t pcs[SNAP__DUMP_DEPTH];
 } snap__main_sample_t;
 

@@ -42,6 +42,10 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
                                     snap__lag_capture_flags(), &m->wait, false,
                                     NULL);
   m->n = n; /* kept for the thread dump */
+  /* Where the loop is once the capture returned, before the naming (the
+     first naming of an image takes tens of ms): a stack captured inside
+     the stretch is the stretch's, however long naming it takes. */
+  m->loop = snap__loop_read();
   const snap_stack_t *s =
       n < 0 ? NULL : snap__lag_name(m->pcs, n); /* it runs again */
   m->error = n < 0 ? n : s ? SNAP_OK : SNAP_ENOMEM;

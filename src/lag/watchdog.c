@@ -120,7 +120,7 @@ static void perform(wd_t *w, snap__lag_step_t step, unsigned skip,
    in the idle loop is not the lag's (m->error says why there is none). */
 static const snap_stack_t *sample_in_stretch(wd_t *w) {
   const snap_stack_t *s = snap__main_sample(&w->main);
-  snap__loop_view_t v = snap__loop_read();
+  snap__loop_view_t v = w->main.loop; /* read before the naming */
   if (s && !(v.busy && v.seq == w->stretch.seq)) {
     snap_stack_release(s);
     s = NULL;
