@@ -118,9 +118,9 @@ static pid_t find_dog(void) {
 }
 
 /* The stall: one function, so every stall has the same stack. */
-__attribute__((noinline)) void grouping_stall(void) {
+__attribute__((noinline)) void grouping_stall(int64_t ns) {
   snap_lag_loop_busy();
-  sleep_ns(120 * MS);
+  sleep_ns(ns);
   snap_lag_loop_idle();
   __asm__ volatile("" ::: "memory");
 }
@@ -229,16 +229,21 @@ static void cleanup(const char *dir) {
     fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* The seen-late case's stalls: 250 ms, so that its first detection
+   (whose first naming of images is slow under the sanitizers) still
+   finds the stall going on: that case is about the stall seen late. */
+#define LATE_STALL (250 * MS)
+
 static void seen_late_case(void) {
   char dir[] = "/tmp/snap-grouping-XXXXXX";
   start(dir, 1000);
   atomic_store(&g_hold_final, 1);
-  grouping_stall(); /* 1: reported; its final write holds the watchdog */
+  grouping_stall(LATE_STALL); /* 1: reported; its final write holds */
   int64_t end = mono_ns() + 10000 * MS;
   while (!atomic_load(&g_holding) && mono_ns() < end)
     sleep_ns(2 * MS);
   CHECK(atomic_load(&g_holding), "the watchdog was never held");
-  grouping_stall(); /* 2: begins and ends unseen */
+  grouping_stall(LATE_STALL); /* 2: begins and ends unseen */
   sleep_ns(50 * MS);
   atomic_store(&g_release, 1);
   g_dog = find_dog();
@@ -246,7 +251,7 @@ static void seen_late_case(void) {
   for (int i = 0; i < 4; i++) { /* 3 to 6 */
     sleep_ns(150 * MS);
     int64_t q0 = dog_runq();
-    grouping_stall();
+    grouping_stall(LATE_STALL);
     int64_t q1 = dog_runq();
     starved += q0 < 0 || q1 < 0 || q1 - q0 >= 50 * MS;
   }
@@ -282,7 +287,7 @@ static void loaded_case(void) {
   int starved = 0;
   for (int i = 0; i < 30; i++) {
     int64_t q0 = dog_runq();
-    grouping_stall();
+    grouping_stall(120 * MS);
     int64_t q1 = dog_runq();
     starved += q0 < 0 || q1 < 0 || q1 - q0 >= 50 * MS;
     sleep_ns(100 * MS);
