@@ -18,7 +18,9 @@ the top (--icicle). A box narrower than --min-width (a percentage of the
 width) is not drawn, nor anything above it, and not split further: the work
 is the boxes drawn, not the frames of the file. Labels are
 cut to what fits the box in a monospace font, ending in ".."; every box has a
-<title> "name (N samples, P%)" a viewer shows on hover. Colours come from a
+<title> "name (N samples, P%)" a viewer shows on hover ("N us" with
+--countname us: stacksnap's folded stacks weigh each sample by the time it
+covers, in microseconds, so widths are time, docs/trace.md). Colours come from a
 CRC of the name (the same name, the same colour, run after run), in warm
 hues. A frame may end in an annotation that picks its palette and is not
 shown: flamegraph.pl's "_[k]" (kernel: pale sand), "_[i]" (inlined: aqua),
@@ -37,7 +39,7 @@ Must not: need anything beyond the Python 3 standard library or the network
 temporary file beside it and renames it into place).
 
     flamegraph.py [--title T] [--width PX] [--min-width PCT] [--icicle]
-                  [-o OUT.svg] FILE|-
+                  [--countname NAME] [-o OUT.svg] FILE|-
 
 Exit status: 0 when the SVG was written; 1 when the input could not be read
 or holds no samples, or the output could not be written; 2 on bad usage.
@@ -123,7 +125,14 @@ def thousands(n):
     return f"{n:,}"
 
 
+COUNT_NAME = "samples"  # --countname
+
+
 def samples_text(n):
+    """A count as the titles say it: "N samples", or "N <countname>"
+    (stacksnap's folded stacks count microseconds: --countname us)."""
+    if COUNT_NAME != "samples":
+        return f"{thousands(n)} {COUNT_NAME}"
     return f"{thousands(n)} sample" + ("" if n == 1 else "s")
 
 
@@ -357,9 +366,15 @@ def main(argv):
     ap.add_argument("--min-width", type=percentage, default=0.1,
                     metavar="PCT", help="omit frames narrower than PCT %% "
                     "of the width (default 0.1)")
+    ap.add_argument("--countname", default="samples",
+                    help="what the counts are, for the titles (flamegraph.pl's "
+                    "option): stacksnap's folded stacks count microseconds "
+                    "of each thread's time, so 'us' (default: samples)")
     ap.add_argument("--icicle", action="store_true",
                     help="root at the top, stacks growing down")
     args = ap.parse_args(argv)
+    global COUNT_NAME
+    COUNT_NAME = args.countname
 
     folded = Folded()
     name = "stdin" if args.input == "-" else args.input

@@ -746,8 +746,8 @@ static void trace_finish(void) {
 #ifdef DEMO_FLAMEGRAPH
   char cmd[8192];
   snprintf(cmd, sizeof cmd,
-           "python3 '%s' --title 'stacksnap_lag_demo' -o '%s/trace.svg' "
-           "'%s/trace.folded'",
+           "python3 '%s' --title 'stacksnap_lag_demo' --countname us "
+           "-o '%s/trace.svg' '%s/trace.folded'",
            DEMO_FLAMEGRAPH, g_opt.dir, g_opt.dir);
   if (access(DEMO_FLAMEGRAPH, R_OK) == 0 && system(cmd) == 0)
     printf("flame graph: %s/trace.svg\n", g_opt.dir);

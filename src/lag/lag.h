@@ -38,9 +38,12 @@ typedef struct snap__loop_view {
   uint64_t idle_since_ns; /* valid when !busy and seq > 0 */
 } snap__loop_view_t;
 
-/* Turns the busy/idle calls on (with a fresh state) or off. */
-void snap__loop_activate(snap__sem_t *wake);
+/* Turns the busy/idle calls on (with a fresh state) or off. long_ns: the
+   stretches whose both edge readings are kept (the lag threshold). */
+void snap__loop_activate(snap__sem_t *wake, uint64_t long_ns);
 void snap__loop_deactivate(void);
+/* In a forked child: the main thread's kept file is the parent's. */
+void snap__loop_forget_in_child(void);
 /* A consistent reading of the state. */
 snap__loop_view_t snap__loop_read(void);
 /* The watchdog watches stretch `seq`: the idle call that ends it records
@@ -55,6 +58,19 @@ bool snap__loop_ended(uint32_t seq, uint64_t *since, uint64_t *len);
 /* Sets PARKED if the loop is still idle at `seq`; true when set (the caller
    may then sleep until posted). */
 bool snap__loop_park(uint32_t seq);
+/* The main thread's own reading at a loop edge (observer.c). */
+typedef struct snap__edge {
+  uint64_t t_ns;   /* when (monotonic) */
+  int64_t cpu_ns;  /* its CPU time then (-1 unknown) */
+  int64_t runq_ns; /* its run-queue wait then (-1 unknown) */
+} snap__edge_t;
+/* The reading that serves stretch seq's start: the latest taken at or
+   before it (at most 4 ms before). False when none is known. */
+bool snap__loop_start_edge(uint32_t seq, snap__edge_t *out);
+/* The start and end readings of the ended stretch seq, if it lasted the
+   lag threshold and is among the last 16 such. */
+bool snap__loop_stretch_edges(uint32_t seq, snap__edge_t *from,
+                              snap__edge_t *to);
 void snap__loop_unpark(void);
 
 /* ---- Where the time went (sched_split.c) --------------------------------- */
@@ -75,6 +91,14 @@ typedef struct snap__split {
 
 /* Nothing yet: wall 0, the rest 0 (a sum of no intervals). */
 void snap__split_init(snap__split_t *s);
+/* The split of the stretch [start_ns, end_ns] from readings taken at
+   from (at or before start) and to (at end): CPU and run-queue wait are
+   their growth, capped at the stretch (the readings' extra time before
+   the start is at most the observer's EDGE_READ_NS); blocked the rest.
+   Counts of switches and faults are left as they are. */
+void snap__split_stretch(snap__split_t *s, const snap__edge_t *from,
+                         const snap__edge_t *to, uint64_t start_ns,
+                         uint64_t end_ns);
 /* Adds the interval between two readings of the main thread, wall_ns
    apart. */
 void snap__split_add(snap__split_t *s, const snap__plat_sched_t *from,
@@ -139,6 +163,10 @@ static inline uintptr_t snap__frame_function(const snap_frame_t *f) {
    system frames between or below them do not count); stacks with no app
    frame compare all their functions. */
 bool snap__same_path(const snap_stack_t *a, const snap_stack_t *b);
+/* What a lag is known by: its main stack, else the costliest point stack
+   of its stretch, else NULL (nothing: it matches no lag). */
+const snap_stack_t *snap__lag_identity(const snap_stack_t *main,
+                                       const snap_stack_t *costliest);
 
 /* Fibonacci back-off of the re-checks of one ongoing lag. */
 typedef struct snap__backoff {
@@ -288,12 +316,18 @@ typedef struct snap__lag_report {
   snap__lag_kind_t kind;
   bool ongoing;
   int64_t start_unix_ms, updated_unix_ms;
+  /* While ongoing: the next rewrite is due by then (a process killed
+     meanwhile never makes it: its hang_killed report's upper bound). */
+  int64_t next_write_by_unix_ms;
   uint64_t duration_ms;
   unsigned threshold_ms;
   unsigned repeats;
   snap_thread_t main_tid;
   int64_t main_cpu_ms, main_wall_ms;
-  snap__split_t main_split;       /* over the stretch; samples: its points */
+  snap__split_t main_split; /* over the stretch; samples: its points */
+  bool seen_late; /* the watchdog first saw the stretch once it had ended */
+  unsigned dropped_before;        /* lags the daily cap dropped since the last
+                                     report this watchdog wrote */
   const snap_stack_t *main_stack; /* owned; NULL when never sampled */
   int main_error;                 /* why main_stack is NULL */
   snap__costliest_t costliest;    /* its stack owned */
@@ -323,6 +357,11 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len);
    of schema version V (a later start recovers reports of every version). */
 int snap__lag_json_prefix(char *buf, size_t size, unsigned schema,
                           snap__lag_kind_t kind, bool ongoing);
+/* For the hang_killed report made of an ongoing report's text (NUL
+   terminated): `,"killed_after_unix_ms":A,"killed_by_unix_ms":B` into buf,
+   A its last write, B the rewrite that was due and never came (left out
+   when the text does not say). Returns the length written (0: none). */
+int snap__lag_killed_bounds(const char *text, char *buf, size_t size);
 
 /* ---- Report directory (report_store.c) ----------------------------------- */
 
@@ -379,6 +418,10 @@ typedef struct snap__stretch {
      more reads than every stretch the watchdog sees should pay. */
   bool have_first;
   snap__plat_sched_t first;
+  /* Set once the watchdog knows the stretch ended (its report's split
+     then covers [since_ns, end_ns], from the observer's edge readings). */
+  bool ended;
+  uint64_t end_ns;
 } snap__stretch_t;
 
 /* Busy time at `now` (stolen time does not count). */
@@ -449,6 +492,7 @@ typedef struct snap__main_sample {
   int error;         /* SNAP_OK, or why the last sample has no named stack */
   snap_wait_t wait;  /* what the last sample waited for (kind NONE when
                         nothing, or the sample failed) */
+  snap__loop_view_t loop; /* the loop's state once the capture returned */
   uintptr_t pcs[SNAP__DUMP_DEPTH];
 } snap__main_sample_t;
 
@@ -491,6 +535,8 @@ typedef struct snap__report_src {
   snap_thread_t self; /* the watchdog thread: never in a dump */
   unsigned threshold_ms, max_threads;
   uint64_t dump_budget_ns; /* the whole-process dump's */
+  uint64_t rewrite_within_ns; /* an ongoing report's next rewrite is due
+                                 at most this long after its refresh */
   bool report_when_traced;
 } snap__report_src_t;
 
@@ -509,6 +555,13 @@ typedef struct snap__lag_reports {
   bool prev_unsaved;
   bool prev_final_told; /* prev's final write landed (callbacks told) */
   uint64_t retry_ns, retry_gap_ns; /* the next retry; the gap after it */
+  /* The daily cap (report.c, "count_dropped"): lags it dropped since the
+     last new report, whether cur was counted, and today's count (UTC day
+     starting at dropped_day) in "<dropped_day>-dropped.json". */
+  unsigned dropped;
+  bool cur_dropped;
+  int64_t dropped_day;
+  unsigned dropped_today;
 } snap__lag_reports_t;
 
 /* Reports are muted while a debugger traces the process (unless

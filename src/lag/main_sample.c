@@ -42,6 +42,10 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
                                     snap__lag_capture_flags(), &m->wait, false,
                                     NULL);
   m->n = n; /* kept for the thread dump */
+  /* Where the loop is once the capture returned, before the naming (the
+     first naming of an image takes tens of ms): a stack captured inside
+     the stretch is the stretch's, however long naming it takes. */
+  m->loop = snap__loop_read();
   const snap_stack_t *s =
       n < 0 ? NULL : snap__lag_name(m->pcs, n); /* it runs again */
   m->error = n < 0 ? n : s ? SNAP_OK : SNAP_ENOMEM;
@@ -95,7 +99,11 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
      point ~8 us (bench_sample). */
   int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
                               snap__lag_capture_flags());
-  if (n <= 0)
+  /* A capture that ended after the stretch did may hold the idle loop's
+     stack, which every lag shares: not the stretch's (a lag seen late is
+     known by its points, and would match any other). */
+  snap__loop_view_t v = snap__loop_read();
+  if (n <= 0 || !v.busy || v.seq != st->seq)
     return;
   p->n = n;
   p->sched = sched;

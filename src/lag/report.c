@@ -49,29 +49,49 @@ static void classify(snap__lag_report_t *r) {
   snap__classify(s, 4, r->l2, sizeof r->l2);
 }
 
-/* The main thread's split over the stretch: times from when the watchdog
-   saw it (its CPU time and run-queue wait then) to `end` (cpu, at t);
-   context switches and faults from the stretch's first point sample;
-   samples by state from the ring's points of the stretch. */
+/* The main thread's split over the stretch, [start, end] and nothing
+   past it: times from the main thread's own readings at the stretch's
+   edges (observer.c), the end being now (the reading `now`, at t) while
+   the stretch goes on; context switches and faults from the stretch's
+   first point sample to now; samples by state from the ring's points of
+   the stretch. A stretch seen only once it had ended still gets its own
+   times: the idle call that ended it read them. */
 static void main_split(snap__lag_report_t *r, const snap__stretch_t *st,
-                       const snap__plat_sched_t *end, int64_t cpu, uint64_t t) {
-  snap__plat_sched_t from = {.cpu_ns = st->seen_cpu,
-                             .runq_ns = st->seen_runq,
-                             .voluntary = -1,
-                             .involuntary = -1,
-                             .major_faults = -1};
-  if (st->have_first) {
-    from.voluntary = st->first.voluntary;
-    from.involuntary = st->first.involuntary;
-    from.major_faults = st->first.major_faults;
-  }
-  snap__plat_sched_t to = *end;
-  to.cpu_ns = cpu;
+                       const snap__plat_sched_t *now, uint64_t t) {
   snap__split_t *sp = &r->main_split;
   snap__split_init(sp);
-  snap__split_add(sp, &from, &to, t > st->seen_ns ? t - st->seen_ns : 0);
+  snap__edge_t from, to;
+  uint64_t end = st->ended ? st->end_ns : t;
+  bool known;
+  if (st->ended) {
+    known = snap__loop_stretch_edges(st->seq, &from, &to);
+  } else {
+    known = snap__loop_start_edge(st->seq, &from);
+    to = (snap__edge_t){
+        .t_ns = t, .cpu_ns = now->cpu_ns, .runq_ns = now->runq_ns};
+  }
+  if (known) {
+    snap__split_stretch(sp, &from, &to, st->since_ns, end);
+  } else {
+    sp->wall_ns = end > st->since_ns ? (int64_t)(end - st->since_ns) : 0;
+    sp->cpu_ns = sp->runnable_ns = sp->blocked_ns = -1;
+  }
+  sp->voluntary = sp->involuntary = sp->major_faults = -1;
+  if (st->have_first) {
+    snap__plat_sched_t first = st->first, last = *now;
+    first.cpu_ns = first.runq_ns = last.cpu_ns = last.runq_ns = 0;
+    snap__split_t counts;
+    snap__split_init(&counts);
+    snap__split_add(&counts, &first, &last, 0);
+    sp->voluntary = counts.voluntary;
+    sp->involuntary = counts.involuntary;
+    sp->major_faults = counts.major_faults;
+  }
   memcpy(sp->states, r->costliest.all.states, sizeof sp->states);
   memcpy(sp->waits, r->costliest.all.waits, sizeof sp->waits);
+  r->main_cpu_ms = sp->cpu_ns < 0 ? -1 : sp->cpu_ns / (int64_t)SNAP__MS;
+  r->main_wall_ms = sp->wall_ns / (int64_t)SNAP__MS;
+  r->seen_late = st->ended && st->seen_ns >= st->end_ns;
 }
 
 /* Fills what every update refreshes: duration, main-thread CPU, class,
@@ -85,20 +105,20 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
     r->main_error = SNAP_OK;
   }
   r->updated_unix_ms = snap__plat_unix_ms();
+  r->next_write_by_unix_ms =
+      r->updated_unix_ms + (int64_t)(src->rewrite_within_ns / SNAP__MS);
   r->duration_ms = busy / SNAP__MS;
   /* Where the main thread is and its counters, then CPU and wall time
-     read together, now (sampling took a while). */
-  snap__plat_sched_t end;
-  snap__plat_thread_sched(src->main->tid, &end);
+     read together, now (sampling took a while): the end of a stretch
+     that goes on. */
+  snap__plat_sched_t now;
+  snap__plat_thread_sched(src->main->tid, &now);
   int64_t cpu = snap__plat_thread_cpu_ns(src->main->tid);
   uint64_t t = snap__plat_now_ns();
-  if (cpu >= 0 && st->seen_cpu >= 0) {
-    r->main_cpu_ms = (cpu - st->seen_cpu) / (int64_t)SNAP__MS;
-    r->main_wall_ms = (int64_t)((t - st->seen_ns) / SNAP__MS);
-  }
+  now.cpu_ns = cpu >= 0 ? cpu : -1;
   snap_stack_release(r->costliest.stack);
   snap__ring_costliest(src->ring, st->seq, st->since_ns, &r->costliest);
-  main_split(r, st, &end, cpu, t);
+  main_split(r, st, &now, t);
   classify(r);
 }
 
@@ -138,6 +158,53 @@ static int write_report(const snap__report_src_t *src, snap__lag_report_t *r,
                   : snap__lag_store_update(src->store, name, r->start_unix_ms,
                                            r->kind, json, n, final);
   free(json);
+  return rc;
+}
+
+/* A lag the daily cap refused (once per lag, however often it tries
+   again): counted for the next report written ("dropped_before"), and in
+   "<day>-dropped.json" beside the reports, which the cap leaves so that
+   the drop is seen even if no report follows that day. */
+#define DAY_MS INT64_C(86400000)
+static void count_dropped(snap__lag_reports_t *reps,
+                          const snap__report_src_t *src,
+                          const snap__lag_report_t *r) {
+  if (reps->cur_dropped)
+    return;
+  reps->cur_dropped = true;
+  reps->dropped++;
+  int64_t now = snap__plat_unix_ms();
+  int64_t day = now - now % DAY_MS;
+  if (day != reps->dropped_day) {
+    reps->dropped_day = day;
+    reps->dropped_today = 0;
+  }
+  reps->dropped_today++;
+  char name[64], text[256];
+  snprintf(name, sizeof name, "%" PRId64 "-dropped.json", day);
+  int n = snprintf(
+      text, sizeof text,
+      "{\"schema\":\"stacksnap.lag-dropped/1\",\"day_unix_ms\":%" PRId64
+      ",\"dropped\":%u,\"last_start_unix_ms\":%" PRId64
+      ",\"max_reports_per_day\":%u,\"pid\":%" PRId64 "}\n",
+      day, reps->dropped_today, r->start_unix_ms, src->store->max_per_day,
+      snap__plat_process_id());
+  if (n > 0 && (size_t)n < sizeof text)
+    snap__plat_file_replace(src->store->dir, name, text, (size_t)n);
+}
+
+/* Writes the lag's new file, saying how many lags the cap dropped since
+   the last one; counts this one if the cap drops it. */
+static int write_new(snap__lag_reports_t *reps, const snap__report_src_t *src,
+                     snap__lag_report_t *r) {
+  /* Itself not counted: a lag the cap refused may be written at a later
+     re-check (a new day). */
+  r->dropped_before = reps->dropped - (reps->cur_dropped ? 1u : 0u);
+  int rc = write_report(src, r, reps->cur_name, true, false);
+  if (rc == SNAP_OK)
+    reps->dropped = 0;
+  else if (rc == SNAP_EBUSY)
+    count_dropped(reps, src, r);
   return rc;
 }
 
@@ -204,8 +271,10 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
   snap__lag_report_t *r = &reps->cur;
   int rc = SNAP_OK;
   const unsigned asked = a;
-  if (a & SNAP__LAG_DO_OPEN)
+  if (a & SNAP__LAG_DO_OPEN) {
     open_report(reps, src, kind);
+    reps->cur_dropped = false;
+  }
   if (a & SNAP__LAG_DO_HANG)
     r->kind = SNAP__KIND_HANG;
   if (a & SNAP__LAG_DO_REFRESH) {
@@ -218,7 +287,7 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
      later. Without a file (the daily cap, a failed write) there is no
      dump either: the state machine asks for both again. */
   if ((a & SNAP__LAG_DO_DUMP) && (a & SNAP__LAG_DO_WRITE_NEW)) {
-    rc = write_report(src, r, reps->cur_name, true, false);
+    rc = write_new(reps, src, r);
     reps->written_ns = snap__plat_now_ns();
     a &= ~(unsigned)SNAP__LAG_DO_WRITE_NEW;
     a = rc == SNAP_OK ? a | SNAP__LAG_DO_WRITE_UPDATE
@@ -230,8 +299,9 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
                       src->dump_budget_ns);
   }
   if (a & (SNAP__LAG_DO_WRITE_NEW | SNAP__LAG_DO_WRITE_UPDATE)) {
-    int w = write_report(src, r, reps->cur_name,
-                         (a & SNAP__LAG_DO_WRITE_NEW) != 0, false);
+    int w = (a & SNAP__LAG_DO_WRITE_NEW)
+                ? write_new(reps, src, r)
+                : write_report(src, r, reps->cur_name, false, false);
     if (a & SNAP__LAG_DO_WRITE_NEW)
       rc = w;
     reps->written_ns = snap__plat_now_ns();
@@ -250,6 +320,15 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
     reps->prev_unsaved = true;
     if (!save_prev(reps, src) && !was_unsaved)
       retry_soon(reps);
+  }
+  /* A lag known by no stack (seen only once it ended, no point sampled
+     in it) matches nothing: it does not take the previous lag's place,
+     or the next lag, the same as that one, would be "new" too. Unless its
+     final write failed and needs the retries. */
+  if ((a & SNAP__LAG_DO_KEEP) && reps->have_prev && !final_failed &&
+      !snap__lag_identity(r->main_stack, r->costliest.stack)) {
+    a &= ~(unsigned)SNAP__LAG_DO_KEEP;
+    a |= SNAP__LAG_DO_DISCARD;
   }
   if (a & SNAP__LAG_DO_KEEP) {
     if (reps->have_prev && reps->prev_unsaved)

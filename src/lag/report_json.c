@@ -227,6 +227,9 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   snap__tbuf_puts(&b, prefix);
   snap__tbuf_printf(&b, ",\n\"start_unix_ms\":%" PRId64, r->start_unix_ms);
   snap__tbuf_printf(&b, ",\n\"updated_unix_ms\":%" PRId64, r->updated_unix_ms);
+  if (r->ongoing && r->next_write_by_unix_ms > 0)
+    snap__tbuf_printf(&b, ",\n\"next_write_by_unix_ms\":%" PRId64,
+                      r->next_write_by_unix_ms);
   snap__tbuf_printf(&b, ",\n\"duration_ms\":%" PRIu64, r->duration_ms);
   snap__tbuf_printf(&b, ",\n\"threshold_ms\":%u", r->threshold_ms);
   if (r->trace[0]) { /* the sampling trace beside it (docs/trace.md) */
@@ -247,11 +250,15 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
   snap__tbuf_puts(&b, ",\"arch\":");
   snap__tbuf_json_string(&b, snap__plat_arch_name());
   snap__tbuf_printf(&b, ",\n\"repeats\":%u", r->repeats);
+  if (r->kind == SNAP__KIND_LAG || r->kind == SNAP__KIND_HANG)
+    snap__tbuf_printf(&b, ",\"dropped_before\":%u", r->dropped_before);
   snap__tbuf_printf(&b,
                     ",\n\"main_thread\":{\"tid\":%" PRIu64
                     ",\"cpu_ms\":%" PRId64 ",\"wall_ms\":%" PRId64,
                     (uint64_t)r->main_tid, r->main_cpu_ms, r->main_wall_ms);
   json_split(&b, &r->main_split);
+  if (r->kind == SNAP__KIND_LAG || r->kind == SNAP__KIND_HANG)
+    snap__tbuf_printf(&b, ",\"seen_late\":%s", r->seen_late ? "true" : "false");
   snap__tbuf_puts(&b, "}");
   if (r->cpu_window_ms)
     snap__tbuf_printf(&b, ",\n\"cpu\":{\"percent\":%u,\"window_ms\":%u}",
@@ -331,4 +338,29 @@ void snap__lag_report_clear(snap__lag_report_t *r) {
     snap_stack_release(r->threads[i].stack);
   free(r->threads);
   memset(r, 0, sizeof *r);
+}
+
+/* A top-level number of a report's text: every top-level key starts a
+   line (report_store.c's top_field rule); -1 when absent. */
+static int64_t top_number(const char *text, const char *key) {
+  char pat[48];
+  int n = snprintf(pat, sizeof pat, "\n\"%s\":", key);
+  const char *p = n > 0 && (size_t)n < sizeof pat ? strstr(text, pat) : NULL;
+  if (!p || p[n] < '0' || p[n] > '9')
+    return -1;
+  return strtoll(p + n, NULL, 10);
+}
+
+int snap__lag_killed_bounds(const char *text, char *buf, size_t size) {
+  int64_t after = top_number(text, "updated_unix_ms");
+  int64_t by = top_number(text, "next_write_by_unix_ms");
+  int n = 0;
+  if (after >= 0 && by >= after)
+    n = snprintf(buf, size,
+                 ",\"killed_after_unix_ms\":%" PRId64
+                 ",\"killed_by_unix_ms\":%" PRId64,
+                 after, by);
+  else if (after >= 0)
+    n = snprintf(buf, size, ",\"killed_after_unix_ms\":%" PRId64, after);
+  return n > 0 && (size_t)n < size ? n : 0;
 }

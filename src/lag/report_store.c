@@ -58,6 +58,15 @@ static bool parse_name(const char *name, int64_t *ms, snap__lag_kind_t *kind) {
   return false;
 }
 
+/* "<ms>-dropped.json": the daily cap's count of a day (report.c). */
+static bool parse_dropped_name(const char *name, int64_t *ms) {
+  char *end;
+  if (name[0] < '0' || name[0] > '9')
+    return false;
+  *ms = strtoll(name, &end, 10);
+  return strcmp(end, "-dropped.json") == 0;
+}
+
 static void make_name(char name[64], int64_t ms, snap__lag_kind_t kind) {
   snprintf(name, 64, "%" PRId64 "-%s.json", ms, snap__lag_kind_name(kind));
 }
@@ -193,7 +202,7 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
   size_t n;
   if (snap__report_read(st->dir, name, MAX_REPORT_BYTES, &text, &n) != SNAP_OK)
     return;
-  char was[128], now[128];
+  char was[128], now[256];
   size_t wl = 0;
   writer_t writer = WRITER_ALIVE;
   /* Of any schema version: an app updated since the kill wrote an older
@@ -211,6 +220,8 @@ static void recover(snap__lag_store_t *st, const char *name, int64_t ms,
     snap__lag_kind_t to_kind =
         writer == WRITER_US ? kind : SNAP__KIND_HANG_KILLED;
     int nl = snap__lag_json_prefix(now, sizeof now, schema, to_kind, false);
+    if (to_kind == SNAP__KIND_HANG_KILLED) /* when it died, as known */
+      nl += snap__lag_killed_bounds(text, now + nl, sizeof now - (size_t)nl);
     size_t out_n = (size_t)nl + (n - wl);
     char *out = malloc(out_n);
     if (out) {
@@ -269,6 +280,8 @@ int snap__lag_store_open(snap__lag_store_t *st) {
         snap__report_remove(st->dir, name);
       else if (kind != SNAP__KIND_HANG_KILLED)
         recover(st, name, ms, kind);
+    } else if (parse_dropped_name(name, &ms)) {
+      expire(st, name, ms, now); /* kept as long as that day's reports */
     }
   }
   free(ns.v);

@@ -17,6 +17,11 @@
  * A figure some interval lacks (the OS does not say, a counter went
  * backwards: another thread behind the id) is -1 for the whole sum, never
  * a partial total that would read as a small one.
+ *
+ * A lag's own split (snap__split_stretch) covers exactly its stretch,
+ * [start, end]: the readings are the main thread's own at the loop's edges
+ * (observer.c), never the watchdog's, which on a busy machine runs long
+ * after the stretch ended (the idle time after it read as "blocked").
  */
 #include "lag/lag.h"
 
@@ -47,6 +52,23 @@ void snap__split_add(snap__split_t *s, const snap__plat_sched_t *from,
   add(&s->voluntary, delta(from->voluntary, to->voluntary));
   add(&s->involuntary, delta(from->involuntary, to->involuntary));
   add(&s->major_faults, delta(from->major_faults, to->major_faults));
+}
+
+void snap__split_stretch(snap__split_t *s, const snap__edge_t *from,
+                         const snap__edge_t *to, uint64_t start_ns,
+                         uint64_t end_ns) {
+  int64_t wall = end_ns > start_ns ? (int64_t)(end_ns - start_ns) : 0;
+  int64_t cpu = delta(from->cpu_ns, to->cpu_ns);
+  int64_t runq = delta(from->runq_ns, to->runq_ns);
+  s->wall_ns = wall;
+  s->cpu_ns = s->runnable_ns = s->blocked_ns = -1;
+  if (cpu < 0)
+    return;
+  s->cpu_ns = cpu < wall ? cpu : wall;
+  if (runq < 0)
+    return;
+  s->runnable_ns = runq < wall - s->cpu_ns ? runq : wall - s->cpu_ns;
+  s->blocked_ns = wall - s->cpu_ns - s->runnable_ns;
 }
 
 void snap__split_count(snap__split_t *s, const snap__plat_sched_t *at) {

@@ -121,7 +121,7 @@ static void perform(wd_t *w, snap__lag_step_t step, unsigned skip,
    in the idle loop is not the lag's (m->error says why there is none). */
 static const snap_stack_t *sample_in_stretch(wd_t *w) {
   const snap_stack_t *s = snap__main_sample(&w->main);
-  snap__loop_view_t v = snap__loop_read();
+  snap__loop_view_t v = w->main.loop; /* read before the naming */
   if (s && !(v.busy && v.seq == w->stretch.seq)) {
     snap_stack_release(s);
     s = NULL;
@@ -129,6 +129,25 @@ static const snap_stack_t *sample_in_stretch(wd_t *w) {
     snap__plat_wait_none(&w->main.wait); /* the late sample is not its */
   }
   return s;
+}
+
+/* Whether the lag of the watched stretch is the previous lag again, by
+   what is known of it (snap__lag_identity): main, the stack just sampled,
+   else the costliest point stack of its stretch (a lag seen late, or
+   whose stretch ended before the sample). */
+static bool same_as_prev(wd_t *w, const snap_stack_t *main) {
+  const snap__lag_reports_t *reps = &w->reports;
+  if (!reps->have_prev)
+    return false;
+  const snap_stack_t *prev =
+      snap__lag_identity(reps->prev.main_stack, reps->prev.costliest.stack);
+  if (snap_stack_count(main))
+    return snap__same_path(main, prev);
+  snap__costliest_t c;
+  snap__ring_costliest(&w->ring, w->stretch.seq, w->stretch.since_ns, &c);
+  bool same = snap__same_path(c.stack, prev);
+  snap_stack_release(c.stack);
+  return same;
 }
 
 /* Gives the lag's state machine event ev, with the facts it needs (a
@@ -145,12 +164,13 @@ static void lag_event(wd_t *w, snap__lag_event_t ev, uint64_t now,
     f.traced = snap__reports_muted(&w->src);
     if (!f.traced) {
       main = sample_in_stretch(w);
-      f.same_as_prev =
-          reps->have_prev && snap__same_path(main, reps->prev.main_stack);
+      f.same_as_prev = same_as_prev(w, main);
     }
   } else if (ev == SNAP__LAG_EV_RECHECK) {
     main = sample_in_stretch(w);
-    f.moved = main && !snap__same_path(main, reps->cur.main_stack);
+    f.moved = main && !snap__same_path(
+                          main, snap__lag_identity(reps->cur.main_stack,
+                                                   reps->cur.costliest.stack));
   }
   perform(w, snap__lag_transition(&w->lag, ev, f), 0, main, now, busy);
 }
@@ -160,11 +180,13 @@ static void lag_event(wd_t *w, snap__lag_event_t ev, uint64_t now,
    thread has moved on) and the other threads' have too. It is a lag all
    the same: reported with its start and length, no new sample and no
    thread dump, the main stack's absence explained (SNAP_EENDED); point
-   samples taken while it was watched still make its costliest stack. */
+   samples taken while it was watched still make its costliest stack, and
+   by that it is matched with the previous lag (annealing). */
 static void missed_threshold(wd_t *w, uint64_t now, uint64_t busy) {
   snap__lag_facts_t f = {.hang = busy >= w->hang_ns,
                          .traced = snap__reports_muted(&w->src)};
   w->main.n = w->main.error = SNAP_EENDED;
+  f.same_as_prev = !f.traced && same_as_prev(w, NULL);
   perform(w, snap__lag_transition(&w->lag, SNAP__LAG_EV_THRESHOLD, f),
           SNAP__LAG_DO_DUMP, NULL, now, busy);
 }
@@ -327,7 +349,9 @@ static void missed_stretches(wd_t *w, const snap__loop_view_t *v, uint64_t now,
                                    .since_ns = since,
                                    .seen_ns = now,
                                    .seen_cpu = -1,
-                                   .seen_runq = -1};
+                                   .seen_runq = -1,
+                                   .ended = true,
+                                   .end_ns = since + len};
     lag_event(w, SNAP__LAG_EV_BEGIN, now, 0);
     missed_threshold(w, now, busy);
     lag_event(w, SNAP__LAG_EV_END, now, busy);
@@ -343,6 +367,10 @@ static void follow_stretch(wd_t *w, const snap__loop_view_t *v, uint64_t now,
   bool current = w->lag.state != SNAP__LAG_IDLE && v->busy && v->seq == st->seq;
   if (w->lag.state != SNAP__LAG_IDLE && !current) {
     uint64_t end = stretch_end_ns(v, st, now);
+    /* Its report's split covers [since, end] (the observer's readings),
+       however late this look. */
+    st->ended = true;
+    st->end_ns = end;
     /* The stop came after the last wake, which saw the stretch busy: only
        as much of it as fits before the stretch's end was in the stretch. */
     if (late)
@@ -516,6 +544,7 @@ static void destroy(wd_t *w) {
    memory is left alone; the child may start a watchdog of its own). */
 static void forget_in_child(void) {
   snap__loop_deactivate();
+  snap__loop_forget_in_child();
   if (g_wd) /* the parent's watchdog thread's file: not the child's */
     snap__plat_self_sched_close(&g_wd->sched);
   g_wd = NULL;
@@ -573,6 +602,10 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
      the wakeups. */
   w->calm_tick_ns =
       w->tick_ns > w->threshold_ns / 2 ? w->tick_ns : w->threshold_ns / 2;
+  /* An ongoing report is rewritten at its re-checks and a heartbeat after
+     its last write, seen at the next tick: a hang_killed report's bound
+     on when its process died (report_json.c). */
+  w->src.rewrite_within_ns = HEARTBEAT_NS + w->tick_ns;
   /* Where the OS does not say how long the watchdog waited for a CPU
      (Apple), a wake later than this means the process was stopped, not
      the main thread busy: generous, so a loaded machine's scheduling
@@ -604,7 +637,7 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
     atomic_store(&g_state, 0);
     return rc;
   }
-  snap__loop_activate(w->wake);
+  snap__loop_activate(w->wake, w->threshold_ns);
   rc = snap__plat_thread_start(&w->thread, run, w, "stacksnap-lag");
   if (rc != SNAP_OK) {
     snap__loop_deactivate();

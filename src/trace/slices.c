@@ -147,6 +147,21 @@ static uint64_t period_of(const snap__trace_snapshot_t *s, uint32_t thread) {
   return p ? p : 1000000;
 }
 
+uint64_t snap__trace_span_until(const snap__trace_snapshot_t *s,
+                                const snap__trace_span_t *sp,
+                                const snap__trace_span_t *next) {
+  uint32_t thread = sp->thread;
+  if (thread >= s->n_threads)
+    return sp->end_ns;
+  uint64_t period = period_of(s, thread);
+  uint64_t end_ns = sp->end_ns > sp->start_ns ? sp->end_ns : sp->start_ns;
+  bool main_thread = s->threads[thread].is_main;
+  if (!next || (!main_thread && next->start_ns > end_ns &&
+                next->start_ns - end_ns > 2 * period))
+    return end_ns + period;
+  return next->start_ns;
+}
+
 typedef struct span_key {
   uint32_t thread;
   uint64_t start_ns;
@@ -242,8 +257,6 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
             ? &s->spans[idx[k + 1]]
             : NULL;
     uint32_t thread = sp->thread;
-    uint64_t period = period_of(s, thread);
-    uint64_t end_ns = sp->end_ns > sp->start_ns ? sp->end_ns : sp->start_ns;
     uint32_t depth = sp->frame < s->n_frames ? stack_of(&b, sp->frame) : 0;
 
     /* 2. Diff from the root against what is open. */
@@ -278,10 +291,9 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
        thread is sampled every period whatever it does, so a gap in its
        samples is the sampler's lateness (a busy machine), not a pause of
        the thread: its spans last to the next. */
-    bool main_thread = thread < s->n_threads && s->threads[thread].is_main;
-    if (!next || (!main_thread && next->start_ns > end_ns &&
-                  next->start_ns - end_ns > 2 * period))
-      close_from(&b, 0, end_ns + period);
+    uint64_t until = snap__trace_span_until(s, sp, next);
+    if (!next || until != next->start_ns)
+      close_from(&b, 0, until);
   }
 done:
   if (rc != SNAP_OK) {

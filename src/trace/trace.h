@@ -116,6 +116,14 @@ typedef struct snap__trace_slice {
 
 /* Every slice of the snapshot, ordered by thread, then begin_ns, then
    depth (a parent before its children). *out is malloc'ed (free it). */
+/* Until when span sp covers its thread's time (rule 1 above): the start
+   of next (its thread's next periodic span, or NULL), or one period past
+   its last sample when next is none or, for a thread other than the main
+   one, starts more than two periods later. The slices end there, and the
+   folded stacks weigh each span by it (export_folded.c). */
+uint64_t snap__trace_span_until(const snap__trace_snapshot_t *s,
+                                const snap__trace_span_t *sp,
+                                const snap__trace_span_t *next);
 int snap__trace_slices(const snap__trace_snapshot_t *s,
                        snap__trace_slice_t **out, size_t *n);
 /* The slice's dominant state: blocked when most of its samples were

@@ -18,6 +18,17 @@ if(SNAP_PLATFORM STREQUAL "linux")
   snap_test(test_lag_stopped lag/test_lag_stopped.c)
   set_tests_properties(test_lag_stopped PROPERTIES RESOURCE_LOCK lag_processes)
 endif()
+# Issue 25: a lag's time split covers its stretch and nothing past it,
+# also when the watchdog sees the lag (or its end) late. Linux: schedstat.
+if(SNAP_PLATFORM STREQUAL "linux")
+  snap_test(test_lag_split_own lag/test_lag_split_own.c)
+  set_tests_properties(test_lag_split_own PROPERTIES RESOURCE_LOCK lag_processes)
+endif()
+# Issue 25: identical lags make one report, also when some are seen only
+# after they ended (and beside three busy loops); the daily cap's drops
+# are counted.
+snap_test(test_lag_grouping lag/test_lag_grouping.c)
+set_tests_properties(test_lag_grouping PROPERTIES RESOURCE_LOCK lag_processes)
 # Issue 13: a lag ends when its stretch ended, not when the watchdog next
 # looked (the loop may have run dozens of stretches meanwhile).
 snap_test(test_lag_end lag/test_lag_end.c)
@@ -148,7 +159,7 @@ endif()
 foreach(t test_lag_config test_annealing test_lag_starved test_lag_stopped
           test_lag_end test_lag_slow_disk test_lag_ours test_lag_state
           test_lag_report_script
-          test_lag_split
+          test_lag_split test_lag_split_own test_lag_grouping
           test_lag_final_write test_lag_liveness test_lag_kills
           test_lag_scenarios test_wait_chain test_lag_locks)
   if(TEST ${t})

@@ -8,7 +8,10 @@ directory. Reports carry "pid" and "pid_start"; this test checks, with
 real processes (lag_holder) and Python's json module as the reader:
   1. another process's lag in progress: its report is left alone by a
      start, and ends "ongoing": false when that process ends it;
-  2. a killed process, not yet reaped (a zombie): hang_killed;
+  2. a killed process, not yet reaped (a zombie): hang_killed, with the
+     bounds of its death it knows (killed_after_unix_ms, its last write;
+     killed_by_unix_ms, the rewrite due that never came) around the
+     moment this script killed it;
   3. reports made from a real one with pid and pid_start changed:
      a live process (this script) and its start token: left alone;
      the same pid with another start token (a reused pid): hang_killed;
@@ -114,6 +117,8 @@ def main():
 
     # 2. A killed process, not reaped yet: a zombie is no live process.
     b_proc, b_path = hold()
+    b_before = load(b_path)  # its last write before the kill
+    kill_ms = time.time() * 1000  # this script's clock: the oracle
     b_proc.kill()
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -128,6 +133,15 @@ def main():
           r.get("ongoing") is False,
           f"a killed (zombie) process's lag: {os.path.basename(b_path)} "
           f"exists {os.path.exists(b_path)}, hang_killed {r}"[:300])
+    # Issue 25: it says when the process died, as far as it is known:
+    # after its last write, and by the rewrite that was due and never came.
+    after, by = r.get("killed_after_unix_ms"), r.get("killed_by_unix_ms")
+    check(after is not None and by is not None and
+          after == b_before.get("updated_unix_ms") and
+          after <= kill_ms + 1 and kill_ms <= by,
+          f"hang_killed bounds: killed after {after}, by {by}; the test "
+          f"killed it at {kill_ms:.0f}, its last write said "
+          f"{b_before.get('updated_unix_ms')}")
     b_proc.wait()
 
     # 3. Reports as processes would leave them (from the real one above).

@@ -405,7 +405,50 @@ static void folded_blank_thread(void) {
   synth_span(&y, t, f, T0, T0, 1, R, 0, 0, NULL);
   snap__tbuf_t b = {0};
   CHECK_EQ(snap__trace_export_folded(&y.s, &b), SNAP_OK);
-  CHECK(b.p && !strcmp(b.p, "?;main 1\n"), "blank thread: %s", b.p);
+  /* One sample, nothing after it: one period, 1 ms. */
+  CHECK(b.p && !strcmp(b.p, "?;main 1000\n"), "blank thread: %s", b.p);
+  snap__tbuf_free(&b);
+  synth_free(&y);
+}
+
+/* Issue 25 (item 6): on a busy machine a computing main thread is sampled
+   late and less often than a blocked one (0.57-0.75 samples/ms against
+   0.93-0.96). A 620 ms compute phase sampled at 0.6/ms (one sample every
+   5/3 ms) and a 450 ms blocked phase at 1/ms: the folded stacks count
+   time, so the compute phase is 620 ms and the blocked one 450 ms (in
+   microseconds), not 372 against 450 samples. A worker sampled every
+   10 ms, then not for 2 s (idle, unsampled), then again: its last sample
+   before the pause covers one period, not the pause. */
+static void folded_counts_time(void) {
+  synth_t y;
+  synth_init(&y, MS, 10 * MS);
+  uint32_t m = synth_thread(&y, 1, "main", true);
+  uint32_t w = synth_thread(&y, 2, "worker", false);
+  uint32_t compute = synth_stack(&y, 0, "run", "compute", (const char *)NULL);
+  uint32_t wait = synth_stack(&y, 0, "run", "wait", (const char *)NULL);
+  uint32_t job = synth_stack(&y, 0, "job", (const char *)NULL);
+  /* 372 samples 5/3 ms apart: 0 .. 618.33 ms, then the wait at 620. */
+  for (int i = 0; i < 372; i++) {
+    uint64_t at = T0 + (uint64_t)i * 5 * MS / 3;
+    synth_span(&y, m, compute, at, at, 1, R, SNAP_WAIT_NONE, (int64_t)MS, NULL);
+  }
+  for (int i = 0; i < 450; i++) {
+    uint64_t at = T0 + 620 * MS + (uint64_t)i * MS;
+    synth_span(&y, m, wait, at, at, 1, B, SNAP_WAIT_MUTEX, 0, NULL);
+  }
+  for (int i = 0; i < 10; i++) {
+    uint64_t at = T0 + (uint64_t)i * 10 * MS;
+    synth_span(&y, w, job, at, at, 1, R, SNAP_WAIT_NONE, (int64_t)MS, NULL);
+  }
+  synth_span(&y, w, job, T0 + 2090 * MS, T0 + 2090 * MS, 1, R, SNAP_WAIT_NONE,
+             (int64_t)MS, NULL);
+  synth_sort(&y);
+  snap__tbuf_t b = {0};
+  CHECK_EQ(snap__trace_export_folded(&y.s, &b), SNAP_OK);
+  const char *want = "main;run;compute 620000\n"
+                     "main;run;wait 450000\n"
+                     "worker;job 110000\n";
+  CHECK(b.p && !strcmp(b.p, want), "folded by time:\n%swant\n%s", b.p, want);
   snap__tbuf_free(&b);
   synth_free(&y);
 }
@@ -418,6 +461,7 @@ int main(int argc, char **argv) {
   if (seconds == 0 || seconds > 600)
     seconds = 3;
   tbuf_edges();
+  folded_counts_time();
   folded_blank_thread();
   pattern();
   hostile();

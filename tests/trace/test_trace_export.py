@@ -71,10 +71,14 @@ PATTERN = {
 }
 PATTERN_TIDS = {4242: "main", 4300: "worker", 4301: 4301}
 PATTERN_MARK = ("C mark", 520 * MS + 300, "hook\nC\nrun\nmain")
+# Folded counts are microseconds of the thread's time (docs/trace.md): the
+# leaf slices' durations above; the stackless sample at 550 ms covers one
+# period (1 ms).
 PATTERN_FOLDED = {
-    "main;main;run;A": 400, "main;main;run;B": 100, "main;main;run;C": 50,
-    "main;[no stack]": 1, "worker;start;job;compute": 30,
-    "worker;start;job;wait": 10, "4301;thread_start;loop": 5,
+    "main;main;run;A": 400000, "main;main;run;B": 100000,
+    "main;main;run;C": 50000, "main;[no stack]": 1000,
+    "worker;start;job;compute": 300000, "worker;start;job;wait": 100000,
+    "4301;thread_start;loop": 50000,
 }
 
 
@@ -345,9 +349,9 @@ def check_hostile(d):
 
     counts = read_folded(os.path.join(d, "hostile.folded"))
     tn = folded_name(thread)
-    want = {";".join([tn] + [folded_name(f) for f in frames]): 3,
+    want = {";".join([tn] + [folded_name(f) for f in frames]): 3000,
             ";".join([tn] + [folded_name(f) for f in frames[:-1]] +
-                     [long_name]): 2}
+                     [long_name]): 2000}
     check(counts == want, "hostile folded: %r\nwant %r" % (counts, want))
 
 
@@ -398,9 +402,12 @@ def check_bench(d, seconds):
     check(n == want, "bench json: slices per thread %s" % n)
     counts = read_folded(os.path.join(d, "bench.folded"))
     lines = min(main, 1000) + 4 * min(other, 1000)
-    check(sum(counts.values()) == main + 4 * other and len(counts) == lines,
-          "bench folded: %d samples in %d lines" % (sum(counts.values()),
-                                                    len(counts)))
+    # Each thread's samples are evenly spaced: its time is its samples
+    # times its period (1 ms main, 10 ms the others), in microseconds.
+    check(sum(counts.values()) == (main + 4 * other * 10) * 1000 and
+          len(counts) == lines,
+          "bench folded: %d us in %d lines" % (sum(counts.values()),
+                                               len(counts)))
 
 
 def main():
@@ -421,8 +428,8 @@ def main():
         check_pattern_chrome(os.path.join(d, "pattern.json"))
         counts = read_folded(os.path.join(d, "pattern.folded"))
         check(counts == PATTERN_FOLDED, "folded: %s" % counts)
-        check(sum(counts.values()) == 550 + 1 + 40 + 5,
-              "folded: %d samples" % sum(counts.values()))
+        check(sum(counts.values()) == (550 + 1 + 400 + 50) * 1000,
+              "folded: %d us" % sum(counts.values()))
         check_hostile(d)
         for i in range(FUZZ_ROUNDS):
             check_fuzz(d, i)

@@ -17,8 +17,8 @@ under pattern_run on the main thread, traced at 1 kHz), then:
     "running" or "runnable"; the mark an instant event inside phase_c with
     phase_c in its stack;
   - the Chrome JSON, parsed with json: the same slices, the same order;
-  - the folded stacks: the counts add up to the samples of the window,
-    and the phases' lines carry their share;
+  - the folded stacks: the counts are microseconds, and each phase's
+    lines add up to the phase's length as the program measured it;
   - and 150 turns of computing 2 ms then sleeping 5 ms: no slice of the
     computing function is mostly blocked (a thread that went to sleep is
     never shown in the stack it left).
@@ -242,13 +242,23 @@ def main():
     json_samples = sum(e["args"]["samples"] for e in xs
                        if e.get("args", {}).get("samples") is not None and
                        e["name"] == "_start" and e["tid"] == (runs[0]["tid"] if runs else -1))
-    print("folded: %d samples; per phase %s; json main-root samples %d"
+    print("folded: %d us; per phase %s; json main-root samples %d"
           % (total, per_phase, json_samples))
-    check(total >= json_samples > 0, "folded: %d samples, the main thread's slices %d"
-          % (total, json_samples))
+    check(total >= json_samples > 0, "folded: %d us, the main thread's slices "
+          "%d samples" % (total, json_samples))
+    # Issue 25 (item 6): folded counts are time (microseconds), so each
+    # phase's lines add up to how long the program measured it, however
+    # unevenly a busy machine let the sampler sample it: within 10 %, or
+    # within how late the sampler was in all (an edge can be off by that).
     for p in ("phase_a", "phase_b", "phase_c"):
-        check(per_phase.get(p, 0) > 0 or gap_at >= 100e6,
-              "folded: no samples in %s" % p)
+        want_ns = sum(q["end"] - q["begin"] for q in phases if q["name"] == p)
+        got_ns = per_phase.get(p, 0) * 1000
+        slack = max(0.10 * want_ns, gap_at)
+        print("folded: %s %.1f ms (measured %.1f ms, allowed %.1f)"
+              % (p, got_ns / 1e6, want_ns / 1e6, slack / 1e6))
+        check(abs(got_ns - want_ns) <= slack or (got_ns == 0 and gap_at >= 100e6),
+              "folded: %s %.1f ms, the program measured %.1f ms"
+              % (p, got_ns / 1e6, want_ns / 1e6))
     transitions(a, d, facts.get("tsan"))
     return report()
 
