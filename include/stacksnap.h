@@ -585,7 +585,10 @@ SNAP_EXPORT int snap_lag_stop(void);
    two atomic stores (busy's second one an exchange); busy also posts a
    semaphore when it finds the watchdog parked, which the watchdog does only
    after a whole sample interval with no busy call (so at most a few times
-   a second, and a loop that sleeps costs the watchdog no wakeups).
+   a second, and a loop that sleeps costs the watchdog no wakeups). The
+   main thread also reads its own CPU time and run-queue wait (two system
+   calls, ~4 us) at most every 4 ms and at the end of a stretch as long as
+   a lag, so a lag's time split covers that lag alone (docs/lag.md).
    No lock, no allocation. Cheap no-ops when the watchdog is not running.
    Lock-free and wait-free: fit for the hottest path. Main thread only
    (the observer keeps one loop's state, written by that loop alone), and
