@@ -67,20 +67,20 @@ static bool is_record(snap__cursor_t *c, const snap__rule_t *rule,
          next->pc == ra;
 }
 
-bool snap__fp_recover(const snap__regs_t *at, bool exact, unsigned flags,
-                      snap__regs_t *caller) {
+snap__fp_recover_t snap__fp_recover(const snap__regs_t *at, bool exact,
+                                    unsigned flags, snap__regs_t *caller) {
   if (at->fp != 0 || at->sp % sizeof(uintptr_t))
-    return false;
+    return SNAP__FP_NOT_NEEDED;
   snap__cursor_t c;
   snap__cursor_init(&c, at, exact, flags & ~SNAP_CAPTURE_FP_ONLY, 0);
-  bool found = false;
+  bool found = false, needed;
   snap__rule_t rule;
   snap__cursor_rule(&c, &rule);
   uintptr_t pc = snap__cursor_lookup_pc(&c), start, end;
   snap__image_t scratch;
   const snap__image_t *img = snap__cursor_unwind_image(&c, pc, &scratch);
-  if (rule.cfa == SNAP__CFA_FP && img &&
-      snap__cfi_function_bounds(img, pc, &start, &end)) {
+  needed = rule.cfa == SNAP__CFA_FP;
+  if (needed && img && snap__cfi_function_bounds(img, pc, &start, &end)) {
     uintptr_t words[CHUNK_WORDS + 1];
     uintptr_t at_addr = at->sp;
     size_t have = 0; /* words[0] carries the previous chunk's last word */
@@ -101,5 +101,7 @@ bool snap__fp_recover(const snap__regs_t *at, bool exact, unsigned flags,
     }
   }
   snap__cursor_done(&c);
-  return found;
+  return found    ? SNAP__FP_RECOVERED
+         : needed ? SNAP__FP_LOST
+                  : SNAP__FP_NOT_NEEDED;
 }

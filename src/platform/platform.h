@@ -149,6 +149,10 @@ typedef struct snap__plat_blocked {
                         lr_valid false: the OS does not publish them */
   snap__plat_wait_regs_t wait; /* KERNEL: the call and its arguments */
   uint64_t seen[12]; /* the platform's witness of the thread's state */
+  bool restartable;  /* a sampling signal cannot change what this wait
+                        does: the kernel restarts it (SA_RESTART) and the
+                        program never sees it end (an untimed futex wait,
+                        a PI lock). A timed wait, a sleep, a poll: false */
 } snap__plat_blocked_t;
 
 /* The registers of `thread` while it is blocked in a system call, read
