@@ -148,8 +148,7 @@ static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
    frames (0: whatever it gives, an error code included), so a quiet stack
    already in pcs stands when the signal answers less. */
 static int signal_walk(snap_thread_t thread, uintptr_t *pcs, int max,
-                       unsigned flags, snap__plat_wait_regs_t *wait,
-                       int keep) {
+                       unsigned flags, snap__plat_wait_regs_t *wait, int keep) {
   sample_job_t job;
   job.flags = flags;
   job.max = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
@@ -173,8 +172,7 @@ static int capture_other(snap_thread_t thread, uintptr_t *pcs, int max,
     int max_quiet = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
     bool want_regs;
     int n = quiet_walk(thread, pcs, max_quiet, flags, wait, &want_regs);
-    if (n >= 0 && want_regs &&
-        snap__plat_sample_reachable(thread) == SNAP_OK) {
+    if (n >= 0 && want_regs && snap__plat_sample_reachable(thread) == SNAP_OK) {
       /* Short for want of fp, in a wait the signal cannot change: the
          thread's own registers give the whole stack. The quiet stack
          stands if the signal does not answer (or answers less). */

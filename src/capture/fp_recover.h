@@ -10,11 +10,11 @@
 
 /* What snap__fp_recover found. */
 typedef enum snap__fp_recover {
-  SNAP__FP_RECOVERED, /* *caller is the caller of `at` */
+  SNAP__FP_RECOVERED,  /* *caller is the caller of `at` */
   SNAP__FP_NOT_NEEDED, /* fp was known, or the rule of `at` does not count
                           from fp: the walk ended for another reason */
-  SNAP__FP_LOST,      /* the rule counts from fp and no record was accepted:
-                          the walk ended short of the thread's root */
+  SNAP__FP_LOST,       /* the rule counts from fp and no record was accepted:
+                           the walk ended short of the thread's root */
 } snap__fp_recover_t;
 
 /* `at` is the frame where a walk that had no fp (at->fp == 0) ended, exact

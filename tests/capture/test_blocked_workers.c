@@ -57,9 +57,9 @@ enum {
   CASES
 };
 static const char *const k_case_names[CASES] = {
-    "rwlock writer waiting", "mutex waiter",     "deadlock partners",
-    "rwlock holder in usleep", "rwlock holder in poll",
-    "rwlock holder in pthread_cond_wait"};
+    "rwlock writer waiting", "mutex waiter",
+    "deadlock partners",     "rwlock holder in usleep",
+    "rwlock holder in poll", "rwlock holder in pthread_cond_wait"};
 
 #define BT_MAX 64
 
@@ -191,6 +191,21 @@ static bool wait_blocked(int tid) {
 
 static bool g_qemu;
 
+/* Quiet walks completed by the signal so far (capture.c). */
+static uint64_t quiet_completed(void) {
+  return snap__capture_quiet_completed();
+}
+static int g_tsan_short; /* TSan: futex waiters left short (see main) */
+
+/* Whether a signal cannot change this case's wait (blocked_regs.c): an
+   untimed futex wait. The sleeps and polls are not: a signal would end
+   them with EINTR, so their quiet walk stays as it can be, and a walk
+   that ends for want of fp must end exactly at the job function (shorter,
+   never wrong). */
+static bool restartable_case(int kind) {
+  return kind != C_HOLDER_USLEEP && kind != C_HOLDER_POLL;
+}
+
 static void sample_worker(const char *what, worker_t *w) {
   int tid = atomic_load(&w->tid);
   CHECK(wait_blocked(tid), "%s", "");
@@ -199,23 +214,32 @@ static void sample_worker(const char *what, worker_t *w) {
     uintptr_t pcs[SNAP_MAX_FRAMES];
     snap_wait_t wait = {.size = sizeof wait};
     uint64_t kept0, sig0, kept1, sig1;
+    uint64_t done0 = quiet_completed();
     snap__capture_quiet_counts(&kept0, &sig0);
     int n = snap_capture_thread_wait((snap_thread_t)tid, pcs, SNAP_MAX_FRAMES,
                                      SNAP_CAPTURE_QUIET, &wait);
     snap__capture_quiet_counts(&kept1, &sig1);
     bool quiet = kept1 > kept0;
-    CHECK(n > 0, "%s", "");
+    bool completed = quiet_completed() > done0;
+    const char *mode = quiet       ? "quiet"
+                       : completed ? "quiet, completed by the signal"
+                                   : "signalled";
+    CHECK(n > 0, "%s: n = %d", what, n);
     if (n <= 0)
       return;
     if (SNAP_TEST_TSAN && !quiet)
       continue; /* a deferred signal: not held to the oracle (check.h) */
     if (g_qemu)
-      CHECK(!quiet, "%s", "");
+      CHECK(!quiet, "%s", "qemu-user: a quiet walk was kept");
     int at;
-    if (!ends_like_oracle(pcs, n, w, &at)) {
-      fprintf(stderr, "FAILED: %s (%s sample, round %d): the stack does not "
+    bool whole = ends_like_oracle(pcs, n, w, &at);
+    bool short_ok = quiet && at == n - 1 && at >= 0;
+    bool may_be_short = !restartable_case(w->kind) || SNAP_TEST_TSAN;
+    if (!whole && !(may_be_short && short_ok)) {
+      fprintf(stderr,
+              "FAILED: %s (%s sample, round %d): the stack does not "
               "end as backtrace() saw it (job at %d)\n",
-              what, quiet ? "quiet" : "signalled", round, at);
+              what, mode, round, at);
       oracle_print("sample", pcs, n);
       uintptr_t o[BT_MAX];
       for (int i = 0; i < w->nbt; i++)
@@ -224,9 +248,11 @@ static void sample_worker(const char *what, worker_t *w) {
       CHECK(false, "%s", "");
       return;
     }
+    if (!whole && restartable_case(w->kind))
+      g_tsan_short++;
     if (round == 0)
-      printf("ok: %s: %d frames, %s\n", what, n,
-             quiet ? "quiet" : "signalled");
+      printf("ok: %s: %d frames, %s%s\n", what, n, mode,
+             whole ? "" : ", ends at the job (a signal would end this wait)");
   }
 }
 
@@ -328,7 +354,8 @@ static void *glib_sampler(void *arg) {
     for (int i = 1; same && sm + i < n; i++)
       same = pcs[sm + i] == o[om + i];
     if (!same) {
-      fprintf(stderr, "FAILED: GLib main loop idle in poll (%s): the stack "
+      fprintf(stderr,
+              "FAILED: GLib main loop idle in poll (%s): the stack "
               "does not end with main and what backtrace() saw above it\n",
               quiet ? "quiet" : "signalled");
       oracle_print("sample", pcs, n);
@@ -388,5 +415,14 @@ int main(void) {
 #else
   printf("GLib case: not built (no GLib headers)\n");
 #endif
+  if (check_failures == 0 && g_tsan_short > 0) {
+    /* What the library does under TSan on purpose: no signal for a futex
+       waiter, since TSan would hold it back until the lock is taken
+       (blocked_regs.c); the stacks were checked to be right, not whole. */
+    printf("skipped: under ThreadSanitizer %d futex waits were left short "
+           "(TSan holds the sampling signal back until the lock is taken)\n",
+           g_tsan_short);
+    return 77;
+  }
   return check_result("test_blocked_workers");
 }

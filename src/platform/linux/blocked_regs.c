@@ -110,15 +110,13 @@ static bool restartable(int64_t nr, const uint64_t *args) {
   int cmd = (int)(args[1] & FUTEX_CMD_MASK);
   switch (cmd) {
   case FUTEX_WAIT:
-  case FUTEX_WAIT_BITSET:
-    return args[3] == 0; /* no timeout */
+  case FUTEX_WAIT_BITSET: return args[3] == 0; /* no timeout */
   case FUTEX_LOCK_PI:
 #ifdef FUTEX_LOCK_PI2
   case FUTEX_LOCK_PI2:
 #endif
     return true;
-  default:
-    return false;
+  default: return false;
   }
 }
 

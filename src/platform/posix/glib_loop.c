@@ -38,9 +38,8 @@ static _Atomic(const snap__loop_hooks_t *) g_hooks;
    (capture/fp_recover.c). GLib calls snap_glib_poll through its poll
    function pointer, so without this frame the walk ended at the wrapper
    and the idle main thread became a root of its own in a flame graph. */
-__attribute__((noinline)) static gint wait_in_poll(GPollFunc inner,
-                                                  GPollFD *fds, guint nfds,
-                                                  gint timeout) {
+__attribute__((noinline)) static gint
+wait_in_poll(GPollFunc inner, GPollFD *fds, guint nfds, gint timeout) {
   gint rc = inner(fds, nfds, timeout);
   __asm__ volatile("" ::: "memory"); /* keeps the call a call */
   return rc;
