@@ -26,7 +26,9 @@
  * accepted as the caller of a function that later called poll. Only the
  * slot a call to this function pushed holds a return address right after
  * a call to it, so a function reached through a pointer, a PLT stub or a
- * tail call is not recovered and ends the walk: shorter, never wrong.
+ * tail call is not recovered and ends the walk: shorter, never wrong. The
+ * answer says so (SNAP__FP_LOST), and capture.c signals such a thread
+ * where its wait is one a signal cannot change.
  *
  * Must not: read the stack except through snap__plat_read, allocate, or
  * lock. Runs on the sampler's thread, never in the stopped window.
