@@ -51,6 +51,7 @@
 
 #include "capture/arch.h"
 #include "capture/capture.h"
+#include "capture/completed.h"
 #include "capture/fp_recover.h"
 #include "capture/walk.h"
 #include "images/images.h"
@@ -120,8 +121,9 @@ static bool in_image(uintptr_t pc) {
    and the thread's wait is one a signal cannot change. */
 static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
                       unsigned flags, snap__plat_wait_regs_t *wait,
-                      bool *want_regs) {
+                      bool *want_regs, snap__plat_blocked_t *b_out) {
   *want_regs = false;
+  unsigned key_flags = flags;
   /* No Swift async chains: whether a record really leads to one is asked
      of the running thread (snap__plat_async_task_active, thread-local
      state), and here that is the sampler, not the target. The target's
@@ -134,6 +136,10 @@ static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
       return rc;
     if (!in_image(b.regs.pc))
       return SNAP_EBUSY;
+    /* Not run since a signal completed its stack: that stack still. */
+    int kept = snap__completed_get(thread, key_flags, &b, pcs, max, wait);
+    if (kept >= 0)
+      return kept;
     snap__walk_state_t st;
     int n = snap__walk_bounded_in(&st, &b.regs, true, flags, 0, pcs, max, 0);
     /* Where the walk ended at a frame-pointer function (fp unknown), its
@@ -154,6 +160,7 @@ static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
     if (rc == SNAP_OK) {
       *wait = b.wait;
       *want_regs = lost && n < max && b.restartable;
+      *b_out = b;
       return n;
     }
     if (rc != SNAP_EBUSY)
@@ -190,7 +197,8 @@ static int capture_other(snap_thread_t thread, uintptr_t *pcs, int max,
   if (flags & SNAP_CAPTURE_QUIET) {
     int max_quiet = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
     bool want_regs;
-    int n = quiet_walk(thread, pcs, max_quiet, flags, wait, &want_regs);
+    snap__plat_blocked_t b;
+    int n = quiet_walk(thread, pcs, max_quiet, flags, wait, &want_regs, &b);
     if (n >= 0 && want_regs && snap__plat_sample_reachable(thread) == SNAP_OK) {
       /* Short for want of fp, in a wait the signal cannot change: the
          thread's own registers give the whole stack. The quiet stack
@@ -198,6 +206,18 @@ static int capture_other(snap_thread_t thread, uintptr_t *pcs, int max,
       int m = signal_walk(thread, pcs, max, flags, wait, n);
       if (m > n) {
         g_quiet_completed++;
+        /* Kept while the thread stays as the signal left it (completed.c):
+           a sampler that asks again because the handler moved the
+           thread's CPU clock gets it without another signal. The thread
+           is usually back in its wait by now; a few reads at most. */
+        snap__plat_blocked_t after;
+        for (int i = 0; i < 8; i++) {
+          int r = snap__plat_blocked_again(thread, &b, &after);
+          if (r == SNAP_OK)
+            snap__completed_put(thread, flags, &after, pcs, m, wait);
+          if (r != SNAP_EBUSY)
+            break;
+        }
         return m;
       }
     }

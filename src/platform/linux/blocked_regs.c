@@ -22,6 +22,12 @@
  *      reads both files again: any change (the thread was scheduled in,
  *      ran, or returned and blocked elsewhere) means the stack read may mix
  *      two states, and the walk is dropped.
+ *   4. after a signal completed a walk (capture.c, restartable waits),
+ *      snap__plat_blocked_again reads both files once more: the thread
+ *      back in the same call at the same sp and pc, scheduled in exactly
+ *      once since step 1 (the signal's delivery: one continuous run of
+ *      the handler and the restart, ended by the same wait), has the stack
+ *      the handler walked, and keeps it while the files stay as they are.
  * Both files are read whole, so every field compared is from one instant
  * of the kernel's view.
  *
@@ -181,4 +187,19 @@ int snap__plat_blocked_still(snap_thread_t thread,
   if ((rc = schedstat(tid, now)) != SNAP_OK)
     return rc == SNAP_EUNSUPPORTED ? SNAP_EBUSY : rc;
   return memcmp(now, b->seen, 3 * sizeof *now) == 0 ? SNAP_OK : SNAP_EBUSY;
+}
+
+int snap__plat_blocked_again(snap_thread_t thread,
+                             const snap__plat_blocked_t *before,
+                             snap__plat_blocked_t *after) {
+  int rc = snap__plat_blocked_regs(thread, after);
+  if (rc != SNAP_OK)
+    return rc;
+  /* seen[2]: times scheduled in (schedstat's third field); the signal's
+     delivery is one. More: it ran again, or was preempted in the handler
+     (then it is simply not known to be unchanged). */
+  if (memcmp(after->seen + 3, before->seen + 3, 9 * sizeof *after->seen) != 0 ||
+      after->seen[2] != before->seen[2] + 1)
+    return SNAP_EBUSY;
+  return SNAP_OK;
 }
