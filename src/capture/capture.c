@@ -42,6 +42,8 @@
  * the walk would insert wrong frames. The signal is exact and costs less
  * than the quiet walk itself (bench_sample, target blk_ptr). Sleeps and
  * polls keep the shorter stack: the signal would end them with EINTR.
+ * The completed stack is kept while the thread stays as the signal left
+ * it (completed.c), so asking again costs no second signal.
  *
  * Must not: allocate or lock in snap_capture_self or in sample_walk.
  */
