@@ -24,6 +24,27 @@
  * thread is signalled as without the flag. Not a stopped window: nothing
  * is stopped, but nothing here allocates either.
  *
+ * Restartable waits: snap__fp_recover accepts a frame record only behind a
+ * direct call to its function, so a quiet walk ends short at an app
+ * function reached through a pointer (a pool's job, a callback) when no
+ * libc frame below it saved fp. When it does (SNAP__FP_LOST) and the
+ * platform says the thread's wait is one a signal cannot change
+ * (snap__plat_blocked_t.restartable: an untimed futex wait, a PI lock,
+ * which the kernel restarts after our SA_RESTART handler), the thread is
+ * signalled after all and walks itself from its real registers; its
+ * answer replaces the quiet one only if it is longer (a thread that
+ * blocks the signal, or does not answer, keeps the quiet stack). Why not
+ * recover the caller from the stack or the unwind tables instead: the
+ * tables of libc's frames restore fp only where a frame saved it, and
+ * the stack under a pointer-called function holds stale records of
+ * earlier calls that unwind consistently to the same outer frames; no
+ * check can tell them from the real one without the call's target, so
+ * the walk would insert wrong frames. The signal is exact and costs less
+ * than the quiet walk itself (bench_sample, target blk_ptr). Sleeps and
+ * polls keep the shorter stack: the signal would end them with EINTR.
+ * The completed stack is kept while the thread stays as the signal left
+ * it (completed.c), so asking again costs no second signal.
+ *
  * Must not: allocate or lock in snap_capture_self or in sample_walk.
  */
 #include <stdatomic.h>
@@ -32,6 +53,7 @@
 
 #include "capture/arch.h"
 #include "capture/capture.h"
+#include "capture/completed.h"
 #include "capture/fp_recover.h"
 #include "capture/walk.h"
 #include "images/images.h"
@@ -77,12 +99,14 @@ static int sample_walk(const snap__regs_t *regs, void *arg) {
 
 /* Quiet samples: how many walks were kept, and how many fell back to a
    signal (tests read them through snap__capture_quiet_counts). */
-static _Atomic uint64_t g_quiet_kept, g_quiet_signalled;
+static _Atomic uint64_t g_quiet_kept, g_quiet_signalled, g_quiet_completed;
 
 void snap__capture_quiet_counts(uint64_t *kept, uint64_t *signalled) {
   *kept = g_quiet_kept;
   *signalled = g_quiet_signalled;
 }
+
+uint64_t snap__capture_quiet_completed(void) { return g_quiet_completed; }
 
 /* Whether pc lies in an executable range of a loaded image: under
    qemu-user the kernel speaks of the emulator's host code instead. */
@@ -94,9 +118,14 @@ static bool in_image(uintptr_t pc) {
 }
 
 /* SNAP_CAPTURE_QUIET's walk of a thread blocked in a system call: a count,
-   or SNAP_EBUSY / SNAP_EUNSUPPORTED when the thread must be signalled. */
+   or SNAP_EBUSY / SNAP_EUNSUPPORTED when the thread must be signalled.
+   *want_regs: the walk ended short of the thread's root for want of fp,
+   and the thread's wait is one a signal cannot change. */
 static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
-                      unsigned flags, snap__plat_wait_regs_t *wait) {
+                      unsigned flags, snap__plat_wait_regs_t *wait,
+                      bool *want_regs, snap__plat_blocked_t *b_out) {
+  *want_regs = false;
+  unsigned key_flags = flags;
   /* No Swift async chains: whether a record really leads to one is asked
      of the running thread (snap__plat_async_task_active, thread-local
      state), and here that is the sampler, not the target. The target's
@@ -109,14 +138,22 @@ static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
       return rc;
     if (!in_image(b.regs.pc))
       return SNAP_EBUSY;
+    /* Not run since a signal completed its stack: that stack still. */
+    int kept = snap__completed_get(thread, key_flags, &b, pcs, max, wait);
+    if (kept >= 0)
+      return kept;
     snap__walk_state_t st;
     int n = snap__walk_bounded_in(&st, &b.regs, true, flags, 0, pcs, max, 0);
     /* Where the walk ended at a frame-pointer function (fp unknown), its
        record is found on the stack and the walk goes on from its caller:
        a few times at most (each costs a scan). */
+    bool lost = false;
     for (int seg = 0; seg < 4 && n < max; seg++) {
       snap__regs_t caller;
-      if (!snap__fp_recover(&st.cursor.regs, st.cursor.exact, flags, &caller))
+      snap__fp_recover_t r =
+          snap__fp_recover(&st.cursor.regs, st.cursor.exact, flags, &caller);
+      lost = r == SNAP__FP_LOST;
+      if (r != SNAP__FP_RECOVERED)
         break;
       n += snap__walk_bounded_in(&st, &caller, false, flags, 0, pcs + n,
                                  max - n, 0);
@@ -124,6 +161,8 @@ static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
     rc = snap__plat_blocked_still(thread, &b);
     if (rc == SNAP_OK) {
       *wait = b.wait;
+      *want_regs = lost && n < max && b.restartable;
+      *b_out = b;
       return n;
     }
     if (rc != SNAP_EBUSY)
@@ -132,13 +171,58 @@ static int quiet_walk(snap_thread_t thread, uintptr_t *pcs, int max,
   return SNAP_EBUSY; /* it keeps waking: signal it */
 }
 
+/* A sample through the signal: the thread walks itself from its own
+   registers. pcs and *wait are written only when it gives more than `keep`
+   frames (0: whatever it gives, an error code included), so a quiet stack
+   already in pcs stands when the signal answers less. */
+static int signal_walk(snap_thread_t thread, uintptr_t *pcs, int max,
+                       unsigned flags, snap__plat_wait_regs_t *wait, int keep) {
+  sample_job_t job;
+  job.flags = flags;
+  job.max = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
+  snap__plat_wait_regs_t w;
+  int n = snap__plat_sample(thread, sample_walk, &job,
+                            offsetof(sample_job_t, walk), &w);
+  if (n > keep) {
+    memcpy(pcs, job.pcs, (size_t)n * sizeof *pcs);
+    *wait = w;
+  } else if (keep == 0) {
+    *wait = w;
+  }
+  return n;
+}
+
 /* Another thread's stack, and the registers its wait is decoded from. */
 static int capture_other(snap_thread_t thread, uintptr_t *pcs, int max,
                          unsigned flags, snap__plat_wait_regs_t *wait) {
   (void)snap__images_refresh(false);
   if (flags & SNAP_CAPTURE_QUIET) {
     int max_quiet = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
-    int n = quiet_walk(thread, pcs, max_quiet, flags, wait);
+    bool want_regs;
+    snap__plat_blocked_t b;
+    int n = quiet_walk(thread, pcs, max_quiet, flags, wait, &want_regs, &b);
+    if (n >= 0 && want_regs && snap__plat_sample_reachable(thread) == SNAP_OK) {
+      /* Short for want of fp, in a wait the signal cannot change: the
+         thread's own registers give the whole stack. The quiet stack
+         stands if the signal does not answer (or answers less). */
+      int m = signal_walk(thread, pcs, max, flags, wait, n);
+      if (m > n) {
+        g_quiet_completed++;
+        /* Kept while the thread stays as the signal left it (completed.c):
+           a sampler that asks again because the handler moved the
+           thread's CPU clock gets it without another signal. The thread
+           is usually back in its wait by now; a few reads at most. */
+        snap__plat_blocked_t after;
+        for (int i = 0; i < 8; i++) {
+          int r = snap__plat_blocked_again(thread, &b, &after);
+          if (r == SNAP_OK)
+            snap__completed_put(thread, flags, &after, pcs, m, wait);
+          if (r != SNAP_EBUSY)
+            break;
+        }
+        return m;
+      }
+    }
     if (n >= 0 || n == SNAP_ENOTHREAD) {
       if (n >= 0)
         g_quiet_kept++;
@@ -146,14 +230,7 @@ static int capture_other(snap_thread_t thread, uintptr_t *pcs, int max,
     }
     g_quiet_signalled++;
   }
-  sample_job_t job;
-  job.flags = flags;
-  job.max = max < SNAP_MAX_FRAMES ? max : SNAP_MAX_FRAMES;
-  int n = snap__plat_sample(thread, sample_walk, &job,
-                            offsetof(sample_job_t, walk), wait);
-  if (n > 0)
-    memcpy(pcs, job.pcs, (size_t)n * sizeof *pcs);
-  return n;
+  return signal_walk(thread, pcs, max, flags, wait, 0);
 }
 
 int snap_capture_thread(snap_thread_t thread, uintptr_t *pcs, int max,

@@ -16,6 +16,10 @@
    fell back to the signal (the thread was running, woke during the walk,
    or the platform's registers could not be verified). */
 void snap__capture_quiet_counts(uint64_t *kept, uint64_t *signalled);
+/* Since the process started: quiet walks that ended short of the thread's
+   root for want of fp, in a wait a signal cannot change, and were replaced
+   by the signal's longer walk (capture.c, "Restartable waits"). */
+uint64_t snap__capture_quiet_completed(void);
 
 /* snap_capture_thread_wait, with the owner's name read (a /proc read on
    Linux, ~6 us) only when name_owner: a caller that names every thread

@@ -26,7 +26,9 @@
  * accepted as the caller of a function that later called poll. Only the
  * slot a call to this function pushed holds a return address right after
  * a call to it, so a function reached through a pointer, a PLT stub or a
- * tail call is not recovered and ends the walk: shorter, never wrong.
+ * tail call is not recovered and ends the walk: shorter, never wrong. The
+ * answer says so (SNAP__FP_LOST), and capture.c signals such a thread
+ * where its wait is one a signal cannot change.
  *
  * Must not: read the stack except through snap__plat_read, allocate, or
  * lock. Runs on the sampler's thread, never in the stopped window.
@@ -67,20 +69,20 @@ static bool is_record(snap__cursor_t *c, const snap__rule_t *rule,
          next->pc == ra;
 }
 
-bool snap__fp_recover(const snap__regs_t *at, bool exact, unsigned flags,
-                      snap__regs_t *caller) {
+snap__fp_recover_t snap__fp_recover(const snap__regs_t *at, bool exact,
+                                    unsigned flags, snap__regs_t *caller) {
   if (at->fp != 0 || at->sp % sizeof(uintptr_t))
-    return false;
+    return SNAP__FP_NOT_NEEDED;
   snap__cursor_t c;
   snap__cursor_init(&c, at, exact, flags & ~SNAP_CAPTURE_FP_ONLY, 0);
-  bool found = false;
+  bool found = false, needed;
   snap__rule_t rule;
   snap__cursor_rule(&c, &rule);
   uintptr_t pc = snap__cursor_lookup_pc(&c), start, end;
   snap__image_t scratch;
   const snap__image_t *img = snap__cursor_unwind_image(&c, pc, &scratch);
-  if (rule.cfa == SNAP__CFA_FP && img &&
-      snap__cfi_function_bounds(img, pc, &start, &end)) {
+  needed = rule.cfa == SNAP__CFA_FP;
+  if (needed && img && snap__cfi_function_bounds(img, pc, &start, &end)) {
     uintptr_t words[CHUNK_WORDS + 1];
     uintptr_t at_addr = at->sp;
     size_t have = 0; /* words[0] carries the previous chunk's last word */
@@ -101,5 +103,7 @@ bool snap__fp_recover(const snap__regs_t *at, bool exact, unsigned flags,
     }
   }
   snap__cursor_done(&c);
-  return found;
+  return found    ? SNAP__FP_RECOVERED
+         : needed ? SNAP__FP_LOST
+                  : SNAP__FP_NOT_NEEDED;
 }

@@ -149,6 +149,10 @@ typedef struct snap__plat_blocked {
                         lr_valid false: the OS does not publish them */
   snap__plat_wait_regs_t wait; /* KERNEL: the call and its arguments */
   uint64_t seen[12]; /* the platform's witness of the thread's state */
+  bool restartable;  /* a sampling signal cannot change what this wait
+                        does: the kernel restarts it (SA_RESTART) and the
+                        program never sees it end (an untimed futex wait,
+                        a PI lock). A timed wait, a sleep, a poll: false */
 } snap__plat_blocked_t;
 
 /* The registers of `thread` while it is blocked in a system call, read
@@ -166,6 +170,17 @@ int snap__plat_blocked_regs(snap_thread_t thread, snap__plat_blocked_t *out);
    or moved, SNAP_ENOTHREAD. [setup] */
 int snap__plat_blocked_still(snap_thread_t thread,
                              const snap__plat_blocked_t *b);
+/* After a sampling signal to a thread blocked as `before` says (its wait
+   restartable): SNAP_OK with *after filled when the thread is back in the
+   same wait (the same call, arguments, sp and pc) and was scheduled in
+   exactly once since `before`, for the signal: so it ran nothing but the
+   handler and the restart, and its stack is the one the handler walked.
+   SNAP_EBUSY when not (yet), SNAP_ENOTHREAD, SNAP_EUNSUPPORTED. Two
+   snap__plat_blocked_t whose `seen` are equal describe a thread that did
+   not run in between. [setup] */
+int snap__plat_blocked_again(snap_thread_t thread,
+                             const snap__plat_blocked_t *before,
+                             snap__plat_blocked_t *after);
 
 /* True while the calling thread is inside the stopped window as the sampled
    thread. Tests use it to prove the window allocates nothing. [signal-safe] */

@@ -27,3 +27,10 @@ int snap__plat_blocked_still(snap_thread_t thread,
   (void)thread, (void)b;
   return SNAP_EUNSUPPORTED;
 }
+
+int snap__plat_blocked_again(snap_thread_t thread,
+                             const snap__plat_blocked_t *before,
+                             snap__plat_blocked_t *after) {
+  (void)thread, (void)before, (void)after;
+  return SNAP_EUNSUPPORTED;
+}

@@ -22,6 +22,12 @@
  *      reads both files again: any change (the thread was scheduled in,
  *      ran, or returned and blocked elsewhere) means the stack read may mix
  *      two states, and the walk is dropped.
+ *   4. after a signal completed a walk (capture.c, restartable waits),
+ *      snap__plat_blocked_again reads both files once more: the thread
+ *      back in the same call at the same sp and pc, scheduled in exactly
+ *      once since step 1 (the signal's delivery: one continuous run of
+ *      the handler and the restart, ended by the same wait), has the stack
+ *      the handler walked, and keeps it while the files stay as they are.
  * Both files are read whole, so every field compared is from one instant
  * of the kernel's view.
  *
@@ -30,12 +36,40 @@
  * never live at a system call for the walk's purposes (the wrapper's own
  * frame rule says where its return address is).
  *
+ * Restartable waits (snap__plat_blocked_t.restartable): without fp a walk
+ * can end at an app function reached through a pointer (capture.c says
+ * why); a thread whose wait a signal cannot change may then be signalled
+ * for its real registers. Which waits those are, from the kernel's
+ * futex code (kernel/futex/waitwake.c, pi.c) and signal delivery
+ * (arch/x86/kernel/signal.c, arch/arm64/kernel/signal.c):
+ *   FUTEX_WAIT / FUTEX_WAIT_BITSET without a timeout: -ERESTARTSYS, which
+ *     a handler installed with SA_RESTART (ours) turns into a restart of
+ *     the same call; glibc's mutexes, rwlocks, condition variables,
+ *     semaphores and GLib's GMutex/GCond wait this way. If the word
+ *     changed meanwhile the restarted call answers EAGAIN, the answer
+ *     every futex user already takes for "look again".
+ *   FUTEX_LOCK_PI / FUTEX_LOCK_PI2: -ERESTARTNOINTR, restarted always.
+ * Not restartable: a futex wait with a timeout (-ERESTART_RESTARTBLOCK
+ * becomes EINTR once a handler ran: pthread_mutex_timedlock retries, but
+ * sem_timedwait hands EINTR to the program), and sleeps, poll, epoll,
+ * select (EINTR whatever SA_RESTART says, signal(7)).
+ *
  * Must not: be called from the stopped window (it reads /proc), allocate,
  * or print. Nothing here stops or signals the thread.
  */
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "platform/linux/linux.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define SNAP__LINUX_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SNAP__LINUX_TSAN 1
+#endif
+#endif
 
 /* The system-call instruction just before the pc the kernel reports. */
 #if defined(__x86_64__)
@@ -65,6 +99,31 @@ static void pack(const snap__linux_syscall_t *sc, uint64_t *seen) {
     seen[1 + i] = sc->args[i];
   seen[7] = sc->sp;
   seen[8] = sc->pc;
+}
+
+/* Whether a signal cannot change the outcome of system call nr with these
+   arguments (the head comment's list). */
+static bool restartable(int64_t nr, const uint64_t *args) {
+#ifdef SNAP__LINUX_TSAN
+  /* ThreadSanitizer holds a signal back until the thread leaves the
+     interceptor it is in (pthread_mutex_lock's returns only once the lock
+     is taken): the sample would wait out its whole timeout. */
+  (void)nr, (void)args;
+  return false;
+#endif
+  if (nr != SYS_futex)
+    return false;
+  int cmd = (int)(args[1] & FUTEX_CMD_MASK);
+  switch (cmd) {
+  case FUTEX_WAIT:
+  case FUTEX_WAIT_BITSET: return args[3] == 0; /* no timeout */
+  case FUTEX_LOCK_PI:
+#ifdef FUTEX_LOCK_PI2
+  case FUTEX_LOCK_PI2:
+#endif
+    return true;
+  default: return false;
+  }
 }
 
 static int tid_of(snap_thread_t thread) {
@@ -99,6 +158,7 @@ int snap__plat_blocked_regs(snap_thread_t thread, snap__plat_blocked_t *out) {
   out->wait.nr = sc.nr;
   for (int i = 0; i < 6; i++)
     out->wait.args[i] = sc.args[i];
+  out->restartable = restartable(sc.nr, out->wait.args);
   out->regs.pc = sc.pc;
   out->regs.sp = sc.sp;
   out->regs.fp = 0;
@@ -127,4 +187,19 @@ int snap__plat_blocked_still(snap_thread_t thread,
   if ((rc = schedstat(tid, now)) != SNAP_OK)
     return rc == SNAP_EUNSUPPORTED ? SNAP_EBUSY : rc;
   return memcmp(now, b->seen, 3 * sizeof *now) == 0 ? SNAP_OK : SNAP_EBUSY;
+}
+
+int snap__plat_blocked_again(snap_thread_t thread,
+                             const snap__plat_blocked_t *before,
+                             snap__plat_blocked_t *after) {
+  int rc = snap__plat_blocked_regs(thread, after);
+  if (rc != SNAP_OK)
+    return rc;
+  /* seen[2]: times scheduled in (schedstat's third field); the signal's
+     delivery is one. More: it ran again, or was preempted in the handler
+     (then it is simply not known to be unchanged). */
+  if (memcmp(after->seen + 3, before->seen + 3, 9 * sizeof *after->seen) != 0 ||
+      after->seen[2] != before->seen[2] + 1)
+    return SNAP_EBUSY;
+  return SNAP_OK;
 }

@@ -31,12 +31,26 @@ typedef GMainContext *(*default_fn)(void);
 static _Atomic(GPollFunc) g_inner;
 static _Atomic(const snap__loop_hooks_t *) g_hooks;
 
+/* The wait itself, called DIRECTLY by snap_glib_poll (never inlined, never
+   a tail call): a quiet sample of the idle main thread (SNAP_CAPTURE_QUIET,
+   capture.c) has no frame pointer from the kernel, and finds a frame
+   record on the stack only behind a direct call to its function
+   (capture/fp_recover.c). GLib calls snap_glib_poll through its poll
+   function pointer, so without this frame the walk ended at the wrapper
+   and the idle main thread became a root of its own in a flame graph. */
+__attribute__((noinline)) static gint
+wait_in_poll(GPollFunc inner, GPollFD *fds, guint nfds, gint timeout) {
+  gint rc = inner(fds, nfds, timeout);
+  __asm__ volatile("" ::: "memory"); /* keeps the call a call */
+  return rc;
+}
+
 static gint snap_glib_poll(GPollFD *fds, guint nfds, gint timeout) {
   GPollFunc inner = atomic_load_explicit(&g_inner, memory_order_acquire);
   const snap__loop_hooks_t *h =
       atomic_load_explicit(&g_hooks, memory_order_acquire);
   h->idle();
-  gint rc = inner(fds, nfds, timeout);
+  gint rc = wait_in_poll(inner, fds, nfds, timeout);
   h->busy();
   return rc;
 }
