@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "lag/lag.h"
+#include "report/report.h"
 #include "trace/trace.h"
 
 #define RETRY_FIRST_NS (250 * SNAP__MS)
@@ -190,7 +191,8 @@ static void count_dropped(snap__lag_reports_t *reps,
       day, reps->dropped_today, r->start_unix_ms, src->store->max_per_day,
       snap__plat_process_id());
   if (n > 0 && (size_t)n < sizeof text)
-    snap__plat_file_replace(src->store->dir, name, text, (size_t)n);
+    (void)snap__report_replace(src->store->dir, name, text, (size_t)n,
+                               src->store->mode);
 }
 
 /* Writes the lag's new file, saying how many lags the cap dropped since
