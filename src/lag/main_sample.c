@@ -8,9 +8,10 @@
  * before the sample; the stretch's first point keeps its counters), and
  * what it waited for at the named sample (snap__capture_thread_wait: the
  * wait is copied with the pcs at no cost to the stopped window and
- * decoded after it, with the lock's owner, looked at right away: its
- * start tells it from a thread given its TID later; the dump names the
- * owner).
+ * decoded after it, with the lock's owner, named and looked at right
+ * away: the owner may let go and exit before the thread dump, and the
+ * report still says who held the lock, by the name it had; the look is
+ * its start, which tells it from a thread given its TID later).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag, or write anything.
@@ -45,7 +46,7 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   m->cpu_ns = snap__plat_thread_cpu_ns(m->tid);
   m->wait = (snap_wait_t){.size = sizeof m->wait};
   int n = snap__capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
-                                    snap__lag_capture_flags(), &m->wait, false,
+                                    snap__lag_capture_flags(), &m->wait, true,
                                     NULL);
   m->n = n; /* kept for the thread dump */
   m->owner = (snap__plat_thread_look_t){0};

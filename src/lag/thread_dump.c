@@ -36,6 +36,7 @@
  * (snap__plat_sample_reachable) rather than waited for: 64 such threads
  * once cost 6.4 s.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,10 +213,16 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     }
   }
   /* Every thread runs again: name them now, each once. An owner that is
-     not listed (past the cap) is named in the wait that points at it. */
+     not listed (past the cap) is named in the wait that points at it; one
+     that exited since (main's owner let go and left) keeps the name main's
+     sample read. */
   for (int i = 0; i < k; i++) {
     if (!snap__plat_thread_name(ts[i].tid, ts[i].name, sizeof ts[i].name))
       ts[i].name[0] = '\0';
+    const snap_wait_t *mw = &ts[0].wait;
+    if (!ts[i].name[0] && ts[0].main && mw->owner_state == SNAP_OWNER_KNOWN &&
+        mw->owner == ts[i].tid)
+      snprintf(ts[i].name, sizeof ts[i].name, "%s", mw->owner_name);
     if (ts[i].error == SNAP_OK) {
       ts[i].stack = snap__lag_name(pcs[i], npcs[i]);
       if (!ts[i].stack)
@@ -224,7 +231,8 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   }
   for (int i = 0; i < k; i++) {
     snap_wait_t *wt = &ts[i].wait;
-    if (wt->owner_state == SNAP_OWNER_KNOWN && !in_list(ts, k, wt->owner) &&
+    if (wt->owner_state == SNAP_OWNER_KNOWN && !wt->owner_name[0] &&
+        !in_list(ts, k, wt->owner) &&
         !snap__plat_thread_name(wt->owner, wt->owner_name,
                                 sizeof wt->owner_name))
       wt->owner_name[0] = '\0';
