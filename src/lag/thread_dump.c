@@ -36,7 +36,6 @@
  * (snap__plat_sample_reachable) rather than waited for: 64 such threads
  * once cost 6.4 s.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,8 +220,11 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
       ts[i].name[0] = '\0';
     const snap_wait_t *mw = &ts[0].wait;
     if (!ts[i].name[0] && ts[0].main && mw->owner_state == SNAP_OWNER_KNOWN &&
-        mw->owner == ts[i].tid)
-      snprintf(ts[i].name, sizeof ts[i].name, "%s", mw->owner_name);
+        mw->owner == ts[i].tid) { /* cut to fit, as a read would be */
+      size_t len = strnlen(mw->owner_name, sizeof ts[i].name - 1);
+      memcpy(ts[i].name, mw->owner_name, len);
+      ts[i].name[len] = '\0';
+    }
     if (ts[i].error == SNAP_OK) {
       ts[i].stack = snap__lag_name(pcs[i], npcs[i]);
       if (!ts[i].stack)
