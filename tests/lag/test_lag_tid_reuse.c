@@ -6,10 +6,10 @@
  * a live thread of the process again; the report must say owner
  * "unknown", with owner_unknown "began_after_wait", never the new thread.
  *
- * TID reuse made deterministic: in a PID namespace of its own (unshare as
- * root, then fork: the child is the namespace's process 1, with its own
- * /proc mounted in a mount namespace of its own), the test writes
- * /proc/sys/kernel/ns_last_pid (the TID before the dead owner's, as CRIU
+ * TID reuse made deterministic: in a PID namespace of its own (a child
+ * unshares as root, then forks: the grandchild is the namespace's process
+ * 1, with its own /proc mounted in a mount namespace of its own), the test
+ * writes /proc/sys/kernel/ns_last_pid (the TID before the dead owner's, as CRIU
  * does to restore a process's ids) and creates the thread, which then
  * gets the dead owner's TID (retried until it does: the TID is free only
  * once the kernel has released the exited thread). Where that cannot be
@@ -287,19 +287,32 @@ int main(void) {
            "another thread, which TSan reports itself)\n");
     return SKIP;
   }
-  if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
-    printf("test_lag_tid_reuse: skipped: unshare: %s (needs root)\n",
-           strerror(errno));
-    return SKIP;
-  }
+  /* The namespaces are made by a child, which then forks the test: this
+     process stays where it was (LeakSanitizer's tracer, forked at exit,
+     could not enter a namespace whose first process has exited). */
   fflush(stdout);
   pid_t child = fork();
   if (child < 0)
     return 1;
   if (child == 0) {
-    int rc = in_namespace();
-    fflush(stdout);
-    _exit(rc);
+    if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+      printf("test_lag_tid_reuse: skipped: unshare: %s (needs root)\n",
+             strerror(errno));
+      fflush(stdout);
+      _exit(SKIP);
+    }
+    pid_t test = fork();
+    if (test < 0)
+      _exit(1);
+    if (test == 0) {
+      int rc = in_namespace();
+      fflush(stdout);
+      _exit(rc);
+    }
+    int st;
+    while (waitpid(test, &st, 0) < 0 && errno == EINTR)
+      ;
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   }
   int status;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR)
