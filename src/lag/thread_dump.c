@@ -71,7 +71,7 @@ static bool cycle_stands(const snap__lag_thread_t *ts,
 
 /* The threads listed, and one look at each (tids as read: the dump marks
    the ones it took in `all`). */
-typedef struct listed {
+typedef struct looked {
   const snap_thread_t *tid;
   const int *rc;
   const snap__plat_thread_look_t *look;
