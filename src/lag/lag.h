@@ -149,6 +149,12 @@ typedef struct snap__costliest {
 } snap__costliest_t;
 void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,
                           uint64_t since_ns, snap__costliest_t *out);
+/* The newest point of busy stretch seq taken in [since_ns, before_ns)
+   whose main-thread CPU time reads below cpu_ns: its time (the thread ran
+   after it), or 0 when there is none. */
+uint64_t snap__ring_ran_after(const snap__ring_t *r, uint32_t seq,
+                              uint64_t since_ns, uint64_t before_ns,
+                              int64_t cpu_ns);
 
 /* ---- Annealing (annealing.c) --------------------------------------------- */
 
@@ -279,6 +285,17 @@ typedef enum snap__lag_kind {
 /* "lag" "hang" "cpu" "hang_killed"; NULL for a value out of range. */
 const char *snap__lag_kind_name(snap__lag_kind_t kind);
 
+/* Why a wait's owner is SNAP_OWNER_UNKNOWN (docs/lag.md, "owner_unknown"). */
+typedef enum snap__owner_why {
+  SNAP__OWNER_WHY_NONE,     /* the owner is known, or the kind has none */
+  SNAP__OWNER_WHY_NOT_LIVE, /* the lock's memory named no live thread of
+                               this process other than the waiter */
+  SNAP__OWNER_WHY_LATER,    /* it named a thread that began after the wait
+                               began (or, where that is not known, after
+                               the stall began): an exited owner's reused
+                               id, never the holder */
+} snap__owner_why_t;
+
 typedef struct snap__lag_thread {
   snap_thread_t tid;
   char name[32];
@@ -286,6 +303,7 @@ typedef struct snap__lag_thread {
   int error;                 /* SNAP_OK, or why there are no frames */
   snap_wait_t wait;          /* what it waited for when sampled (kind
                                 SNAP_WAIT_NONE: nothing, or unsampled) */
+  uint8_t owner_why;         /* snap__owner_why_t */
   const snap_stack_t *stack; /* owned; NULL on error */
 } snap__lag_thread_t;
 
@@ -311,6 +329,16 @@ typedef struct snap__wait_chain {
    empty). */
 int snap__wait_analyze(const snap__lag_thread_t *ts, int n, int from,
                        snap__wait_chain_t *chain, snap__wait_chain_t *cycle);
+
+/* Whether the owner t's wait names can hold that lock, judged by when the
+   owner began: a thread that began after the wait began cannot have held
+   the lock since before it. wait_from_ns: an instant at or before which
+   the wait began (0: unknown); look_rc and owner: one look at the owner
+   (snap__plat_thread_look) taken no earlier than the wait's decode. A
+   known owner that fails is made unknown (owner 0, no name), and
+   t->owner_why says why an unknown owner is unknown. Pure. */
+void snap__wait_judge_owner(snap__lag_thread_t *t, uint64_t wait_from_ns,
+                            int look_rc, const snap__plat_thread_look_t *owner);
 
 typedef struct snap__lag_report {
   snap__lag_kind_t kind;
@@ -488,11 +516,17 @@ static inline uint64_t snap__stolen_ns(const snap__wake_facts_t *f,
 typedef struct snap__main_sample {
   snap_thread_t tid; /* the main thread */
   bool running;      /* its scheduler state just before the last sample */
+  uint64_t t_ns;     /* when the last sample was taken ... */
+  int64_t cpu_ns;    /* ... and the main thread's CPU time just before it
+                        (-1 unknown) */
   int n;             /* the last sample's pcs, or why there are none (< 0) */
   int error;         /* SNAP_OK, or why the last sample has no named stack */
   snap_wait_t wait;  /* what the last sample waited for (kind NONE when
-                        nothing, or the sample failed) */
+                        nothing, or the sample failed), its owner named
+                        then */
   snap__loop_view_t loop; /* the loop's state once the capture returned */
+  int owner_rc;      /* a known owner looked at right after the sample: */
+  snap__plat_thread_look_t owner; /* SNAP_OK and what was seen, or why not */
   uintptr_t pcs[SNAP__DUMP_DEPTH];
 } snap__main_sample_t;
 
@@ -510,17 +544,27 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
 
 /* ---- The thread dump (thread_dump.c) ------------------------------------- */
 
+/* Instants at or before which the waits of a dump began, for judging
+   their owners (snap__wait_judge_owner; 0: unknown). */
+typedef struct snap__wait_since {
+  uint64_t main_ns;   /* the main thread's: when it last ran before its
+                         sample (report.c), else the stall's start */
+  uint64_t others_ns; /* the others' are not known: the stall's start */
+} snap__wait_since_t;
+
 /* Every thread of the process but `self` (the watchdog) into r->threads:
    the main thread first (as *main last sampled it), then the threads of
    its wait chain (each the owner of the lock the previous one waits on,
    sampled whatever the budget, listed or not), then running ones, then
    the rest, at most max; with each thread's wait, and r's main chain and
-   deadlock. Sampling stops after budget_ns (the rest
+   deadlock; an owner named only where it can be the owner
+   (since). Sampling stops after budget_ns (the rest
    are listed with SNAP_ETIMEDOUT); a thread that blocks the sampling
    signal is listed with SNAP_EBLOCKED, unsampled. Out of memory: r gets
    no thread list. */
 void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
-                       snap_thread_t self, unsigned max, uint64_t budget_ns);
+                       snap_thread_t self, unsigned max, uint64_t budget_ns,
+                       const snap__wait_since_t *since);
 /* Releases r's threads. */
 void snap__thread_dump_drop(snap__lag_report_t *r);
 

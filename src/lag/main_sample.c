@@ -8,7 +8,10 @@
  * before the sample; the stretch's first point keeps its counters), and
  * what it waited for at the named sample (snap__capture_thread_wait: the
  * wait is copied with the pcs at no cost to the stopped window and
- * decoded after it, with the lock's owner; the dump names the owner).
+ * decoded after it, with the lock's owner, named and looked at right
+ * away: the owner may let go and exit before the thread dump, and the
+ * report still says who held the lock, by the name it had; the look is
+ * its start, which tells it from a thread given its TID later).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag, or write anything.
@@ -37,15 +40,23 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   /* Its state before the sample: right after one it is still on its way
      out of the signal handler, so it would read "running". */
   m->running = snap_thread_is_running(m->tid) == 1;
+  /* When it last ran before the sample is what bounds when its wait
+     began (report.c). */
+  m->t_ns = snap__plat_now_ns();
+  m->cpu_ns = snap__plat_thread_cpu_ns(m->tid);
   m->wait = (snap_wait_t){.size = sizeof m->wait};
   int n = snap__capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
-                                    snap__lag_capture_flags(), &m->wait, false,
+                                    snap__lag_capture_flags(), &m->wait, true,
                                     NULL);
   m->n = n; /* kept for the thread dump */
   /* Where the loop is once the capture returned, before the naming (the
      first naming of an image takes tens of ms): a stack captured inside
      the stretch is the stretch's, however long naming it takes. */
   m->loop = snap__loop_read();
+  m->owner = (snap__plat_thread_look_t){0};
+  m->owner_rc = n >= 0 && m->wait.owner_state == SNAP_OWNER_KNOWN
+                    ? snap__plat_thread_look(m->wait.owner, &m->owner)
+                    : SNAP_ENOTHREAD;
   const snap_stack_t *s =
       n < 0 ? NULL : snap__lag_name(m->pcs, n); /* it runs again */
   m->error = n < 0 ? n : s ? SNAP_OK : SNAP_ENOMEM;

@@ -125,9 +125,9 @@ static void refresh(const snap__report_src_t *src, snap__lag_report_t *r,
 
 /* While a sampling trace runs, the first and the final write of a lag or
    hang report write "<start_unix_ms>-trace.pftrace" beside it, the trace
-   of the lag and the second before it so far, and name it in the report's "trace" (one
-   file per lag, renamed never: a lag that becomes a hang keeps it). A
-   trace that cannot be written leaves the report without the field. */
+   of the lag and the second before it so far, and name it in the report's
+   "trace" (one file per lag, renamed never: a lag that becomes a hang keeps
+   it). A trace that cannot be written leaves the report without the field. */
 static void trace_beside(const snap__report_src_t *src, snap__lag_report_t *r) {
   if (r->kind != SNAP__KIND_LAG && r->kind != SNAP__KIND_HANG)
     return;
@@ -244,6 +244,28 @@ uint64_t snap__lag_reports_retry(snap__lag_reports_t *reps,
   return reps->retry_ns;
 }
 
+/* When the waits of the stretch's thread dump began, at the latest
+   (snap__wait_since_t): the stall's start for every thread, and for the
+   main thread the last moment the watchdog read its CPU time lower than
+   just before its sample (the stretch's first look, then each point of
+   the stretch): it ran after that, so the wait its sample found began
+   after it. */
+static snap__wait_since_t stretch_waits(const snap__report_src_t *src) {
+  const snap__stretch_t *st = src->stretch;
+  const snap__main_sample_t *m = src->main;
+  snap__wait_since_t since = {st->since_ns, st->since_ns};
+  if (m->cpu_ns < 0 || m->t_ns < st->since_ns)
+    return since;
+  if (st->seen_cpu >= 0 && st->seen_cpu < m->cpu_ns && st->seen_ns < m->t_ns &&
+      st->seen_ns > since.main_ns)
+    since.main_ns = st->seen_ns;
+  uint64_t p = snap__ring_ran_after(src->ring, st->seq, st->since_ns, m->t_ns,
+                                    m->cpu_ns);
+  if (p > since.main_ns)
+    since.main_ns = p;
+  return since;
+}
+
 /* A new report for the stretch that outlived the threshold. A main thread
    that cannot be sampled still lags: the report says why its stack is
    missing. */
@@ -297,8 +319,9 @@ int snap__lag_reports_apply(snap__lag_reports_t *reps,
   }
   if (a & SNAP__LAG_DO_DUMP) {
     snap__thread_dump_drop(r);
+    snap__wait_since_t since = stretch_waits(src);
     snap__thread_dump(r, src->main, src->self, src->max_threads,
-                      src->dump_budget_ns);
+                      src->dump_budget_ns, &since);
   }
   if (a & (SNAP__LAG_DO_WRITE_NEW | SNAP__LAG_DO_WRITE_UPDATE)) {
     int w = (a & SNAP__LAG_DO_WRITE_NEW)
@@ -384,8 +407,10 @@ void snap__report_cpu(const snap__report_src_t *src,
   r.main_split.voluntary = r.main_split.involuntary = -1;
   r.main_split.major_faults = -1;
   classify(&r);
+  /* No stall: the window's start stands for it. */
+  snap__wait_since_t since = {e->ring_since_ns, e->ring_since_ns};
   snap__thread_dump(&r, src->main, src->self, src->max_threads,
-                    src->dump_budget_ns);
+                    src->dump_budget_ns, &since);
   char name[64];
   write_report(src, &r, name, true, true); /* written once */
   snap__lag_report_clear(&r);

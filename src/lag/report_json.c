@@ -138,9 +138,14 @@ static void json_split(snap__tbuf_t *b, const snap__split_t *s) {
 
 /* ,"blocked_on":{...} of a thread whose sample waited (docs/lag.md);
    nothing when it did not. owner_name: the owner's name as the report's
-   thread list has it, else as read at the capture. */
+   thread list has it, else as read at the capture; why: an unknown
+   owner's reason (snap__owner_why_t). */
 static void json_wait_fields(snap__tbuf_t *b, const snap_wait_t *w,
-                             const char *owner_name) {
+                             const char *owner_name, unsigned why) {
+  static const char *const owner_unknown[] = {
+      [SNAP__OWNER_WHY_NOT_LIVE] = "no_live_thread",
+      [SNAP__OWNER_WHY_LATER] = "began_after_wait",
+  };
   static const char *const owner[] = {
       [SNAP_OWNER_NONE] = "none",
       [SNAP_OWNER_UNKNOWN] = "unknown",
@@ -162,6 +167,9 @@ static void json_wait_fields(snap__tbuf_t *b, const snap_wait_t *w,
   } else {
     snap__tbuf_puts(b, ",\"owner_tid\":null,\"owner_name\":null");
   }
+  if (w->owner_state == SNAP_OWNER_UNKNOWN && why > SNAP__OWNER_WHY_NONE &&
+      why <= SNAP__OWNER_WHY_LATER)
+    snap__tbuf_printf(b, ",\"owner_unknown\":\"%s\"", owner_unknown[why]);
   if (w->kind == SNAP_WAIT_IO && w->fd >= 0)
     snap__tbuf_printf(b, ",\"fd\":%d", (int)w->fd);
 }
@@ -188,7 +196,7 @@ static void json_chain(snap__tbuf_t *b, const snap__lag_report_t *r,
                       (uint64_t)t->tid);
     snap__tbuf_json_string(b, t->name);
     snap__tbuf_puts(b, ",");
-    json_wait_fields(b, &t->wait, owner_name(r, &t->wait));
+    json_wait_fields(b, &t->wait, owner_name(r, &t->wait), t->owner_why);
     if (t->error != SNAP_OK) {
       snap__tbuf_puts(b, ",\"error\":");
       snap__tbuf_json_string(b, snap_strerror(t->error));
@@ -299,7 +307,7 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
     }
     if (t->wait.kind != SNAP_WAIT_NONE) {
       snap__tbuf_puts(&b, ",\"blocked_on\":{");
-      json_wait_fields(&b, &t->wait, owner_name(r, &t->wait));
+      json_wait_fields(&b, &t->wait, owner_name(r, &t->wait), t->owner_why);
       snap__tbuf_puts(&b, "}");
     }
     snap__tbuf_puts(&b, ",\"frames\":");

@@ -2,9 +2,10 @@
  * ring.c — the point-stack ring: the main thread's stack sampled every
  * sample interval while the loop is busy, and the costliest stack in it.
  *
- * Owns: the ring's memory (allocated once at start) and the choice of the
- * costliest stack. Must not: sample (the watchdog fills slots) or run on
- * the main thread.
+ * Owns: the ring's memory (allocated once at start), the choice of the
+ * costliest stack, and the last point after which the main thread ran
+ * (a bound of when its wait began: report.c). Must not: sample (the watchdog
+ * fills slots) or run on the main thread.
  *
  * Why "same innermost function = same stack", as Matrix does: the point
  * samples of one hot loop land on different pcs of the same function, and
@@ -108,4 +109,17 @@ out:
   free(named);
   free(fn);
   free(pts);
+}
+
+uint64_t snap__ring_ran_after(const snap__ring_t *r, uint32_t seq,
+                              uint64_t since_ns, uint64_t before_ns,
+                              int64_t cpu_ns) {
+  unsigned held = r->written < r->size ? (unsigned)r->written : r->size;
+  for (unsigned i = 1; i <= held; i++) { /* newest first */
+    const snap__point_t *p = &r->slots[(r->written - i) % r->size];
+    if (p->seq == seq && p->t_ns >= since_ns && p->t_ns < before_ns &&
+        p->cpu_ns >= 0 && p->cpu_ns < cpu_ns)
+      return p->t_ns;
+  }
+  return 0;
 }

@@ -13,6 +13,13 @@
  *
  * Running states are read before any thread is sampled: a thread just
  * sampled is still leaving the signal handler, and would read "running".
+ * The same read gives each thread's start, which says whether a thread a
+ * lock's memory names can be its owner (snap__wait_judge_owner: one that
+ * began after the wait began is an exited owner's reused TID); an owner
+ * that is not listed is looked at once, and main's owner was looked at
+ * with main's sample (main_sample.c). An owner is judged before the
+ * chain follows it: an innocent thread is neither named nor sampled as
+ * the holder.
  *
  * Order: the main thread's wait names the owner of the lock it waits on
  * (snap__capture_thread_wait); that owner is sampled next, then the owner
@@ -63,6 +70,34 @@ static bool cycle_stands(const snap__lag_thread_t *ts,
   return true;
 }
 
+/* The threads listed, and one look at each (tids as read: the dump marks
+   the ones it took in `all`). */
+typedef struct looked {
+  const snap_thread_t *tid;
+  const int *rc;
+  const snap__plat_thread_look_t *look;
+  int n;
+} looked_t;
+
+/* Judges t's owner against the look the list has of it, or one taken now
+   for an owner that is not listed. */
+static void judge(snap__lag_thread_t *t, const looked_t *l, uint64_t from_ns) {
+  snap__plat_thread_look_t look = {0};
+  int rc = SNAP_ENOTHREAD;
+  if (t->wait.owner_state == SNAP_OWNER_KNOWN) {
+    int i = 0;
+    while (i < l->n && l->tid[i] != t->wait.owner)
+      i++;
+    if (i < l->n) {
+      rc = l->rc[i];
+      look = l->look[i];
+    } else {
+      rc = snap__plat_thread_look(t->wait.owner, &look);
+    }
+  }
+  snap__wait_judge_owner(t, from_ns, rc, &look);
+}
+
 /* Samples t (its tid set) into pcs: its wait and error set, the frame
    count returned (0 when it could not be sampled: t->error says why). A
    thread that blocks the sampling signal is not waited for. */
@@ -78,18 +113,22 @@ static int sample_into(snap__lag_thread_t *t, uintptr_t *pcs, unsigned flags) {
 
 void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
                        snap_thread_t self, unsigned max_threads,
-                       uint64_t budget_ns) {
+                       uint64_t budget_ns, const snap__wait_since_t *since) {
   uint64_t deadline = snap__plat_now_ns() + budget_ns;
   int cap = 4096, max = (int)max_threads;
   snap_thread_t *all = malloc(sizeof *all * (size_t)cap);
-  bool *running = malloc(sizeof *running * (size_t)cap);
+  snap_thread_t *ids = malloc(sizeof *ids * (size_t)cap);
+  snap__plat_thread_look_t *looks = calloc((size_t)cap, sizeof *looks);
+  int *look_rc = malloc(sizeof *look_rc * (size_t)cap);
   snap__lag_thread_t *ts = calloc((size_t)max, sizeof *ts);
   uintptr_t(*pcs)[SNAP__DUMP_DEPTH] = malloc(sizeof *pcs * (size_t)max);
   int *npcs = calloc((size_t)max, sizeof *npcs);
   int total = all ? snap_thread_list(all, cap) : SNAP_ENOMEM;
-  if (!running || !ts || !pcs || !npcs || total < 0) {
+  if (!ids || !looks || !look_rc || !ts || !pcs || !npcs || total < 0) {
     free(all);
-    free(running);
+    free(ids);
+    free(looks);
+    free(look_rc);
     free(ts);
     free(pcs);
     free(npcs);
@@ -104,10 +143,16 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
       r->threads_total--;
       all[i] = 0;
     }
-    running[i] = all[i] == main->tid
-                     ? main->running
-                     : all[i] && snap_thread_is_running(all[i]) == 1;
+    ids[i] = all[i];
+    look_rc[i] = SNAP_ENOTHREAD;
+    if (all[i] == main->tid) { /* as read before its sample */
+      looks[i].running = main->running;
+      look_rc[i] = SNAP_OK; /* its start unknown: it is the process's */
+    } else if (all[i]) {
+      look_rc[i] = snap__plat_thread_look(all[i], &looks[i]);
+    }
   }
+  const looked_t looked = {ids, look_rc, looks, n};
   unsigned flags = snap__lag_capture_flags();
   int k = 0;
   /* The main thread, as last sampled. */
@@ -115,12 +160,14 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     if (!all[i] || all[i] != main->tid)
       continue;
     ts[k] = (snap__lag_thread_t){
-        .tid = all[i], .main = true, .running = running[i]};
+        .tid = all[i], .main = true, .running = looks[i].running};
     all[i] = 0;        /* taken */
     int got = main->n; /* a count, or why there is none */
     if (got > 0) {
       memcpy(pcs[k], main->pcs, sizeof(uintptr_t) * (size_t)got);
       ts[k].wait = main->wait;
+      snap__wait_judge_owner(&ts[k], since->main_ns, main->owner_rc,
+                             &main->owner);
     }
     ts[k].error = got < 0 ? got : SNAP_OK;
     npcs[k] = got < 0 ? 0 : got;
@@ -138,7 +185,7 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     for (int i = 0; i < n && !listed; i++)
       if (all[i] == owner) {
         listed = true;
-        ts[k].running = running[i];
+        ts[k].running = looks[i].running;
         all[i] = 0; /* taken */
       }
     if (!listed) {
@@ -147,28 +194,40 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
         r->threads_total++;
     }
     npcs[k] = sample_into(&ts[k], pcs[k], flags);
+    judge(&ts[k], &looked, since->others_ns);
     w = &ts[k].wait;
     k++;
   }
   for (int pass = 1; pass < 3 && k < max; pass++) {
     for (int i = 0; i < n && k < max; i++) {
-      if (!all[i] || all[i] == main->tid || (pass == 1 && !running[i]))
+      if (!all[i] || all[i] == main->tid || (pass == 1 && !looks[i].running))
         continue;
-      ts[k] = (snap__lag_thread_t){.tid = all[i], .running = running[i]};
+      ts[k] = (snap__lag_thread_t){.tid = all[i], .running = looks[i].running};
       ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
       all[i] = 0; /* taken */
-      if (snap__plat_now_ns() >= deadline)
+      if (snap__plat_now_ns() >= deadline) {
         ts[k].error = SNAP_ETIMEDOUT; /* the budget is spent: not sampled */
-      else
+      } else {
         npcs[k] = sample_into(&ts[k], pcs[k], flags);
+        judge(&ts[k], &looked, since->others_ns);
+      }
       k++;
     }
   }
   /* Every thread runs again: name them now, each once. An owner that is
-     not listed (past the cap) is named in the wait that points at it. */
+     not listed (past the cap) is named in the wait that points at it; one
+     that exited since (main's owner let go and left) keeps the name main's
+     sample read. */
   for (int i = 0; i < k; i++) {
     if (!snap__plat_thread_name(ts[i].tid, ts[i].name, sizeof ts[i].name))
       ts[i].name[0] = '\0';
+    const snap_wait_t *mw = &ts[0].wait;
+    if (!ts[i].name[0] && ts[0].main && mw->owner_state == SNAP_OWNER_KNOWN &&
+        mw->owner == ts[i].tid) { /* cut to fit, as a read would be */
+      size_t len = strnlen(mw->owner_name, sizeof ts[i].name - 1);
+      memcpy(ts[i].name, mw->owner_name, len);
+      ts[i].name[len] = '\0';
+    }
     if (ts[i].error == SNAP_OK) {
       ts[i].stack = snap__lag_name(pcs[i], npcs[i]);
       if (!ts[i].stack)
@@ -177,7 +236,8 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   }
   for (int i = 0; i < k; i++) {
     snap_wait_t *wt = &ts[i].wait;
-    if (wt->owner_state == SNAP_OWNER_KNOWN && !in_list(ts, k, wt->owner) &&
+    if (wt->owner_state == SNAP_OWNER_KNOWN && !wt->owner_name[0] &&
+        !in_list(ts, k, wt->owner) &&
         !snap__plat_thread_name(wt->owner, wt->owner_name,
                                 sizeof wt->owner_name))
       wt->owner_name[0] = '\0';
@@ -191,7 +251,9 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     r->deadlock.n = 0, r->deadlock.truncated = false;
   free(pcs);
   free(npcs);
-  free(running);
+  free(looks);
+  free(look_rc);
+  free(ids);
   free(all);
 }
 

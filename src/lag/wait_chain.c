@@ -21,8 +21,26 @@
  * the other threads are walked in list order, and the first cycle met is
  * the deadlock (listed from where that walk entered it).
  *
+ * Whether an owner can be the owner (snap__wait_judge_owner): the lock's
+ * memory names a TID, and decoding accepts it when a live thread of this
+ * process has it. But a normal mutex keeps the TID of a holder that exited
+ * holding it, and once TIDs wrap (pid_max: 32768 on Android, seconds of
+ * thread churn) a new, innocent thread gets it. A thread that began after
+ * the wait began cannot be the holder the waiter waits for (the lock was
+ * held when the wait began, and it stays held by that holder, or the
+ * waiter would wake), so such an owner is "unknown", never named. When
+ * the wait began is known to within a bound: the main thread's wait began
+ * after the last moment the watchdog saw its CPU time grow; any other
+ * thread's wait, not known, is taken to have begun before the stall did
+ * (an owner that began during the stall is then not named even where it
+ * may be the holder: the report never names a thread it cannot vouch
+ * for). The thread's start is kept to a clock tick; it is compared by the
+ * earliest instant it may have begun, so an owner that began in the
+ * tick of the bound is kept.
+ *
  * Must not: sample, read memory or name threads (pure: the waits were
- * decoded by snap__capture_thread_wait, validated there).
+ * decoded by snap__capture_thread_wait, validated there; the owners'
+ * starts were read by the caller).
  */
 #include <stdlib.h>
 
@@ -112,4 +130,28 @@ int snap__wait_analyze(const snap__lag_thread_t *ts, int n, int from,
   free(next);
   free(mark);
   return rc;
+}
+
+void snap__wait_judge_owner(snap__lag_thread_t *t, uint64_t wait_from_ns,
+                            int look_rc,
+                            const snap__plat_thread_look_t *owner) {
+  snap_wait_t *w = &t->wait;
+  t->owner_why = SNAP__OWNER_WHY_NONE;
+  if (w->kind == SNAP_WAIT_NONE || w->owner_state == SNAP_OWNER_NONE)
+    return;
+  if (w->owner_state == SNAP_OWNER_KNOWN) {
+    if (look_rc == SNAP_ENOTHREAD) {
+      t->owner_why = SNAP__OWNER_WHY_NOT_LIVE; /* gone since the decode */
+    } else if (look_rc == SNAP_OK && owner->began_ns && wait_from_ns &&
+               owner->began_ns > wait_from_ns) {
+      t->owner_why = SNAP__OWNER_WHY_LATER;
+    } else {
+      return; /* it can be the owner (or nothing says otherwise) */
+    }
+    w->owner_state = SNAP_OWNER_UNKNOWN;
+    w->owner = 0;
+    w->owner_name[0] = '\0';
+    return;
+  }
+  t->owner_why = SNAP__OWNER_WHY_NOT_LIVE;
 }

@@ -37,6 +37,19 @@ snap_thread_t snap__plat_thread_self(void); /* [signal-safe] */
 snap_thread_t snap__plat_thread_main(void); /* [signal-safe] */
 int snap__plat_thread_list(snap_thread_t *out, int max);
 int snap__plat_thread_is_running(snap_thread_t thread);
+/* One look at a thread, from one read of what the OS keeps of it: whether
+   it is on a CPU or waiting for one (snap__plat_thread_is_running's
+   answer), and the earliest instant on snap__plat_now_ns's clock at which
+   it may have begun (0: unknown). The start tells a thread from one that
+   was given its id after it exited (Linux reuses a TID once the TIDs
+   wrap, after pid_max: 32768 on Android). Linux keeps the start to a
+   clock tick (10 ms); Apple: 0. SNAP_OK, SNAP_ENOTHREAD or SNAP_EIO (out
+   zeroed). */
+typedef struct snap__plat_thread_look {
+  bool running;
+  uint64_t began_ns;
+} snap__plat_thread_look_t;
+int snap__plat_thread_look(snap_thread_t thread, snap__plat_thread_look_t *out);
 
 /* The part of the current thread's stack a walk starting at sp may read
    directly: [*lo, *hi) with *lo == sp. Returns false when the bounds are

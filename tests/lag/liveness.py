@@ -116,16 +116,27 @@ def main():
     check(not killed(), "an ended lag became hang_killed")
 
     # 2. A killed process, not reaped yet: a zombie is no live process.
+    # A zombie once every thread of it has exited: its leader turns "Z"
+    # as soon as the leader itself has, while its other threads (the
+    # watchdog's) may still be on their way out, for as long as they wait
+    # for a CPU on a busy box; until then the process is not gone (a
+    # leader that exited beside live threads is a live process, and a
+    # start rightly leaves its report alone). So the event waited for is
+    # the leader "Z" with no task but it.
     b_proc, b_path = hold()
     b_before = load(b_path)  # its last write before the kill
     kill_ms = time.time() * 1000  # this script's clock: the oracle
     b_proc.kill()
     deadline = time.time() + 60
-    while time.time() < deadline:
+    zombie = False
+    while time.time() < deadline and not zombie:
         with open(f"/proc/{b_proc.pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                break
-        time.sleep(0.01)
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        zombie = state == "Z" and \
+            os.listdir(f"/proc/{b_proc.pid}/task") == [str(b_proc.pid)]
+        if not zombie:
+            time.sleep(0.01)
+    check(zombie, f"the killed holder {b_proc.pid} is no zombie after 60 s")
     start_stop()
     b_killed = b_path[:-len("-lag.json")] + "-hang_killed.json"
     r = load(b_killed)

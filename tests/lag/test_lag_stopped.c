@@ -31,6 +31,23 @@
  * Then the control: the same loop with one stretch blocked for 1.5 s (a
  * real lag, the sampling waits going on as before) must be reported, with
  * a duration of at least that: the stop rule must not eat real lags.
+ *
+ * Then a real lag with stops inside its sampling waits (issue 25: a
+ * steady loop beside 3 busy loops, stopped 2 s, got a 250 ms lag report 1
+ * run in 3): one stretch of computation, the signal blocked, so the
+ * watchdog spends nearly all of it waiting out samples, stopped 6 times
+ * for 250 ms. A stop that lands in a sample's wait makes that wait run
+ * past its timeout; the wait explains only the time the process ran (or
+ * its main thread waited for a CPU), never the stop: the report's
+ * duration must be the stretch's own busy time (its length less the
+ * stops, each taken as at least the stretch from when the stopper saw
+ * every thread stopped (state T: a thread stops only when it next gets a
+ * CPU, and runs or waits for one until then) to when it sent SIGCONT)
+ * within 20 ms a stop and 20 ms. A wait that counted up to its 120 ms cap of
+ * every stop added 20 to 120 ms each: 420 ms in all here. The threshold (2 s of
+ * its own) is reached after the last stop, so no report is written while a stop
+ * may land: a stop inside a report's fsync is counted whole as the watchdog's
+ * wait on the disk, a hole this test leaves out.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -110,6 +127,109 @@ static long longest_report(const char *dir) {
   if (d)
     closedir(d);
   return best;
+}
+
+/* Whether every thread of process pid is stopped (proc(5): state T). */
+static bool all_stopped(pid_t pid) {
+  char path[300], text[512];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  struct dirent *e;
+  bool all = d != NULL;
+  while (all && (e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue; /* exited */
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    const char *p = strrchr(text, ')');
+    all = p && p[1] == ' ' && p[2] == 'T';
+  }
+  if (d)
+    closedir(d);
+  return all;
+}
+
+/* A real lag with stops inside it; its report's duration against its own
+   busy time. */
+#define STOPS 6
+static void stops_inside_a_lag(void) {
+  char dir[] = "/tmp/snap_lag_stopped_in.XXXXXX";
+  if (!mkdtemp(dir))
+    return;
+  snap_lag_config_t c;
+  snap_lag_config_default(&c);
+  c.report_dir = dir;
+  c.threshold_ms = 2000; /* detected, and written, after the stops */
+  c.hang_ms = 600000;
+  c.sample_interval_ms = 10;
+  c.cpu_percent = 0;
+  CHECK_EQ(snap_lag_start(&c), SNAP_OK);
+  int times[2];
+  if (pipe(times) != 0)
+    return;
+  pid_t parent = getpid();
+  uint64_t begin = clock_ns(CLOCK_MONOTONIC);
+  snap_lag_loop_busy();
+  pid_t child = fork();
+  if (child == 0) {
+    /* [i][0..1] around the SIGSTOP, [i][2..3] around the SIGCONT. */
+    uint64_t t[STOPS][4];
+    for (int i = 0; i < STOPS; i++) {
+      sleep_ms(150);
+      t[i][0] = clock_ns(CLOCK_MONOTONIC);
+      kill(parent, SIGSTOP);
+      /* Stopped once every thread is: a thread stops when it next gets
+         a CPU (on a busy box, tens of ms later), and runs or waits for
+         a CPU until then. */
+      for (int k = 0; k < 2000 && !all_stopped(parent); k++)
+        sleep_ms(1);
+      t[i][1] = clock_ns(CLOCK_MONOTONIC);
+      sleep_ms(250);
+      t[i][2] = clock_ns(CLOCK_MONOTONIC);
+      kill(parent, SIGCONT);
+      t[i][3] = clock_ns(CLOCK_MONOTONIC);
+    }
+    _exit(write(times[1], t, sizeof t) == sizeof t ? 0 : 1);
+  }
+  int status;
+  while (waitpid(child, &status, WNOHANG) == 0)
+    compute_ms(5);
+  compute_ms(1500);
+  snap_lag_loop_idle();
+  uint64_t end = clock_ns(CLOCK_MONOTONIC);
+  uint64_t t[STOPS][4];
+  CHECK(read(times[0], t, sizeof t) == sizeof t, "the stopper's times");
+  close(times[0]);
+  close(times[1]);
+  CHECK_EQ(snap_lag_stop(), SNAP_OK);
+  uint64_t surely = 0, at_most = 0; /* stopped */
+  for (int i = 0; i < STOPS; i++) {
+    surely += t[i][2] > t[i][1] ? t[i][2] - t[i][1] : 0;
+    at_most += t[i][3] - t[i][0];
+  }
+  long own_max = (long)((end - begin - surely) / 1000000u);
+  long own_min = (long)((end - begin - at_most) / 1000000u);
+  long got = longest_report(dir);
+  printf("a lag of %ld to %ld ms of its own, stopped %d times: reported as "
+         "%ld ms\n",
+         own_min, own_max, STOPS, got);
+  CHECK(got >= 0, "the lag was not reported");
+  CHECK(got <= own_max + 20 * STOPS + 20,
+        "stops inside sampling waits counted as busy: reported %ld ms, its "
+        "own busy time at most %ld ms",
+        got, own_max);
+  CHECK(got + 150 >= own_min,
+        "the lag's own time discounted: reported %ld ms, its own at least "
+        "%ld ms",
+        got, own_min);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (check_failures == 0 && !getenv("SNAP_KEEP") && system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", dir);
 }
 
 int main(void) {
@@ -196,6 +316,7 @@ int main(void) {
          atomic_load(&g_reports) - stopped_reports, longest);
   CHECK(atomic_load(&g_reports) > stopped_reports, "a real 1.5 s lag not seen");
   CHECK(longest >= 1500, "the real lag reported as %ld ms", longest);
+  stops_inside_a_lag();
   if (getenv("SNAP_KEEP"))
     return check_result("test_lag_stopped");
   char cmd[300];

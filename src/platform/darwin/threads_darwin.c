@@ -108,6 +108,18 @@ int snap__plat_thread_is_running(snap_thread_t thread) {
   return info.run_state == TH_STATE_RUNNING && !(info.flags & TH_FLAGS_IDLE);
 }
 
+/* Mach keeps no creation time of a thread that a thread port can ask
+   for: the start is unknown (0), so no owner is doubted for its age. */
+int snap__plat_thread_look(snap_thread_t thread,
+                           snap__plat_thread_look_t *out) {
+  *out = (snap__plat_thread_look_t){0};
+  int rc = snap__plat_thread_is_running(thread);
+  if (rc < 0)
+    return rc;
+  out->running = rc == 1;
+  return SNAP_OK;
+}
+
 bool snap__darwin_own_stack(uintptr_t *lo, uintptr_t *hi) {
   pthread_t self = pthread_self();
   uintptr_t top = (uintptr_t)pthread_get_stackaddr_np(self);

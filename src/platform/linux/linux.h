@@ -36,6 +36,9 @@ ssize_t snap__linux_read_small(const char *path, char *buf, size_t size);
 /* In a status file's text, the value of the line "key" ("TracerPid:"),
    blanks skipped; NULL if there is no such line. */
 const char *snap__linux_status_field(const char *text, const char *key);
+/* In a stat line (proc(5)), field `index` (1-based as proc(5) numbers
+   them, >= 3), or NULL. */
+const char *snap__linux_stat_field(const char *text, int index);
 /* A TID the kernel could have handed out (pid_max is at most 2^22). */
 static inline bool snap__linux_tid_ok(snap_thread_t thread) {
   return thread > 0 && thread <= 0x7fffffff;

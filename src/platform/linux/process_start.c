@@ -17,8 +17,7 @@
  * read for it. qemu leaves the task path to the kernel.
  * Gone: no such file (ESRCH/ENOENT), or state Z/X with at most one thread
  * (a zombie leader with live threads is a live process whose main thread
- * exited). The comm field may hold spaces and ')': fields are counted
- * from the last ')'.
+ * exited). Fields are found by snap__linux_stat_field.
  *
  * Files are read into stack buffers; no stdio, no allocation. Must not:
  * be called from the stopped window (reads of /proc block).
@@ -47,22 +46,6 @@ static void stat_path(char *path, unsigned pid) {
   memcpy(p, "/stat", sizeof "/stat");
 }
 
-/* The field `index` (1-based, as proc(5) numbers them; >= 3) of a stat
-   line, or NULL. */
-static const char *stat_field(const char *text, int index) {
-  const char *p = strrchr(text, ')'); /* comm ends at the last ')' */
-  if (!p || p[1] != ' ')
-    return NULL;
-  p += 2; /* field 3 */
-  for (int i = 3; i < index; i++) {
-    p = strchr(p, ' ');
-    if (!p)
-      return NULL;
-    p++;
-  }
-  return p;
-}
-
 int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
   if (pid <= 0 || pid > 0x7fffffff || !buf || size == 0)
     return SNAP_EINVAL;
@@ -71,9 +54,9 @@ int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
   stat_path(path, (unsigned)pid);
   if (snap__linux_read_small(path, stat, sizeof stat) < 0)
     return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
-  const char *state = stat_field(stat, 3);
-  const char *threads = stat_field(stat, 20);
-  const char *start = stat_field(stat, 22);
+  const char *state = snap__linux_stat_field(stat, 3);
+  const char *threads = snap__linux_stat_field(stat, 20);
+  const char *start = snap__linux_stat_field(stat, 22);
   if (!state || !threads || !start || *start < '0' || *start > '9')
     return SNAP_EIO;
   if ((*state == 'Z' || *state == 'X' || *state == 'x') &&

@@ -260,6 +260,54 @@ static slot_t *claim(unsigned *seq_out) {
   return NULL;
 }
 
+/* The calling thread's waits in snap__plat_sample, for
+   snap__plat_sample_waited_ns: the time it was blocked waiting, which the
+   lag watchdog counts as time the process ran. A stop of the process
+   (SIGSTOP) that lands inside a wait must not count: the wait then ends
+   late, stop and all, and a wait counted up to its timeout counted up to
+   120 ms of every such stop as busy (issue 25: a steady loop beside 3 busy
+   loops, stopped for 2 s, made a 250 ms lag 1 run in 3). So a wait for
+   the handler is cut into slices of SLICE_MS, and each counts at most its
+   own planned length and a millisecond of timer slack: a slice that ends
+   later either waited for a CPU (the waiter's run-queue wait, which the
+   watchdog counts apart) or held a stop, so at most a slice of a stop is
+   counted (the extra cost: a wake every 10 ms, only while a target keeps
+   the sampler waiting). */
+static _Thread_local uint64_t t_waited_ns;
+#define SLICE_MS 10
+#define SLICE_SLACK_NS 1000000u
+
+static uint64_t mono_ns(const struct timespec *t) {
+  return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+/* sem_clockwait until `deadline`, in slices; 0 when posted, else errno's
+   reason (ETIMEDOUT). */
+static int wait_sliced(sem_t *sem, const struct timespec *deadline) {
+  uint64_t end = mono_ns(deadline);
+  for (;;) {
+    struct timespec now_ts, slice;
+    clock_gettime(CLOCK_MONOTONIC, &now_ts);
+    uint64_t now = mono_ns(&now_ts);
+    if (now >= end)
+      return ETIMEDOUT;
+    uint64_t until = now + (uint64_t)SLICE_MS * 1000000u;
+    if (until > end)
+      until = end;
+    slice.tv_sec = (time_t)(until / 1000000000u);
+    slice.tv_nsec = (long)(until % 1000000000u);
+    int w = sem_clockwait(sem, CLOCK_MONOTONIC, &slice);
+    int err = w == 0 ? 0 : errno;
+    uint64_t took = snap__plat_now_ns() - now, planned = until - now;
+    t_waited_ns +=
+        took < planned + SLICE_SLACK_NS ? took : planned + SLICE_SLACK_NS;
+    if (w == 0)
+      return 0;
+    if (err != ETIMEDOUT && err != EINTR)
+      return err;
+  }
+}
+
 static void deadline_after(struct timespec *ts, unsigned ms) {
   clock_gettime(CLOCK_MONOTONIC, ts);
   ts->tv_sec += ms / 1000;
@@ -308,7 +356,7 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
   deadline_after(&deadline, atomic_load(&g_timeout_ms));
   int w;
   for (;;) {
-    w = sem_clockwait(&s->done, CLOCK_MONOTONIC, &deadline);
+    w = wait_sliced(&s->done, &deadline);
     if (w == 0) {
       /* Confirm through the state word (acquire: pairs with the handler's
          DONE) rather than trust the post alone. */
@@ -317,8 +365,7 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
         break;
       continue; /* a stale post from an earlier request */
     }
-    if (errno != EINTR)
-      break;
+    break; /* timed out */
   }
 
   unsigned expect = STATE(seq, ARMED);
@@ -331,9 +378,7 @@ static int request(int tid, snap__sample_fn fn, void *arg, size_t arg_size,
     /* It is walking right now: a walk is bounded, give it a moment more. */
     struct timespec extra;
     deadline_after(&extra, 20);
-    while (sem_clockwait(&s->done, CLOCK_MONOTONIC, &extra) != 0 &&
-           errno == EINTR)
-      ;
+    wait_sliced(&s->done, &extra);
     expect = STATE(seq, RUNNING);
     if (atomic_compare_exchange_strong(&s->state, &expect,
                                        STATE(seq, ABANDONED)))
@@ -395,14 +440,9 @@ int snap__plat_sample_reachable(snap_thread_t thread) {
   return mask >> (signo - 1) & 1 ? SNAP_EBLOCKED : SNAP_OK;
 }
 
-/* The calling thread's waits in snap__plat_sample, for
-   snap__plat_sample_waited_ns. */
-static _Thread_local uint64_t t_waited_ns;
-
-/* A wait that may be the sampler's own: for the lock (another sampler's
-   sample) or for its own target, each at most the timeout and the 20 ms
-   grace for a walk in progress. Anything longer was a stop of the
-   process. */
+/* The wait for the sampler lock (another sampler's sample): at most the
+   timeout and the 20 ms grace for a walk in progress. Anything longer was
+   a stop of the process. */
 static void count_wait(uint64_t ns) {
   uint64_t cap = ((uint64_t)atomic_load(&g_timeout_ms) + 20) * 1000000u;
   t_waited_ns += ns < cap ? ns : cap;
@@ -433,8 +473,7 @@ int snap__plat_sample(snap_thread_t thread, snap__sample_fn fn, void *arg,
   count_wait(t1 - t0);
   if (rc != SNAP_OK)
     return rc;
-  rc = sample(tid, fn, arg, arg_size, wait);
+  rc = sample(tid, fn, arg, arg_size, wait); /* counts its own waits */
   snap__sampler_leave();
-  count_wait(snap__plat_now_ns() - t1);
   return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * threads.c — Linux threads: who am I, who is main, who exists, who runs,
- * and where a thread's stack ends.
+ * when each began, and where a thread's stack ends.
  *
  * Thread ids are kernel TIDs. The thread list comes from /proc/self/task,
  * read with getdents64 into a stack buffer (no opendir: it allocates).
@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "platform/linux/linux.h"
@@ -316,20 +317,52 @@ int snap__plat_thread_list(snap_thread_t *out, int max) {
   return total;
 }
 
-/* Field 3 of /proc/self/task/<tid>/stat is the state letter; the command
-   name before it is in parentheses and may itself hold spaces and ')', so
-   look from the last ')'. */
-int snap__plat_thread_is_running(snap_thread_t thread) {
+/* Both from one read of /proc/self/task/<tid>/stat (proc(5)): field 3,
+   the state letter; field 22, the thread's start in clock ticks since boot
+   (the kernel's start_boottime, cut down to a tick: CLOCK_BOOTTIME, which
+   counts suspend). Its earliest instant on our clock (CLOCK_MONOTONIC,
+   which does not) is that tick's start less the time spent suspended so
+   far, the two clocks' difference now; a thread that began before the
+   monotonic clock's zero reads 1 (earlier than anything it is compared
+   with), never 0 (unknown). */
+static uint64_t began_mono_ns(const char *field22) {
+  if (!field22 || *field22 < '0' || *field22 > '9')
+    return 0;
+  uint64_t ticks = strtoull(field22, NULL, 10);
+  long hz = sysconf(_SC_CLK_TCK);
+  struct timespec boot;
+  if (hz <= 0 || hz > 1000000000L || ticks > UINT64_MAX / 1000000000u ||
+      clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+    return 0;
+  uint64_t mono = snap__plat_now_ns();
+  uint64_t boot_ns =
+      (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec;
+  uint64_t suspended = boot_ns > mono ? boot_ns - mono : 0;
+  uint64_t began = ticks * 1000000000u / (uint64_t)hz;
+  return began > suspended ? began - suspended : 1;
+}
+
+int snap__plat_thread_look(snap_thread_t thread,
+                           snap__plat_thread_look_t *out) {
+  *out = (snap__plat_thread_look_t){0};
   if (!snap__linux_tid_ok(thread))
     return SNAP_ENOTHREAD;
-  char buf[512];
+  char buf[1024];
   ssize_t n = snap__linux_read_task((int)thread, "stat", buf, sizeof buf);
   if (n < 0)
-    return errno == ENOENT ? SNAP_ENOTHREAD : SNAP_EIO;
+    return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
   if (n == 0)
     return SNAP_ENOTHREAD; /* the thread exited between open and read */
-  char *paren = strrchr(buf, ')');
-  if (!paren || paren[1] != ' ' || !paren[2])
+  const char *state = snap__linux_stat_field(buf, 3);
+  if (!state || !*state)
     return SNAP_EIO;
-  return paren[2] == 'R';
+  out->running = *state == 'R';
+  out->began_ns = began_mono_ns(snap__linux_stat_field(buf, 22));
+  return SNAP_OK;
+}
+
+int snap__plat_thread_is_running(snap_thread_t thread) {
+  snap__plat_thread_look_t look;
+  int rc = snap__plat_thread_look(thread, &look);
+  return rc == SNAP_OK ? look.running : rc;
 }
