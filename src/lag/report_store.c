@@ -58,13 +58,12 @@ static bool parse_name(const char *name, int64_t *ms, snap__lag_kind_t *kind) {
   return false;
 }
 
-/* "<ms>-dropped.json": the daily cap's count of a day (report.c). */
+/* "<ms>-dropped.json": the daily cap's count of a day (report.c), with the
+   date exactly as it is written (snap__report_ms_prefix: no leading zero),
+   so retention removes no name the library did not make. */
 static bool parse_dropped_name(const char *name, int64_t *ms) {
-  char *end;
-  if (name[0] < '0' || name[0] > '9')
-    return false;
-  *ms = strtoll(name, &end, 10);
-  return strcmp(end, "-dropped.json") == 0;
+  size_t digits = snap__report_ms_prefix(name, ms);
+  return digits > 0 && strcmp(name + digits, "-dropped.json") == 0;
 }
 
 static void make_name(char name[64], int64_t ms, snap__lag_kind_t kind) {
