@@ -1013,6 +1013,15 @@ static double round_rate(int threads, double *per_cpu) {
   return (double)calls / secs;
 }
 
+/* Private (src/symbols/symbolicate.h): the bench links the static
+   library. */
+void snap__symbolicate_set_identity_hits(bool on);
+
+typedef struct mode_rates {
+  double one[ROUNDS], two[ROUNDS], four[ROUNDS], r2[ROUNDS], r4[ROUNDS];
+  double c1[ROUNDS], c2[ROUNDS], c4[ROUNDS], e2[ROUNDS], e4[ROUNDS];
+} mode_rates_t;
+
 static bool part3_threads(void) {
   /* Each worker's stacks: random functions of the 10 k image (part 2
      loads it; alone, part 3 loads it itself), disjoint between workers by
@@ -1042,17 +1051,22 @@ static bool part3_threads(void) {
       fprintf(stderr, "bench_symbols: pthread_create failed\n");
       return false;
     }
-  double one[ROUNDS], two[ROUNDS], four[ROUNDS], r2[ROUNDS], r4[ROUNDS];
-  double c1[ROUNDS], c2[ROUNDS], c4[ROUNDS], e2[ROUNDS], e4[ROUNDS];
-  for (int r = 0; r < ROUNDS; r++) {
-    one[r] = round_rate(1, &c1[r]);
-    two[r] = round_rate(2, &c2[r]);
-    four[r] = round_rate(4, &c4[r]);
-    r2[r] = two[r] / one[r];
-    r4[r] = four[r] / two[r];
-    e2[r] = c2[r] / c1[r];
-    e4[r] = c4[r] / c1[r];
-  }
+  /* Both ways a hit can be checked (symbolicate.c's head comment), the
+     rounds of each interleaved with the other's. */
+  mode_rates_t m[2] = {0};
+  for (int r = 0; r < ROUNDS; r++)
+    for (int k = 0; k < 2; k++) {
+      snap__symbolicate_set_identity_hits(k == 1);
+      mode_rates_t *x = &m[k];
+      x->one[r] = round_rate(1, &x->c1[r]);
+      x->two[r] = round_rate(2, &x->c2[r]);
+      x->four[r] = round_rate(4, &x->c4[r]);
+      x->r2[r] = x->two[r] / x->one[r];
+      x->r4[r] = x->four[r] / x->two[r];
+      x->e2[r] = x->c2[r] / x->c1[r];
+      x->e4[r] = x->c4[r] / x->c1[r];
+    }
+  snap__symbolicate_set_identity_hits(false);
   atomic_store(&g_go, -1);
   int failures = 0;
   for (int t = 0; t < MAX_WORKERS; t++) {
@@ -1062,34 +1076,40 @@ static bool part3_threads(void) {
 
   snap_symbol_cache_stats_t st = {.size = sizeof st};
   snap_symbol_cache_stats(&st);
-  double m1 = median(one, ROUNDS), m2 = median(two, ROUNDS);
-  double m4 = median(four, ROUNDS);
-  double mr2 = median(r2, ROUNDS), mr4 = median(r4, ROUNDS);
   printf("3. Cache hits, snap_symbolicate of %d stacks of depth %d per "
          "thread (each its own),\n   %d interleaved rounds (1, 2, 4 "
-         "threads) of %u ms; median\n",
+         "threads; each way of checking a hit) of %u ms; median\n",
          STACKS, STACK_DEPTH, ROUNDS, ROUND_NS / 1000000u);
-  printf("  1 thread:  %10.2f M hits/s  (%.0f ns per hit)\n", m1 / 1e6,
-         1e9 / m1);
-  printf("  2 threads: %10.2f M hits/s\n", m2 / 1e6);
-  printf("  4 threads: %10.2f M hits/s\n", m4 / 1e6);
-  qsort(r2, ROUNDS, sizeof r2[0], cmp_double);
-  qsort(r4, ROUNDS, sizeof r4[0], cmp_double);
-  printf("  2 threads / 1 thread:  %.2fx (median of per-round ratios; "
-         "min %.2fx, max %.2fx)\n",
-         mr2, r2[0], r2[ROUNDS - 1]);
-  printf("  4 threads / 2 threads: %.2fx (min %.2fx, max %.2fx)\n", mr4, r4[0],
-         r4[ROUNDS - 1]);
-  printf("  per CPU-second of the workers (their own clocks; what the "
-         "threads cost each other):\n  1 thread %.2f M, 2 threads %.2f M "
-         "(%.2fx of 1), 4 threads %.2f M (%.2fx of 1)\n",
-         median(c1, ROUNDS) / 1e6, median(c2, ROUNDS) / 1e6, median(e2, ROUNDS),
-         median(c4, ROUNDS) / 1e6, median(e4, ROUNDS));
+  static const char *const names[2] = {
+      "exact (the loader's stamp, its lock)",
+      "identity (_dl_find_object, no lock; not exact)"};
+  bool met = false;
+  for (int k = 0; k < 2; k++) {
+    mode_rates_t *x = &m[k];
+    double m1 = median(x->one, ROUNDS), m2 = median(x->two, ROUNDS);
+    double m4 = median(x->four, ROUNDS);
+    double mr2 = median(x->r2, ROUNDS), mr4 = median(x->r4, ROUNDS);
+    printf("  %s:\n", names[k]);
+    printf("    1 thread %.2f M hits/s (%.0f ns a hit), 2 threads %.2f M, "
+           "4 threads %.2f M\n",
+           m1 / 1e6, 1e9 / m1, m2 / 1e6, m4 / 1e6);
+    qsort(x->r2, ROUNDS, sizeof x->r2[0], cmp_double);
+    qsort(x->r4, ROUNDS, sizeof x->r4[0], cmp_double);
+    printf("    2 threads / 1: %.2fx (per-round min %.2fx, max %.2fx); "
+           "4 threads / 2: %.2fx (min %.2fx, max %.2fx)\n",
+           mr2, x->r2[0], x->r2[ROUNDS - 1], mr4, x->r4[0], x->r4[ROUNDS - 1]);
+    printf("    per CPU-second of the workers (their own clocks: what the "
+           "threads cost each other):\n    1 thread %.2f M, 2 threads "
+           "%.2fx of it, 4 threads %.2fx\n",
+           median(x->c1, ROUNDS) / 1e6, median(x->e2, ROUNDS),
+           median(x->e4, ROUNDS));
+    if (k == 0)
+      met = mr2 >= 1.8 && mr4 >= 0.95;
+  }
   printf("  wrong-size answers: %d; cache: %llu hits, %llu misses\n", failures,
          (unsigned long long)st.hits, (unsigned long long)st.misses);
-  bool met = mr2 >= 1.8 && mr4 >= 0.95;
-  printf("  goal 2 threads >= 1.8x, 4 threads no worse than 2 (>= 0.95x): "
-         "%s\n\n",
+  printf("  goal (exact): 2 threads >= 1.8x, 4 threads no worse than 2 "
+         "(>= 0.95x): %s\n\n",
          met ? "met" : "NOT met");
   return met;
 }

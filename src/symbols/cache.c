@@ -32,6 +32,10 @@
  *    named for that range is served, a library loaded at the same address
  *    gets its own names, and nothing the loader owns is read unlocked
  *    (reading its record of a library raced with dlclose freeing it).
+ *    With identity hits on (symbolicate.c says why they are off by
+ *    default), a front hit is served without the stamp when the loader's
+ *    lock-free identity of every such image equals what the table recorded
+ *    when the slot was filled (idents_of, idents_live).
  *
  * Memory: the cap counts the table (entries and compact stacks; the
  * uthash bucket arrays add ~16 bytes per entry on top), the fronts (each
@@ -108,6 +112,7 @@ typedef struct front_slot {
   uint64_t key;
   snap_stack_t *stack; /* one reference, or NULL */
   size_t bytes;        /* what it counts for in g_front_bytes */
+  uint64_t idents;     /* idents_of the stack's images when filled, or 0 */
 } front_slot_t;
 
 /* On cache lines of its own (allocated aligned, a multiple of them in
@@ -125,6 +130,9 @@ static front_t *g_fronts;
 static atomic_uint_fast64_t g_front_epoch;
 static atomic_size_t g_front_bytes;
 static _Thread_local front_t *t_front;
+/* Hits checked by image identity instead of the loader's stamp
+   (snap__cache_set_identity_hits): fronts then record identities. */
+static atomic_bool g_identity_hits;
 static _Thread_local unsigned t_front_hits;
 
 static void trim_to_cap(void);
@@ -192,6 +200,48 @@ static bool fresh(snap_stack_t *s) {
                           memory_order_relaxed);
   snap__images_release(t);
   return ok;
+}
+
+/* Mixes one image identity into h (never 0 for a real mix: 0 is "none"). */
+static uint64_t mix_ident(uint64_t h, uint64_t id) {
+  h = (h ^ id) * 0xD6E8FEB86659FD93ull;
+  return h ^ (h >> 32);
+}
+
+/* The identities (snap__plat_ident_t.id) of the images s's names came
+   from, as the image table recorded them under the loader's lock, mixed;
+   0 if the table no longer holds them unchanged since s was named, or the
+   platform cannot tell identities lock-free. Takes a table reference:
+   called when a front slot is filled, not on a hit. */
+static uint64_t idents_of(const snap_stack_t *s) {
+  const snap__images_t *t = snap__images_acquire();
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  if (!unchanged_since(s, t))
+    h = 0;
+  for (int i = 0; h && i < s->key.n_images; i++) {
+    const snap__image_t *img = snap__images_find(t, s->key.images[i].addr);
+    uint64_t id = img ? img->ident : SNAP__IDENT_NONE;
+    h = id == SNAP__IDENT_UNKNOWN ? 0 : mix_ident(h, id);
+  }
+  snap__images_release(t);
+  return h;
+}
+
+/* Whether the images at s's addresses are, now, the ones idents (from
+   idents_of) recorded: asked of the loader lock-free (_dl_find_object on
+   glibc, ~6 ns an image), no lock and no shared write. */
+static bool idents_live(const snap_stack_t *s, uint64_t idents) {
+  if (!idents)
+    return false;
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < s->key.n_images; i++) {
+    snap__plat_ident_t id;
+    snap__plat_image_ident(s->key.images[i].addr, &id);
+    if (id.id == SNAP__IDENT_UNKNOWN)
+      return false;
+    h = mix_ident(h, id.id);
+  }
+  return h == idents;
 }
 
 /* ---- Per-thread front ---------------------------------------------------- */
@@ -311,6 +361,9 @@ static void front_fill(uint64_t key, snap_stack_t *s) {
   if (atomic_load_explicit(&g_front_bytes, memory_order_relaxed) + s->bytes >
       limit / 16)
     return;
+  uint64_t idents = atomic_load_explicit(&g_identity_hits, memory_order_relaxed)
+                        ? idents_of(s)
+                        : 0;
   front_t *f = front_enter(true);
   if (!f)
     return;
@@ -332,14 +385,18 @@ static void front_fill(uint64_t key, snap_stack_t *s) {
   slot->key = key;
   slot->stack = snap__stack_retain(s);
   slot->bytes = s->bytes;
+  slot->idents = idents;
   atomic_fetch_add_explicit(&g_front_bytes, s->bytes, memory_order_relaxed);
   front_leave(f);
   snap_stack_release(gone[0]);
   snap_stack_release(gone[1]);
 }
 
+/* table_current false: the caller has not asked the loader's stamp;
+   a hit is served only if its images are still the ones the slot
+   recorded (idents_live), else NULL and the caller asks. */
 static snap_stack_t *front_get(uint64_t key, const uintptr_t *pcs, int n,
-                               unsigned flags) {
+                               unsigned flags, bool table_current) {
   front_t *f = front_enter(false);
   if (!f)
     return NULL;
@@ -347,7 +404,8 @@ static snap_stack_t *front_get(uint64_t key, const uintptr_t *pcs, int n,
   if (!slot->stack || slot->key != key)
     slot = front_slot(f, key, 1);
   snap_stack_t *s = slot->stack;
-  if (!s || slot->key != key || !same_key(s, pcs, n, flags)) {
+  if (!s || slot->key != key || !same_key(s, pcs, n, flags) ||
+      (!table_current && !idents_live(s, slot->idents))) {
     front_leave(f);
     return NULL;
   }
@@ -406,12 +464,12 @@ static snap_stack_t *drop(stripe_t *st, entry_t *e) {
 }
 
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
-                                    unsigned flags) {
+                                    unsigned flags, bool table_current) {
   if (!caching())
     return NULL;
   key &= atomic_load_explicit(&g_key_mask, memory_order_relaxed);
-  snap_stack_t *hit = front_get(key, pcs, n, flags);
-  if (hit)
+  snap_stack_t *hit = front_get(key, pcs, n, flags, table_current);
+  if (hit || !table_current)
     return hit;
 
   stripe_t *st = stripe_of(key);
@@ -567,6 +625,12 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   front_fill(key, result);
   trim_to_cap();
   return result;
+}
+
+void snap__cache_set_identity_hits(bool on) {
+  atomic_store(&g_identity_hits, on);
+  if (atomic_load(&g_ready))
+    fronts_flush(); /* slots filled before record no identities */
 }
 
 void snap__cache_set_key_mask(uint64_t mask) {
