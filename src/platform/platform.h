@@ -278,7 +278,8 @@ bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
 
 /* Calls cb once per executable range of every loaded image. [setup] */
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx);
-/* A number that changes whenever an image is loaded or unloaded. [setup] */
+/* A number that changes whenever an image is loaded or unloaded, and
+   only grows: a stamp read later is never smaller. [setup] */
 uint64_t snap__plat_images_stamp(void);
 /* The directory whose images count as the app by default, with its
    trailing '/': Linux, the main executable's directory; Apple, the
