@@ -379,6 +379,11 @@ int snap__plat_write_all(int fd, const void *buf, size_t n);
    second call on the same thread replaces arg. [setup] */
 int snap__plat_on_thread_exit(void (*fn)(void *), void *arg);
 
+/* What heap block p (from malloc, asked for `asked` bytes) really takes
+   from the allocator, its header included where it has one; 0 for NULL.
+   For the symbol cache's cap (posix/alloc_size.c). [setup] */
+size_t snap__plat_alloc_size(const void *p, size_t asked);
+
 /* ---- Locks ------------------------------------------------------------- */
 
 /* Mutual exclusion: the only way the library's own code keeps one thread

@@ -37,16 +37,23 @@
  *    lock-free identity of every such image equals what the table recorded
  *    when the slot was filled (idents_of, idents_live).
  *
- * Memory: the cap counts the table (entries and compact stacks; the
- * uthash bucket arrays add ~16 bytes per entry on top), the fronts (each
- * front's block and every stack a slot holds, at its size when filled:
- * also counted when the table holds it too, an upper bound), the shared
- * symbol strings (intern.c) and the stacks' views (frames and lines built
- * when a user asked for them: stack.c). Each stripe holds at most
- * limit / STRIPES bytes, the fronts together at most limit / 16, and after
- * every insertion, view or front fill the least recently used entries go,
- * stripe by stripe, until the total is under the cap. What a user holds
- * stays alive through its reference count, counted while it lives.
+ * Memory: the cap counts the table (entries, compact stacks and uthash's
+ * index of each stripe), the fronts (each thread's slot block and every
+ * stack a slot holds, at its size when filled: also counted when the table
+ * holds it too, an upper bound), the shared symbol strings (intern.c) and
+ * the stacks' views (frames and lines built when a user asked for them:
+ * stack.c). Blocks count at what the allocator really gives them
+ * (snap__plat_alloc_size: the size class and glibc's chunk header, not the
+ * size asked for — the heap grew 1.3-2.2x what was counted otherwise;
+ * tests/symbols/test_cache_bytes.c holds it to glibc's own count). Each
+ * stripe holds at most limit / STRIPES bytes, the fronts together at most
+ * limit / 16, and after every insertion, view or front fill the least
+ * recently used entries go, stripe by stripe, until the total is under
+ * the cap. What a user holds stays alive through its reference count,
+ * counted while it lives. A cap of 0 holds nothing: the table, the shared
+ * strings' tables and every front's slot block go (a front its owner was
+ * in at that instant goes on the owner's next call); what stays is each
+ * thread's thread-local front header (~64 bytes, no heap of ours).
  *
  * Locks: each stripe has a snap__lock_t (a priority-donating
  * os_unfair_lock on Apple), not a semaphore: the main thread's privacy
@@ -91,7 +98,8 @@ typedef struct stripe {
   snap__lock_t lock;
   entry_t *table;
   entry_t *newest, *oldest;
-  size_t bytes;
+  size_t bytes;       /* entries, their stacks and index_bytes */
+  size_t index_bytes; /* uthash's table and bucket array, as last counted */
   uint64_t entries, hits, misses, evictions;
 } stripe_t;
 
@@ -115,21 +123,26 @@ typedef struct front_slot {
   uint64_t idents;     /* idents_of the stack's images when filled, or 0 */
 } front_slot_t;
 
-/* On cache lines of its own (allocated aligned, a multiple of them in
-   size): the owner writes busy on every call, and two threads' fronts
-   side by side on one line would move it between their cores. */
+/* The thread's own (thread-local, so it lives as long as the thread and
+   another thread may take it busy and edit it): on cache lines of its own,
+   since the owner writes busy on every call, and two threads' fronts side
+   by side on one line would move it between their cores. Its slots are a
+   heap block made on the first fill, which a flusher frees when the cap
+   goes to 0 (a cap of 0 holds nothing). */
 typedef struct front {
   _Alignas(128) atomic_bool busy; /* its owner or a flusher is in it */
+  bool listed;                    /* in the registry, exit handler set */
   uint64_t epoch;                 /* g_front_epoch it was last emptied for */
   struct front *newer, *older;    /* the registry, under g_fronts_lock */
-  front_slot_t slot[FRONT_SLOTS];
+  front_slot_t *slot;             /* FRONT_SLOTS of them, or NULL */
+  size_t slot_bytes;              /* the block's size in g_front_bytes */
 } front_t;
 
 static snap__lock_t g_fronts_lock;
 static front_t *g_fronts;
 static atomic_uint_fast64_t g_front_epoch;
 static atomic_size_t g_front_bytes;
-static _Thread_local front_t *t_front;
+static _Thread_local front_t t_front;
 /* Hits checked by image identity instead of the loader's stamp
    (snap__cache_set_identity_hits): fronts then record identities. */
 static atomic_bool g_identity_hits;
@@ -158,6 +171,11 @@ static stripe_t *stripe_of(uint64_t key) {
 static bool caching(void) {
   return atomic_load_explicit(&g_ready, memory_order_acquire) &&
          atomic_load_explicit(&g_limit, memory_order_relaxed) > 0;
+}
+
+/* What s takes from the allocator (its one block; views count apart). */
+static size_t stack_bytes(const snap_stack_t *s) {
+  return snap__plat_alloc_size(s, s->bytes);
 }
 
 /* ---- Verification ------------------------------------------------------- */
@@ -250,7 +268,7 @@ static bool idents_live(const snap_stack_t *s, uint64_t idents) {
    how many. The caller holds f (busy) and releases them afterwards. */
 static int front_take_all(front_t *f, snap_stack_t **out) {
   int n = 0;
-  for (int i = 0; i < FRONT_SLOTS; i++)
+  for (int i = 0; f->slot && i < FRONT_SLOTS; i++)
     if (f->slot[i].stack) {
       out[n++] = f->slot[i].stack;
       atomic_fetch_sub_explicit(&g_front_bytes, f->slot[i].bytes,
@@ -265,8 +283,17 @@ static void release_all(snap_stack_t **v, int n) {
     snap_stack_release(v[i]);
 }
 
+/* Frees f's (empty) slot block. The caller holds f (busy). */
+static void front_free_block(front_t *f) {
+  free(f->slot);
+  f->slot = NULL;
+  atomic_fetch_sub_explicit(&g_front_bytes, f->slot_bytes,
+                            memory_order_relaxed);
+  f->slot_bytes = 0;
+}
+
 /* At the thread's exit: out of the registry (so no flusher can be in it
-   after), then emptied and freed. */
+   after), then emptied and its block freed. */
 static void front_exit(void *arg) {
   front_t *f = arg;
   snap__plat_lock_lock(&g_fronts_lock);
@@ -276,45 +303,50 @@ static void front_exit(void *arg) {
     g_fronts = f->older;
   if (f->older)
     f->older->newer = f->newer;
+  f->newer = f->older = NULL;
+  f->listed = false;
   snap__plat_lock_unlock(&g_fronts_lock);
   snap_stack_t *v[FRONT_SLOTS];
   release_all(v, front_take_all(f, v));
-  atomic_fetch_sub_explicit(&g_front_bytes, sizeof *f, memory_order_relaxed);
-  free(f);
-  t_front = NULL;
+  front_free_block(f);
 }
 
-/* The calling thread's front, marked busy, or NULL (none yet and create
-   false, none to be had, or a flusher in it right now). Emptied first when
-   the cap went down since it was last. Leave with front_leave. */
+/* The calling thread's front with its slots, marked busy, or NULL (no
+   slots yet and create false, none to be had, or a flusher in it right
+   now). Emptied first when the cap went down since it was last. Leave
+   with front_leave. */
 static front_t *front_enter(bool create) {
-  front_t *f = t_front;
-  if (!f && create) {
-    void *mem = NULL; /* posix_memalign: aligned_alloc needs iOS 13 */
-    f = posix_memalign(&mem, _Alignof(front_t), sizeof *f) == 0 ? mem : NULL;
-    if (f)
-      memset(f, 0, sizeof *f);
-    if (!f || snap__plat_on_thread_exit(front_exit, f) != SNAP_OK) {
-      free(f); /* without cleanup at exit, keep no references */
-      return NULL;
-    }
-    atomic_fetch_add_explicit(&g_front_bytes, sizeof *f, memory_order_relaxed);
+  front_t *f = &t_front;
+  if (!f->listed) {
+    if (!create || snap__plat_on_thread_exit(front_exit, f) != SNAP_OK)
+      return NULL; /* without cleanup at exit, keep no references */
     f->epoch = atomic_load(&g_front_epoch);
     snap__plat_lock_lock(&g_fronts_lock);
     f->older = g_fronts;
     if (g_fronts)
       g_fronts->newer = f;
     g_fronts = f;
+    f->listed = true;
     snap__plat_lock_unlock(&g_fronts_lock);
-    t_front = f;
   }
-  if (!f || atomic_exchange_explicit(&f->busy, true, memory_order_acquire))
+  if (atomic_exchange_explicit(&f->busy, true, memory_order_acquire))
     return NULL;
   uint64_t epoch = atomic_load_explicit(&g_front_epoch, memory_order_relaxed);
   if (f->epoch != epoch) {
     f->epoch = epoch;
     snap_stack_t *v[FRONT_SLOTS];
     release_all(v, front_take_all(f, v));
+  }
+  if (!f->slot && create) {
+    size_t asked = FRONT_SLOTS * sizeof *f->slot;
+    f->slot = calloc(FRONT_SLOTS, sizeof *f->slot);
+    f->slot_bytes = snap__plat_alloc_size(f->slot, asked);
+    atomic_fetch_add_explicit(&g_front_bytes, f->slot_bytes,
+                              memory_order_relaxed);
+  }
+  if (!f->slot) {
+    atomic_store_explicit(&f->busy, false, memory_order_release);
+    return NULL;
   }
   return f;
 }
@@ -324,8 +356,10 @@ static void front_leave(front_t *f) {
 }
 
 /* Empties every front no thread is in now; the others empty themselves on
-   their owner's next call (the epoch). */
-static void fronts_flush(void) {
+   their owner's next call (the epoch). free_blocks: their slot blocks go
+   too (a cap of 0); a front busy now keeps its empty block until its
+   owner's next call (snap__cache_get). */
+static void fronts_flush(bool free_blocks) {
   uint64_t epoch = atomic_fetch_add(&g_front_epoch, 1) + 1;
   snap__plat_lock_lock(&g_fronts_lock);
   size_t n = 0;
@@ -339,6 +373,8 @@ static void fronts_flush(void) {
       continue;
     f->epoch = epoch;
     nv += (size_t)front_take_all(f, v + nv);
+    if (free_blocks)
+      front_free_block(f);
     atomic_store_explicit(&f->busy, false, memory_order_release);
   }
   snap__plat_lock_unlock(&g_fronts_lock);
@@ -358,7 +394,8 @@ static front_slot_t *front_slot(front_t *f, uint64_t key, int way) {
    Not when the fronts hold a sixteenth of the cap already. */
 static void front_fill(uint64_t key, snap_stack_t *s) {
   size_t limit = atomic_load_explicit(&g_limit, memory_order_relaxed);
-  if (atomic_load_explicit(&g_front_bytes, memory_order_relaxed) + s->bytes >
+  size_t bytes = stack_bytes(s);
+  if (atomic_load_explicit(&g_front_bytes, memory_order_relaxed) + bytes >
       limit / 16)
     return;
   uint64_t idents = atomic_load_explicit(&g_identity_hits, memory_order_relaxed)
@@ -384,9 +421,9 @@ static void front_fill(uint64_t key, snap_stack_t *s) {
   }
   slot->key = key;
   slot->stack = snap__stack_retain(s);
-  slot->bytes = s->bytes;
+  slot->bytes = bytes;
   slot->idents = idents;
-  atomic_fetch_add_explicit(&g_front_bytes, s->bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g_front_bytes, bytes, memory_order_relaxed);
   front_leave(f);
   snap_stack_release(gone[0]);
   snap_stack_release(gone[1]);
@@ -450,10 +487,32 @@ static void lru_push(stripe_t *st, entry_t *e) {
     st->oldest = e;
 }
 
+/* Counts what uthash's index of st takes now (it grows and shrinks its
+   bucket array on its own, and frees it with the last entry). Under the
+   stripe's lock, after every add or delete. */
+static void reindex(stripe_t *st) {
+  size_t now = 0;
+  if (st->table) {
+    const UT_hash_table *tbl = st->table->hh.tbl;
+    now = snap__plat_alloc_size(tbl, sizeof *tbl) +
+          snap__plat_alloc_size(tbl->buckets,
+                                tbl->num_buckets * sizeof *tbl->buckets);
+  }
+  st->bytes = st->bytes - st->index_bytes + now;
+  if (now >= st->index_bytes)
+    atomic_fetch_add_explicit(&g_table_bytes, now - st->index_bytes,
+                              memory_order_relaxed);
+  else
+    atomic_fetch_sub_explicit(&g_table_bytes, st->index_bytes - now,
+                              memory_order_relaxed);
+  st->index_bytes = now;
+}
+
 /* Unlinks e; returns its stack, to be released after the lock is
    dropped (a release may free memory: keep it out of the critical section). */
 static snap_stack_t *drop(stripe_t *st, entry_t *e) {
   HASH_DELETE(hh, st->table, e);
+  reindex(st);
   lru_unlink(st, e);
   st->bytes -= e->bytes;
   atomic_fetch_sub_explicit(&g_table_bytes, e->bytes, memory_order_relaxed);
@@ -465,8 +524,19 @@ static snap_stack_t *drop(stripe_t *st, entry_t *e) {
 
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
                                     unsigned flags, bool table_current) {
-  if (!caching())
+  if (!caching()) {
+    /* A cap of 0: this thread's front, busy when the cap went down, goes
+       now (fronts_flush). */
+    if (t_front.slot && atomic_load_explicit(&g_ready, memory_order_acquire) &&
+        !atomic_exchange_explicit(&t_front.busy, true, memory_order_acquire)) {
+      snap_stack_t *v[FRONT_SLOTS];
+      int nv = front_take_all(&t_front, v);
+      front_free_block(&t_front);
+      atomic_store_explicit(&t_front.busy, false, memory_order_release);
+      release_all(v, nv);
+    }
     return NULL;
+  }
   key &= atomic_load_explicit(&g_key_mask, memory_order_relaxed);
   snap_stack_t *hit = front_get(key, pcs, n, flags, table_current);
   if (hit || !table_current)
@@ -568,12 +638,14 @@ static void trim_stripe(stripe_t *st, size_t cap, const entry_t *keep) {
 
 const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   size_t cap = atomic_load_explicit(&g_limit, memory_order_relaxed) / STRIPES;
-  size_t bytes = sizeof(entry_t) + s->bytes;
+  size_t bytes = sizeof(entry_t) + stack_bytes(s);
   if (!caching() || bytes > cap)
     return s; /* not cached: the caller owns the only reference */
   entry_t *fresh_entry = malloc(sizeof *fresh_entry);
   if (!fresh_entry)
     return s;
+  bytes =
+      snap__plat_alloc_size(fresh_entry, sizeof *fresh_entry) + stack_bytes(s);
   uint64_t key =
       s->key.hash & atomic_load_explicit(&g_key_mask, memory_order_relaxed);
   memset(fresh_entry, 0, sizeof *fresh_entry);
@@ -605,6 +677,7 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
       out[nout++] = drop(st, e);
     t_hash_oom = false;
     HASH_ADD(hh, st->table, key, sizeof key, fresh_entry);
+    reindex(st);
     if (t_hash_oom) { /* uthash could not grow its index: not cached */
       out[nout++] = fresh_entry->stack;
       free(fresh_entry);
@@ -630,7 +703,7 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
 void snap__cache_set_identity_hits(bool on) {
   atomic_store(&g_identity_hits, on);
   if (atomic_load(&g_ready))
-    fronts_flush(); /* slots filled before record no identities */
+    fronts_flush(false); /* slots filled before record no identities */
 }
 
 void snap__cache_set_key_mask(uint64_t mask) {
@@ -644,7 +717,7 @@ int snap_set_symbol_cache_limit(size_t bytes) {
      dropped), then each stripe to its share, then the whole. */
   if (!atomic_load(&g_ready))
     return SNAP_OK;
-  fronts_flush();
+  fronts_flush(bytes == 0);
   for (int i = 0; i < STRIPES; i++)
     trim_stripe(&g_stripes[i].s, bytes / STRIPES, NULL);
   trim_to_cap();
