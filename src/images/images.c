@@ -28,7 +28,11 @@
 
 struct snap__images {
   atomic_int readers;
-  uint64_t generation;
+  /* Atomic: snap__images_current_generation reads it without a
+     reference, so from a slot a writer may be refilling; the value read
+     then is a generation no stack was checked under yet (it is published
+     after), which only sends the caller to the table. */
+  _Atomic uint64_t generation;
   int count;
   snap__image_t *ranges; /* sorted by start; the slot's payload */
 };
@@ -98,13 +102,13 @@ const snap__image_t *snap__images_find(const snap__images_t *t, uintptr_t pc) {
 }
 
 uint64_t snap__images_generation(const snap__images_t *t) {
-  return t->generation;
+  return atomic_load_explicit(&t->generation, memory_order_relaxed);
 }
 
 uint64_t snap__images_current_generation(void) {
   struct snap__images *t =
       atomic_load_explicit(&g_current, memory_order_acquire);
-  return t ? t->generation : 0;
+  return t ? atomic_load_explicit(&t->generation, memory_order_relaxed) : 0;
 }
 
 /* ---- Building (writer side) --------------------------------------------- */
@@ -323,7 +327,7 @@ static int build(bool force, uint64_t stamp) {
   }
   slot->ranges = c.v;
   slot->count = c.n;
-  slot->generation = generation;
+  atomic_store_explicit(&slot->generation, generation, memory_order_relaxed);
   atomic_store_explicit(&g_current, slot, memory_order_release);
   atomic_store_explicit(&g_stamp, stamp, memory_order_release);
   atomic_store(&g_built, true);
