@@ -33,6 +33,10 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
    [setup] */
 void snap__cache_set_identity_hits(bool on);
 
+/* Test hook: how many of the calling thread's lookups its front could not
+   answer (each went to the shared table). [setup] */
+uint64_t snap__cache_front_misses(void);
+
 /* Offers a freshly named stack (its key filled in by snap__stack_pack).
    Returns the stack the caller should use, with a reference for it: s
    itself, or an equal one another thread cached first (then s is

@@ -91,6 +91,8 @@ snap_same_address_test(test_reload_capture snap_churn_ctor_a snap_churn_ctor_b)
 # one last (test_publish_order, made to happen through a test hook), and
 # naming under churn from several threads never finds a pc of a library
 # that stayed loaded in no image (test_churn_misses, counted).
+# Issue 26, goal 2: a thread cycling through 64 call sites stays in its front.
+snap_test(test_front_cycle symbols/test_front_cycle.c)
 # Issue 26, goal 6: the cache's count against glibc's heap.
 snap_test(test_cache_bytes symbols/test_cache_bytes.c)
 snap_test(test_publish_order images/test_publish_order.c)
