@@ -7,17 +7,21 @@
  * one reference to a named stack, its size, and its place in the stripe's
  * LRU list; the stack itself carries the real key (flags and every pc).
  *
- * Per-thread front: FRONT_SLOTS slots per thread (two candidates per key),
- * each one more reference to a stack. A repeated call site is answered there
- * without touching anything another thread writes — no lock, no LRU
- * splice, no shared counter — which is what lets two threads on two stacks run
- * in parallel (a stripe lock taken on every hit moves its cache line
- * between cores on every call). A front miss goes to the shared table and
- * refills the slot. Fronts are heap blocks in a registry, so that another
- * thread can empty them: the owner marks its front busy (one atomic
- * exchange on its own cache line) while in it; a lower cap bumps an epoch
- * and empties every front not busy at once, and a busy one empties itself
- * on its owner's next call. Slots are released when the thread exits.
+ * Per-thread front: FRONT_SLOTS slots per thread (FRONT_WAYS candidates
+ * per key; a fill replaces the one filled longest ago), each one more
+ * reference to a stack. A repeated call site is answered there without
+ * touching anything another thread writes — no lock, no LRU splice, no
+ * shared counter — which is what lets two threads on two stacks run in
+ * parallel (a stripe lock taken on every hit moves its cache line between
+ * cores on every call). A front miss goes to the shared table and refills
+ * the slot. Fronts are thread-local headers in a registry, their slots a
+ * heap block, so that another thread can empty them: the owner marks its
+ * front busy (one atomic exchange on its own cache line) while in it; a
+ * lower cap bumps an epoch and empties every front not busy at once (a cap
+ * of 0 frees their blocks too), and a busy one empties itself on its
+ * owner's next call. Slots are released when the thread exits. (What a
+ * hit still shares with other threads on Linux is the loader's lock:
+ * symbolicate.c.)
  *
  * Verification, on every hit, front or shared:
  *  - the key: n, flags and every pc equal. Two stacks with the same hash
