@@ -32,14 +32,17 @@
  * same identity, and its old names would be served until a miss refreshes
  * the table. tests/symbols/test_dlclose_naming.c's two libraries are
  * exactly that case: run with identity hits on, 1.5 % of its checked
- * stacks (259 k of 17.3 M) came back with the unloaded library's names. No lock-free answer closes that hole: glibc publishes no
- * load/unload counter outside the lock (r_debug has only a state, not a
- * count; _dl_find_object's version and the counts dl_iterate_phdr copies
- * live in its private data), and the library's build ID, which would tell
- * the two apart, is in memory a concurrent dlclose can unmap. So exact is
- * the default, made as cheap as it can be (the fork gate a hit passes
- * writes only the thread's own line: posix/lock_fork.c), and identity
- * hits stay a measured alternative (snap__symbolicate_set_identity_hits).
+ * stacks (259 k of 17.3 M) came back with the unloaded library's names.
+ * No lock-free answer closes that hole: glibc publishes no load/unload
+ * counter outside the lock (r_debug has only a state, not a count;
+ * _dl_find_object's version and the counts dl_iterate_phdr copies live in
+ * its private data), and the library's build ID, which would tell the two
+ * apart, is in memory a concurrent dlclose can unmap. So exact is the
+ * default, made as cheap as it can be (the fork gate a hit passes writes
+ * only the thread's own line: posix/lock_fork.c; a thread's front answers
+ * its repeated call sites without falling through to the shared table:
+ * cache.c), and identity hits stay a measured alternative
+ * (snap__symbolicate_set_identity_hits).
  *
  * Must not: run in the stopped window, or name anything while holding a
  * cache stripe.
