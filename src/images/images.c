@@ -28,7 +28,11 @@
 
 struct snap__images {
   atomic_int readers;
-  uint64_t generation;
+  /* Atomic: snap__images_current_generation reads it without a
+     reference, so from a slot a writer may be refilling; the value read
+     then is a generation no stack was checked under yet (it is published
+     after), which only sends the caller to the table. */
+  _Atomic uint64_t generation;
   int count;
   snap__image_t *ranges; /* sorted by start; the slot's payload */
 };
@@ -98,13 +102,13 @@ const snap__image_t *snap__images_find(const snap__images_t *t, uintptr_t pc) {
 }
 
 uint64_t snap__images_generation(const snap__images_t *t) {
-  return t->generation;
+  return atomic_load_explicit(&t->generation, memory_order_relaxed);
 }
 
 uint64_t snap__images_current_generation(void) {
   struct snap__images *t =
       atomic_load_explicit(&g_current, memory_order_acquire);
-  return t ? t->generation : 0;
+  return t ? atomic_load_explicit(&t->generation, memory_order_relaxed) : 0;
 }
 
 /* ---- Building (writer side) --------------------------------------------- */
@@ -232,8 +236,24 @@ static void free_collected(collect_t *c) {
   free(c->v);
 }
 
+static void (*_Atomic g_before_publish)(void); /* test hook, or NULL */
+
+void snap__images_set_publish_hook(void (*fn)(void)) {
+  atomic_store(&g_before_publish, fn);
+}
+
 /* Builds and publishes a new table unless one is current (force: always);
    stamp is the platform's load/unload stamp, read by the caller first.
+   Never publishes a table older than the one published: builds run at
+   once in several threads, each enumerating outside our lock, and one
+   that enumerated before a dlopen could take the lock after another that
+   enumerated after it. Publishing it would put a table without that
+   library back, with a stamp that says so — but a thread that had just
+   compared the newer stamp (refresh_if_stale: equal, nothing to do) and
+   acquired the table after it would name that library's pcs as in no
+   image (issue 26: 1-2 such pcs in millions under churn). Stamps only grow
+   (platform.h), so the older of two builds is the one with the smaller
+   stamp, and it is dropped.
    The platform is asked first, holding no lock of ours: enumerating takes
    the loader's lock, and a thread inside dlopen (running a library's
    constructor, say, that asks for a stack) holds that lock and may then
@@ -254,7 +274,20 @@ static int build(bool force, uint64_t stamp) {
     return rc;
   }
 
+  void (*hook)(void) = atomic_load(&g_before_publish);
+  if (hook)
+    hook();
+
   snap__plat_lazy_lock(&g_writer);
+  uint64_t published = atomic_load(&g_stamp);
+  if (atomic_load(&g_built) &&
+      (stamp < published || (!force && stamp == published))) {
+    /* Another build published a table at least as new (with the app
+       prefixes as they are: in_app is decided under this lock). */
+    snap__plat_lazy_unlock(&g_writer);
+    free_collected(&c);
+    return SNAP_OK;
+  }
   for (int i = 0; i < c.n && rc == SNAP_OK; i++) {
     const char *interned = intern(c.v[i].path);
     const char *id = c.v[i].build_id ? intern(c.v[i].build_id) : NULL;
@@ -294,7 +327,7 @@ static int build(bool force, uint64_t stamp) {
   }
   slot->ranges = c.v;
   slot->count = c.n;
-  slot->generation = generation;
+  atomic_store_explicit(&slot->generation, generation, memory_order_relaxed);
   atomic_store_explicit(&g_current, slot, memory_order_release);
   atomic_store_explicit(&g_stamp, stamp, memory_order_release);
   atomic_store(&g_built, true);

@@ -26,11 +26,11 @@ typedef struct snap__image {
   uintptr_t unwind_hi;
   uintptr_t func_index; /* the platform's function-start index, 0 if none */
   size_t func_index_size;
-  const char *path; /* points into the table's string pool */
-  const char *name; /* base name of path */
-  uint64_t ident;   /* who the image was (snap__plat_ident_t.id): a pc whose
-                       live identity differs is no longer this image's */
-  uint64_t content; /* snap__plat_range_t.content */
+  const char *path;     /* points into the table's string pool */
+  const char *name;     /* base name of path */
+  uint64_t ident;       /* who the image was (snap__plat_ident_t.id): a pc whose
+                           live identity differs is no longer this image's */
+  uint64_t content;     /* snap__plat_range_t.content */
   const char *build_id; /* its text (snap__plat_build_id_text), interned
                            like path; NULL if the image has none */
   uintptr_t size;       /* extent from base (snap__plat_range_t.size) */
@@ -70,5 +70,9 @@ int snap__images_refresh(bool force);
 /* The same for hot paths: asks the platform's load/unload stamp and takes
    the writer lock only when the stamp moved. [setup] */
 int snap__images_refresh_if_stale(void);
+
+/* Test hook: fn runs in every build between enumerating the images and
+   taking the writer lock to publish (NULL: none). [setup] */
+void snap__images_set_publish_hook(void (*fn)(void));
 
 #endif /* SNAP_IMAGES_H */

@@ -306,7 +306,8 @@ bool snap__plat_function_bounds(uintptr_t index, size_t index_size,
 
 /* Calls cb once per executable range of every loaded image. [setup] */
 int snap__plat_images_enumerate(snap__plat_range_cb cb, void *ctx);
-/* A number that changes whenever an image is loaded or unloaded. [setup] */
+/* A number that changes whenever an image is loaded or unloaded, and
+   only grows: a stamp read later is never smaller. [setup] */
 uint64_t snap__plat_images_stamp(void);
 /* The directory whose images count as the app by default, with its
    trailing '/': Linux, the main executable's directory; Apple, the
@@ -410,6 +411,11 @@ int snap__plat_write_all(int fd, const void *buf, size_t n);
    (the symbol cache's per-thread slots); another fn gets SNAP_EBUSY. A
    second call on the same thread replaces arg. [setup] */
 int snap__plat_on_thread_exit(void (*fn)(void *), void *arg);
+
+/* What heap block p (from malloc, asked for `asked` bytes) really takes
+   from the allocator, its header included where it has one; 0 for NULL.
+   For the symbol cache's cap (posix/alloc_size.c). [setup] */
+size_t snap__plat_alloc_size(const void *p, size_t asked);
 
 /* ---- Locks ------------------------------------------------------------- */
 

@@ -7,17 +7,21 @@
  * one reference to a named stack, its size, and its place in the stripe's
  * LRU list; the stack itself carries the real key (flags and every pc).
  *
- * Per-thread front: FRONT_SLOTS slots per thread (two candidates per key),
- * each one more reference to a stack. A repeated call site is answered there
- * without touching anything another thread writes — no lock, no LRU
- * splice, no shared counter — which is what lets two threads on two stacks run
- * in parallel (a stripe lock taken on every hit moves its cache line
- * between cores on every call). A front miss goes to the shared table and
- * refills the slot. Fronts are heap blocks in a registry, so that another
- * thread can empty them: the owner marks its front busy (one atomic
- * exchange on its own cache line) while in it; a lower cap bumps an epoch
- * and empties every front not busy at once, and a busy one empties itself
- * on its owner's next call. Slots are released when the thread exits.
+ * Per-thread front: FRONT_SLOTS slots per thread (FRONT_WAYS candidates
+ * per key; a fill replaces the one filled longest ago), each one more
+ * reference to a stack. A repeated call site is answered there without
+ * touching anything another thread writes — no lock, no LRU splice, no
+ * shared counter — which is what lets two threads on two stacks run in
+ * parallel (a stripe lock taken on every hit moves its cache line between
+ * cores on every call). A front miss goes to the shared table and refills
+ * the slot. Fronts are thread-local headers in a registry, their slots a
+ * heap block, so that another thread can empty them: the owner marks its
+ * front busy (one atomic exchange on its own cache line) while in it; a
+ * lower cap bumps an epoch and empties every front not busy at once (a cap
+ * of 0 frees their blocks too), and a busy one empties itself on its
+ * owner's next call. Slots are released when the thread exits. (What a
+ * hit still shares with other threads on Linux is the loader's lock:
+ * symbolicate.c.)
  *
  * Verification, on every hit, front or shared:
  *  - the key: n, flags and every pc equal. Two stacks with the same hash
@@ -32,17 +36,28 @@
  *    named for that range is served, a library loaded at the same address
  *    gets its own names, and nothing the loader owns is read unlocked
  *    (reading its record of a library raced with dlclose freeing it).
+ *    With identity hits on (symbolicate.c says why they are off by
+ *    default), a front hit is served without the stamp when the loader's
+ *    lock-free identity of every such image equals what the table recorded
+ *    when the slot was filled (idents_of, idents_live).
  *
- * Memory: the cap counts the table (entries and compact stacks; the
- * uthash bucket arrays add ~16 bytes per entry on top), the fronts (each
- * front's block and every stack a slot holds, at its size when filled:
- * also counted when the table holds it too, an upper bound), the shared
- * symbol strings (intern.c) and the stacks' views (frames and lines built
- * when a user asked for them: stack.c). Each stripe holds at most
- * limit / STRIPES bytes, the fronts together at most limit / 16, and after
- * every insertion, view or front fill the least recently used entries go,
- * stripe by stripe, until the total is under the cap. What a user holds
- * stays alive through its reference count, counted while it lives.
+ * Memory: the cap counts the table (entries, compact stacks and uthash's
+ * index of each stripe), the fronts (each thread's slot block and every
+ * stack a slot holds, at its size when filled: also counted when the table
+ * holds it too, an upper bound), the shared symbol strings (intern.c) and
+ * the stacks' views (frames and lines built when a user asked for them:
+ * stack.c). Blocks count at what the allocator really gives them
+ * (snap__plat_alloc_size: the size class and glibc's chunk header, not the
+ * size asked for — the heap grew 1.3-2.2x what was counted otherwise;
+ * tests/symbols/test_cache_bytes.c holds it to glibc's own count). Each
+ * stripe holds at most limit / STRIPES bytes, the fronts together at most
+ * limit / 16, and after every insertion, view or front fill the least
+ * recently used entries go, stripe by stripe, until the total is under
+ * the cap. What a user holds stays alive through its reference count,
+ * counted while it lives. A cap of 0 holds nothing: the table, the shared
+ * strings' tables and every front's slot block go (a front its owner was
+ * in at that instant goes on the owner's next call); what stays is each
+ * thread's thread-local front header (~64 bytes, no heap of ours).
  *
  * Locks: each stripe has a snap__lock_t (a priority-donating
  * os_unfair_lock on Apple), not a semaphore: the main thread's privacy
@@ -90,7 +105,8 @@ typedef struct stripe {
   snap__lock_t lock;
   cache_entry_t *table;
   cache_entry_t *newest, *oldest;
-  size_t bytes;
+  size_t bytes;       /* entries, their stacks and index_bytes */
+  size_t index_bytes; /* uthash's table and bucket array, as last counted */
   uint64_t entries, hits, misses, evictions;
 } stripe_t;
 
@@ -110,25 +126,37 @@ static atomic_uint g_trim_next;           /* the stripe trimming starts at */
 typedef struct front_slot {
   uint64_t key;
   snap_stack_t *stack; /* one reference, or NULL */
-  size_t bytes;        /* what it counts for in g_front_bytes */
+  uint32_t bytes;      /* what it counts for in g_front_bytes */
+  uint32_t filled;     /* the front's fill count when it was filled */
+  uint64_t idents;     /* idents_of the stack's images when filled, or 0 */
 } front_slot_t;
 
-/* On cache lines of its own (allocated aligned, a multiple of them in
-   size): the owner writes busy on every call, and two threads' fronts
-   side by side on one line would move it between their cores. */
+/* The thread's own (thread-local, so it lives as long as the thread and
+   another thread may take it busy and edit it): on cache lines of its own,
+   since the owner writes busy on every call, and two threads' fronts side
+   by side on one line would move it between their cores. Its slots are a
+   heap block made on the first fill, which a flusher frees when the cap
+   goes to 0 (a cap of 0 holds nothing). */
 typedef struct front {
   _Alignas(128) atomic_bool busy; /* its owner or a flusher is in it */
+  bool listed;                    /* in the registry, exit handler set */
   uint64_t epoch;                 /* g_front_epoch it was last emptied for */
   struct front *newer, *older;    /* the registry, under g_fronts_lock */
-  front_slot_t slot[FRONT_SLOTS];
+  front_slot_t *slot;             /* FRONT_SLOTS of them, or NULL */
+  size_t slot_bytes;              /* the block's size in g_front_bytes */
+  uint32_t fills;                 /* slots filled so far (wraps) */
 } front_t;
 
 static snap__lock_t g_fronts_lock;
 static front_t *g_fronts;
 static atomic_uint_fast64_t g_front_epoch;
 static atomic_size_t g_front_bytes;
-static _Thread_local front_t *t_front;
+static _Thread_local front_t t_front;
+/* Hits checked by image identity instead of the loader's stamp
+   (snap__cache_set_identity_hits): fronts then record identities. */
+static atomic_bool g_identity_hits;
 static _Thread_local unsigned t_front_hits;
+static _Thread_local uint64_t t_front_misses; /* test hook's count */
 
 static void trim_to_cap(void);
 static void on_view(size_t bytes) {
@@ -153,6 +181,11 @@ static stripe_t *stripe_of(uint64_t key) {
 static bool caching(void) {
   return atomic_load_explicit(&g_ready, memory_order_acquire) &&
          atomic_load_explicit(&g_limit, memory_order_relaxed) > 0;
+}
+
+/* What s takes from the allocator (its one block; views count apart). */
+static size_t stack_bytes(const snap_stack_t *s) {
+  return snap__plat_alloc_size(s, s->bytes);
 }
 
 /* ---- Verification ------------------------------------------------------- */
@@ -197,13 +230,55 @@ static bool fresh(snap_stack_t *s) {
   return ok;
 }
 
+/* Mixes one image identity into h (never 0 for a real mix: 0 is "none"). */
+static uint64_t mix_ident(uint64_t h, uint64_t id) {
+  h = (h ^ id) * 0xD6E8FEB86659FD93ull;
+  return h ^ (h >> 32);
+}
+
+/* The identities (snap__plat_ident_t.id) of the images s's names came
+   from, as the image table recorded them under the loader's lock, mixed;
+   0 if the table no longer holds them unchanged since s was named, or the
+   platform cannot tell identities lock-free. Takes a table reference:
+   called when a front slot is filled, not on a hit. */
+static uint64_t idents_of(const snap_stack_t *s) {
+  const snap__images_t *t = snap__images_acquire();
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  if (!unchanged_since(s, t))
+    h = 0;
+  for (int i = 0; h && i < s->key.n_images; i++) {
+    const snap__image_t *img = snap__images_find(t, s->key.images[i].addr);
+    uint64_t id = img ? img->ident : SNAP__IDENT_NONE;
+    h = id == SNAP__IDENT_UNKNOWN ? 0 : mix_ident(h, id);
+  }
+  snap__images_release(t);
+  return h;
+}
+
+/* Whether the images at s's addresses are, now, the ones idents (from
+   idents_of) recorded: asked of the loader lock-free (_dl_find_object on
+   glibc, ~6 ns an image), no lock and no shared write. */
+static bool idents_live(const snap_stack_t *s, uint64_t idents) {
+  if (!idents)
+    return false;
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < s->key.n_images; i++) {
+    snap__plat_ident_t id;
+    snap__plat_image_ident(s->key.images[i].addr, &id);
+    if (id.id == SNAP__IDENT_UNKNOWN)
+      return false;
+    h = mix_ident(h, id.id);
+  }
+  return h == idents;
+}
+
 /* ---- Per-thread front ---------------------------------------------------- */
 
 /* Moves f's stacks into out (room for FRONT_SLOTS), emptying it; returns
    how many. The caller holds f (busy) and releases them afterwards. */
 static int front_take_all(front_t *f, snap_stack_t **out) {
   int n = 0;
-  for (int i = 0; i < FRONT_SLOTS; i++)
+  for (int i = 0; f->slot && i < FRONT_SLOTS; i++)
     if (f->slot[i].stack) {
       out[n++] = f->slot[i].stack;
       atomic_fetch_sub_explicit(&g_front_bytes, f->slot[i].bytes,
@@ -218,8 +293,17 @@ static void release_all(snap_stack_t **v, int n) {
     snap_stack_release(v[i]);
 }
 
+/* Frees f's (empty) slot block. The caller holds f (busy). */
+static void front_free_block(front_t *f) {
+  free(f->slot);
+  f->slot = NULL;
+  atomic_fetch_sub_explicit(&g_front_bytes, f->slot_bytes,
+                            memory_order_relaxed);
+  f->slot_bytes = 0;
+}
+
 /* At the thread's exit: out of the registry (so no flusher can be in it
-   after), then emptied and freed. */
+   after), then emptied and its block freed. */
 static void front_exit(void *arg) {
   front_t *f = arg;
   snap__plat_lock_lock(&g_fronts_lock);
@@ -229,45 +313,50 @@ static void front_exit(void *arg) {
     g_fronts = f->older;
   if (f->older)
     f->older->newer = f->newer;
+  f->newer = f->older = NULL;
+  f->listed = false;
   snap__plat_lock_unlock(&g_fronts_lock);
   snap_stack_t *v[FRONT_SLOTS];
   release_all(v, front_take_all(f, v));
-  atomic_fetch_sub_explicit(&g_front_bytes, sizeof *f, memory_order_relaxed);
-  free(f);
-  t_front = NULL;
+  front_free_block(f);
 }
 
-/* The calling thread's front, marked busy, or NULL (none yet and create
-   false, none to be had, or a flusher in it right now). Emptied first when
-   the cap went down since it was last. Leave with front_leave. */
+/* The calling thread's front with its slots, marked busy, or NULL (no
+   slots yet and create false, none to be had, or a flusher in it right
+   now). Emptied first when the cap went down since it was last. Leave
+   with front_leave. */
 static front_t *front_enter(bool create) {
-  front_t *f = t_front;
-  if (!f && create) {
-    void *mem = NULL; /* posix_memalign: aligned_alloc needs iOS 13 */
-    f = posix_memalign(&mem, _Alignof(front_t), sizeof *f) == 0 ? mem : NULL;
-    if (f)
-      memset(f, 0, sizeof *f);
-    if (!f || snap__plat_on_thread_exit(front_exit, f) != SNAP_OK) {
-      free(f); /* without cleanup at exit, keep no references */
-      return NULL;
-    }
-    atomic_fetch_add_explicit(&g_front_bytes, sizeof *f, memory_order_relaxed);
+  front_t *f = &t_front;
+  if (!f->listed) {
+    if (!create || snap__plat_on_thread_exit(front_exit, f) != SNAP_OK)
+      return NULL; /* without cleanup at exit, keep no references */
     f->epoch = atomic_load(&g_front_epoch);
     snap__plat_lock_lock(&g_fronts_lock);
     f->older = g_fronts;
     if (g_fronts)
       g_fronts->newer = f;
     g_fronts = f;
+    f->listed = true;
     snap__plat_lock_unlock(&g_fronts_lock);
-    t_front = f;
   }
-  if (!f || atomic_exchange_explicit(&f->busy, true, memory_order_acquire))
+  if (atomic_exchange_explicit(&f->busy, true, memory_order_acquire))
     return NULL;
   uint64_t epoch = atomic_load_explicit(&g_front_epoch, memory_order_relaxed);
   if (f->epoch != epoch) {
     f->epoch = epoch;
     snap_stack_t *v[FRONT_SLOTS];
     release_all(v, front_take_all(f, v));
+  }
+  if (!f->slot && create) {
+    size_t asked = FRONT_SLOTS * sizeof *f->slot;
+    f->slot = calloc(FRONT_SLOTS, sizeof *f->slot);
+    f->slot_bytes = snap__plat_alloc_size(f->slot, asked);
+    atomic_fetch_add_explicit(&g_front_bytes, f->slot_bytes,
+                              memory_order_relaxed);
+  }
+  if (!f->slot) {
+    atomic_store_explicit(&f->busy, false, memory_order_release);
+    return NULL;
   }
   return f;
 }
@@ -277,8 +366,10 @@ static void front_leave(front_t *f) {
 }
 
 /* Empties every front no thread is in now; the others empty themselves on
-   their owner's next call (the epoch). */
-static void fronts_flush(void) {
+   their owner's next call (the epoch). free_blocks: their slot blocks go
+   too (a cap of 0); a front busy now keeps its empty block until its
+   owner's next call (snap__cache_get). */
+static void fronts_flush(bool free_blocks) {
   uint64_t epoch = atomic_fetch_add(&g_front_epoch, 1) + 1;
   snap__plat_lock_lock(&g_fronts_lock);
   size_t n = 0;
@@ -292,6 +383,8 @@ static void fronts_flush(void) {
       continue;
     f->epoch = epoch;
     nv += (size_t)front_take_all(f, v + nv);
+    if (free_blocks)
+      front_free_block(f);
     atomic_store_explicit(&f->busy, false, memory_order_release);
   }
   snap__plat_lock_unlock(&g_fronts_lock);
@@ -299,58 +392,70 @@ static void fronts_flush(void) {
   free(v);
 }
 
-/* Two candidate slots per key (two-choice hashing): a thread cycling
-   through a few dozen call sites rarely has two that evict each other. */
+/* FRONT_WAYS candidate slots per key, from four 16-bit parts of the hash.
+   With two, a thread cycling through 64 call sites kept missing in about
+   one run in ten (three keys whose slots overlap take turns evicting each
+   other; simulated: 45 runs of 400 over 64 misses in 200 rounds); with
+   four, none of 400 (at most 6 misses after the first round). A hit
+   probes until its key's slot, most often the first. */
+#define FRONT_WAYS 4
 static front_slot_t *front_slot(front_t *f, uint64_t key, int way) {
-  return &f->slot[(way ? key >> 24 : key) % FRONT_SLOTS];
+  return &f->slot[(key >> (16 * way)) % FRONT_SLOTS];
 }
 
 /* Puts a new reference to s into one of the calling thread's slots for key:
-   an empty one; else the first, after its occupant moves to the second
-   (whose occupant goes) — a cheap approximation of least recently filled.
+   an empty one, else the one filled longest ago, whose occupant goes. (It
+   once moved the first slot's occupant to the second, which is not one of
+   that key's own slots: it was lost there, and a thread cycling through 64
+   call sites missed its front on 5-30 % of calls, each miss a stripe lock
+   and an LRU splice on shared lines: tests/symbols/test_front_cycle.c.)
    Not when the fronts hold a sixteenth of the cap already. */
 static void front_fill(uint64_t key, snap_stack_t *s) {
   size_t limit = atomic_load_explicit(&g_limit, memory_order_relaxed);
-  if (atomic_load_explicit(&g_front_bytes, memory_order_relaxed) + s->bytes >
+  size_t bytes = stack_bytes(s);
+  if (atomic_load_explicit(&g_front_bytes, memory_order_relaxed) + bytes >
       limit / 16)
     return;
+  uint64_t idents = atomic_load_explicit(&g_identity_hits, memory_order_relaxed)
+                        ? idents_of(s)
+                        : 0;
   front_t *f = front_enter(true);
   if (!f)
     return;
-  front_slot_t *a = front_slot(f, key, 0), *b = front_slot(f, key, 1);
-  front_slot_t *slot = !a->stack ? a : !b->stack ? b : a;
-  snap_stack_t *gone[2] = {NULL, NULL};
-  if (slot == a && a->stack && a != b) { /* a's occupant to b, b's out */
-    gone[0] = b->stack;
-    atomic_fetch_sub_explicit(&g_front_bytes, b->stack ? b->bytes : 0,
-                              memory_order_relaxed);
-    *b = *a;
-    a->stack = NULL;
+  front_slot_t *slot = front_slot(f, key, 0);
+  for (int w = 0; w < FRONT_WAYS && slot->stack; w++) {
+    front_slot_t *c = front_slot(f, key, w);
+    if (!c->stack || (int32_t)(c->filled - slot->filled) < 0)
+      slot = c;
   }
-  if (slot->stack) {
-    gone[1] = slot->stack;
+  snap_stack_t *gone = slot->stack;
+  if (gone)
     atomic_fetch_sub_explicit(&g_front_bytes, slot->bytes,
                               memory_order_relaxed);
-  }
   slot->key = key;
   slot->stack = snap__stack_retain(s);
-  slot->bytes = s->bytes;
-  atomic_fetch_add_explicit(&g_front_bytes, s->bytes, memory_order_relaxed);
+  slot->bytes = (uint32_t)bytes;
+  slot->filled = ++f->fills;
+  slot->idents = idents;
+  atomic_fetch_add_explicit(&g_front_bytes, bytes, memory_order_relaxed);
   front_leave(f);
-  snap_stack_release(gone[0]);
-  snap_stack_release(gone[1]);
+  snap_stack_release(gone);
 }
 
+/* table_current false: the caller has not asked the loader's stamp;
+   a hit is served only if its images are still the ones the slot
+   recorded (idents_live), else NULL and the caller asks. */
 static snap_stack_t *front_get(uint64_t key, const uintptr_t *pcs, int n,
-                               unsigned flags) {
+                               unsigned flags, bool table_current) {
   front_t *f = front_enter(false);
   if (!f)
     return NULL;
   front_slot_t *slot = front_slot(f, key, 0);
-  if (!slot->stack || slot->key != key)
-    slot = front_slot(f, key, 1);
+  for (int w = 1; w < FRONT_WAYS && (!slot->stack || slot->key != key); w++)
+    slot = front_slot(f, key, w);
   snap_stack_t *s = slot->stack;
-  if (!s || slot->key != key || !same_key(s, pcs, n, flags)) {
+  if (!s || slot->key != key || !same_key(s, pcs, n, flags) ||
+      (!table_current && !idents_live(s, slot->idents))) {
     front_leave(f);
     return NULL;
   }
@@ -395,10 +500,32 @@ static void lru_push(stripe_t *st, cache_entry_t *e) {
     st->oldest = e;
 }
 
+/* Counts what uthash's index of st takes now (it grows and shrinks its
+   bucket array on its own, and frees it with the last entry). Under the
+   stripe's lock, after every add or delete. */
+static void reindex(stripe_t *st) {
+  size_t now = 0;
+  if (st->table) {
+    const UT_hash_table *tbl = st->table->hh.tbl;
+    now = snap__plat_alloc_size(tbl, sizeof *tbl) +
+          snap__plat_alloc_size(tbl->buckets,
+                                tbl->num_buckets * sizeof *tbl->buckets);
+  }
+  st->bytes = st->bytes - st->index_bytes + now;
+  if (now >= st->index_bytes)
+    atomic_fetch_add_explicit(&g_table_bytes, now - st->index_bytes,
+                              memory_order_relaxed);
+  else
+    atomic_fetch_sub_explicit(&g_table_bytes, st->index_bytes - now,
+                              memory_order_relaxed);
+  st->index_bytes = now;
+}
+
 /* Unlinks e; returns its stack, to be released after the lock is
    dropped (a release may free memory: keep it out of the critical section). */
 static snap_stack_t *drop(stripe_t *st, cache_entry_t *e) {
   HASH_DELETE(hh, st->table, e);
+  reindex(st);
   lru_unlink(st, e);
   st->bytes -= e->bytes;
   atomic_fetch_sub_explicit(&g_table_bytes, e->bytes, memory_order_relaxed);
@@ -409,13 +536,25 @@ static snap_stack_t *drop(stripe_t *st, cache_entry_t *e) {
 }
 
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
-                                    unsigned flags) {
-  if (!caching())
+                                    unsigned flags, bool table_current) {
+  if (!caching()) {
+    /* A cap of 0: this thread's front, busy when the cap went down, goes
+       now (fronts_flush). */
+    if (t_front.slot && atomic_load_explicit(&g_ready, memory_order_acquire) &&
+        !atomic_exchange_explicit(&t_front.busy, true, memory_order_acquire)) {
+      snap_stack_t *v[FRONT_SLOTS];
+      int nv = front_take_all(&t_front, v);
+      front_free_block(&t_front);
+      atomic_store_explicit(&t_front.busy, false, memory_order_release);
+      release_all(v, nv);
+    }
     return NULL;
+  }
   key &= atomic_load_explicit(&g_key_mask, memory_order_relaxed);
-  snap_stack_t *hit = front_get(key, pcs, n, flags);
-  if (hit)
+  snap_stack_t *hit = front_get(key, pcs, n, flags, table_current);
+  if (hit || !table_current)
     return hit;
+  t_front_misses++;
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
@@ -513,12 +652,14 @@ static void trim_stripe(stripe_t *st, size_t cap, const cache_entry_t *keep) {
 
 const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   size_t cap = atomic_load_explicit(&g_limit, memory_order_relaxed) / STRIPES;
-  size_t bytes = sizeof(cache_entry_t) + s->bytes;
+  size_t bytes = sizeof(cache_entry_t) + stack_bytes(s);
   if (!caching() || bytes > cap)
     return s; /* not cached: the caller owns the only reference */
   cache_entry_t *fresh_entry = malloc(sizeof *fresh_entry);
   if (!fresh_entry)
     return s;
+  bytes =
+      snap__plat_alloc_size(fresh_entry, sizeof *fresh_entry) + stack_bytes(s);
   uint64_t key =
       s->key.hash & atomic_load_explicit(&g_key_mask, memory_order_relaxed);
   memset(fresh_entry, 0, sizeof *fresh_entry);
@@ -551,6 +692,7 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
       out[nout++] = drop(st, e);
     t_hash_oom = false;
     HASH_ADD(hh, st->table, key, sizeof key, fresh_entry);
+    reindex(st);
     if (t_hash_oom) { /* uthash could not grow its index: not cached */
       out[nout++] = fresh_entry->stack;
       free(fresh_entry);
@@ -573,6 +715,14 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   return result;
 }
 
+void snap__cache_set_identity_hits(bool on) {
+  atomic_store(&g_identity_hits, on);
+  if (atomic_load(&g_ready))
+    fronts_flush(false); /* slots filled before record no identities */
+}
+
+uint64_t snap__cache_front_misses(void) { return t_front_misses; }
+
 void snap__cache_set_key_mask(uint64_t mask) {
   atomic_store(&g_key_mask, mask);
 }
@@ -584,7 +734,7 @@ int snap_set_symbol_cache_limit(size_t bytes) {
      dropped), then each stripe to its share, then the whole. */
   if (!atomic_load(&g_ready))
     return SNAP_OK;
-  fronts_flush();
+  fronts_flush(bytes == 0);
   for (int i = 0; i < STRIPES; i++)
     trim_stripe(&g_stripes[i].s, bytes / STRIPES, NULL);
   trim_to_cap();

@@ -11,17 +11,31 @@
 #ifndef SNAP_SYMBOLS_CACHE_H
 #define SNAP_SYMBOLS_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "stacksnap.h"
 
 /* The stack named for exactly these pcs and flags, with a reference for the
-   caller, or NULL (a miss). key = snap__stack_hash(pcs, n, flags). The
-   caller has brought the image table up to date during its call
-   (snap__images_refresh_if_stale returned SNAP_OK): a hit is checked
-   against the table's records. */
+   caller, or NULL (a miss). key = snap__stack_hash(pcs, n, flags). With
+   table_current, the caller has brought the image table up to date during
+   its call (snap__images_refresh_if_stale returned SNAP_OK): a hit is
+   checked against the table's records. Without it (identity hits only,
+   snap__cache_set_identity_hits), only the calling thread's front is
+   probed, and a hit is served only if every image its names came from is,
+   by the loader's lock-free answer, the one the table recorded; NULL
+   means "ask again with the table current". */
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
-                                    unsigned flags);
+                                    unsigned flags, bool table_current);
+
+/* Whether hits may be checked by image identity (lock-free) instead of the
+   loader's stamp (a lock): not exact — see symbolicate.c. Off by default.
+   [setup] */
+void snap__cache_set_identity_hits(bool on);
+
+/* Test hook: how many of the calling thread's lookups its front could not
+   answer (each went to the shared table). [setup] */
+uint64_t snap__cache_front_misses(void);
 
 /* Offers a freshly named stack (its key filled in by snap__stack_pack).
    Returns the stack the caller should use, with a reference for it: s

@@ -117,7 +117,7 @@ static void drop_ref(uint32_t id) {
   *p = e->next;
   g_count--;
   atomic_store_explicit(slot, NULL, memory_order_relaxed);
-  atomic_fetch_sub(&g_bytes, sizeof *e + e->len + 1);
+  atomic_fetch_sub(&g_bytes, snap__plat_alloc_size(e, sizeof *e + e->len + 1));
   free(e);
   if (g_nfree == g_free_cap) { /* out of memory here: the id is not reused */
     size_t cap = g_free_cap ? 2 * g_free_cap : 256;
@@ -177,7 +177,7 @@ static uint32_t take(const char *s) {
   g_buckets[h & (g_nbuckets - 1)] = e;
   g_count++;
   atomic_store_explicit(slot_of(id), e, memory_order_release);
-  atomic_fetch_add(&g_bytes, sizeof *e + len + 1);
+  atomic_fetch_add(&g_bytes, snap__plat_alloc_size(e, sizeof *e + len + 1));
   return id;
 }
 

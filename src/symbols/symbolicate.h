@@ -24,4 +24,10 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
 int snap__symbolicate_uncached(const uintptr_t *pcs, int n, unsigned flags,
                                const snap_stack_t **out);
 
+/* Cache hits checked by image identity, lock-free, instead of the loader's
+   load/unload stamp, which takes the loader's lock (symbolicate.c's head
+   comment says why this is off by default: it is not exact). For the
+   bench, which measures both. [setup] */
+void snap__symbolicate_set_identity_hits(bool on);
+
 #endif /* SNAP_SYMBOLS_SYMBOLICATE_H */

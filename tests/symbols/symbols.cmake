@@ -87,6 +87,21 @@ endif()
 snap_test(test_reload_capture images/test_reload_capture.c)
 set_target_properties(test_reload_capture PROPERTIES ENABLE_EXPORTS ON)
 snap_same_address_test(test_reload_capture snap_churn_ctor_a snap_churn_ctor_b)
+# Issue 26, goal 7: two image-table builds at once never publish the older
+# one last (test_publish_order, made to happen through a test hook), and
+# naming under churn from several threads never finds a pc of a library
+# that stayed loaded in no image (test_churn_misses, counted).
+# Issue 26, goal 2: a thread cycling through 64 call sites stays in its front.
+snap_test(test_front_cycle symbols/test_front_cycle.c)
+# Issue 26, goal 6: the cache's count against glibc's heap.
+snap_test(test_cache_bytes symbols/test_cache_bytes.c)
+snap_test(test_publish_order images/test_publish_order.c)
+snap_same_address_test(test_publish_order snap_churn_a snap_churn_b)
+snap_test(test_churn_misses symbols/test_churn_misses.c)
+snap_same_address_test(test_churn_misses snap_churn_a snap_churn_b)
+if(CMAKE_CROSSCOMPILING)
+  target_compile_definitions(test_churn_misses PRIVATE SNAP_CHURN_SECONDS=2)
+endif()
 
 # API v1: the naming calls' int-returning twins tell each cause of "no
 # stack" apart; snap_callstack_symbols takes SNAP_SYMBOLICATE_EXACT_PC0.

@@ -8,9 +8,11 @@
  * linker we know; if not, the reader fails its bounds check and falls back
  * to frame records).
  *
- * The stamp is dlpi_adds + dlpi_subs: glibc bumps them on every dlopen and
- * dlclose, so one callback (we stop after the first image) tells whether
- * the table is stale.
+ * The stamp is dlpi_adds and dlpi_subs: glibc bumps them on every dlopen
+ * and dlclose, so one callback (we stop after the first image) tells
+ * whether the table is stale. Adds in the high half, subs in the low: both
+ * only grow, so a later stamp is never smaller (images.c keeps the newer
+ * of two tables built at once by that).
  *
  * Identity (platform.h, snap__plat_image_ident), for the walker: glibc >=
  * 2.35 answers "which image holds this address" lock-free and
@@ -226,8 +228,7 @@ static int first_stamp(struct dl_phdr_info *info, size_t size, void *arg) {
   uint64_t *stamp = arg;
   /* dlpi_adds/dlpi_subs exist when size says so (glibc >= 2.4). */
   if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-    *stamp = (uint64_t)info->dlpi_adds * 0x9E3779B97F4A7C15ull +
-             (uint64_t)info->dlpi_subs;
+    *stamp = ((uint64_t)info->dlpi_adds << 32) + (uint32_t)info->dlpi_subs;
   return 1; /* the counters are global: one image is enough */
 }
 

@@ -36,25 +36,131 @@ static atomic_int g_count; /* slots handed out; a NULL one is free */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool g_hooked;
 
-/* The fork gate (locks.h): threads inside it, and whether fork closed it.
-   Sequentially consistent on both sides (Dekker): an entering thread
-   counts itself, then looks at the gate; fork closes the gate, then looks
-   at the count. At least one of them sees the other. */
-static atomic_int g_gate_users;
+/* The fork gate (locks.h): which threads are inside it, and whether fork
+   closed it. Sequentially consistent on both sides (Dekker): an entering
+   thread marks itself in, then looks at the gate; fork closes the gate,
+   then looks at every mark. At least one of them sees the other.
+
+   Each thread marks itself in a slot of its own, on cache lines of its own,
+   claimed on its first pass and given back when it exits: a pass writes
+   nothing another thread writes or reads on its own passes. (One shared
+   counter of passers cost two contended atomic operations a pass: every
+   cache hit asks the loader's stamp inside the gate, and with two threads
+   naming, the counter's line moved between the cores on every call.) Fork
+   reads every claimed slot, once per fork. A thread that finds no slot
+   free (more than GATE_SLOTS threads passing at once in the process's
+   life, less those that exited) counts itself in the shared counter, as
+   every thread once did. */
+#define GATE_SLOTS 256
+
+typedef struct gate_slot {
+  _Alignas(128) atomic_bool in; /* its thread is between enter and leave */
+  atomic_bool claimed;
+} gate_slot_t;
+
+static gate_slot_t g_gate_slots[GATE_SLOTS];
+static atomic_int g_gate_high;  /* slots ever claimed: fork scans these */
+static atomic_int g_gate_users; /* passers without a slot */
 static atomic_bool g_gate_closed;
+static _Thread_local gate_slot_t *t_gate_slot;
+static pthread_once_t g_gate_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_gate_key;
+static bool g_gate_keyed;
+
+/* At the thread's exit: its slot is free for the next thread. */
+static void gate_slot_exit(void *arg) {
+  gate_slot_t *slot = arg;
+  atomic_store(&slot->in, false);
+  atomic_store(&slot->claimed, false);
+  t_gate_slot = NULL;
+}
+
+static void gate_key_make(void) {
+  g_gate_keyed = pthread_key_create(&g_gate_key, gate_slot_exit) == 0;
+}
+
+/* The calling thread's slot, claimed now if it has none; NULL if none is
+   to be had. */
+static gate_slot_t *gate_slot(void) {
+  gate_slot_t *slot = t_gate_slot;
+  if (slot)
+    return slot;
+  pthread_once(&g_gate_once, gate_key_make);
+  if (!g_gate_keyed)
+    return NULL;
+  for (int i = 0; i < GATE_SLOTS; i++) {
+    bool unclaimed = false;
+    if (atomic_load_explicit(&g_gate_slots[i].claimed, memory_order_relaxed) ||
+        !atomic_compare_exchange_strong(&g_gate_slots[i].claimed, &unclaimed,
+                                        true))
+      continue;
+    slot = &g_gate_slots[i];
+    /* Raised before the slot is first used: fork, which reads the mark
+       after closing the gate, then scans it. */
+    int high = atomic_load(&g_gate_high);
+    while (high <= i &&
+           !atomic_compare_exchange_weak(&g_gate_high, &high, i + 1))
+      ;
+    if (pthread_setspecific(g_gate_key, slot) != 0) {
+      atomic_store(&slot->claimed, false);
+      return NULL;
+    }
+    t_gate_slot = slot;
+    return slot;
+  }
+  return NULL;
+}
 
 void snap__fork_gate_enter(void) {
+  gate_slot_t *slot = gate_slot();
   for (;;) {
-    atomic_fetch_add(&g_gate_users, 1);
+    if (slot)
+      atomic_store(&slot->in, true);
+    else
+      atomic_fetch_add(&g_gate_users, 1);
     if (!atomic_load(&g_gate_closed))
       return;
-    atomic_fetch_sub(&g_gate_users, 1);
+    if (slot)
+      atomic_store(&slot->in, false);
+    else
+      atomic_fetch_sub(&g_gate_users, 1);
     while (atomic_load(&g_gate_closed))
       sched_yield(); /* a fork is in progress: short */
   }
 }
 
-void snap__fork_gate_leave(void) { atomic_fetch_sub(&g_gate_users, 1); }
+/* The thread's slot cannot change between enter and leave: it is claimed
+   in enter and given back only at the thread's exit. */
+void snap__fork_gate_leave(void) {
+  gate_slot_t *slot = t_gate_slot;
+  if (slot)
+    atomic_store_explicit(&slot->in, false, memory_order_release);
+  else
+    atomic_fetch_sub(&g_gate_users, 1);
+}
+
+/* Fork's side: the gate is closed; waits until no thread is inside. */
+static void gate_drain(void) {
+  while (atomic_load(&g_gate_users) > 0)
+    sched_yield();
+  int high = atomic_load(&g_gate_high);
+  for (int i = 0; i < high && i < GATE_SLOTS; i++)
+    while (atomic_load(&g_gate_slots[i].in))
+      sched_yield();
+}
+
+/* In the child only the forking thread is left: every other slot is free
+   (their threads' exit handlers will never run here). */
+static void gate_reset_child(void) {
+  atomic_store(&g_gate_users, 0);
+  for (int i = 0; i < GATE_SLOTS; i++) {
+    gate_slot_t *slot = &g_gate_slots[i];
+    atomic_store(&slot->in, false);
+    if (slot != t_gate_slot)
+      atomic_store(&slot->claimed, false);
+  }
+  atomic_store(&g_gate_closed, false);
+}
 
 /* The locks first, then the gate: a thread that holds one of our locks
    may still have to pass the gate before it can release it (the image
@@ -79,8 +185,7 @@ static void prepare(void) {
     }
   }
   atomic_store(&g_gate_closed, true);
-  while (atomic_load(&g_gate_users) > 0)
-    sched_yield();
+  gate_drain();
 }
 
 static void parent(void) {
@@ -93,8 +198,7 @@ static void parent(void) {
 /* Every registered lock, also one made after prepare's count: in the
    child no thread holds any, whatever the parent's threads were doing. */
 static void child(void) {
-  atomic_store(&g_gate_users, 0); /* the other threads are gone */
-  atomic_store(&g_gate_closed, false);
+  gate_reset_child(); /* the other threads are gone */
   g_nheld = 0;
   int n = atomic_load(&g_count);
   for (int i = 0; i < n && i < MAX_LOCKS; i++) {

@@ -38,10 +38,12 @@ void snap__lock_forget(snap__lock_t *l);
    glibc's dl_load_write_lock, which glibc 2.36 does not renew in the
    child). fork() waits until no
    thread is between enter and leave, and holds new ones at enter, so it
-   never copies that lock held by one of our threads. Two atomic operations
-   a pass; passers never wait for each other (a lock here made two naming
-   threads 4-8x slower than one). Must not be entered twice by one thread,
-   nor while the thread runs code that can fork. [setup] */
+   never copies that lock held by one of our threads. A pass writes only
+   the calling thread's own mark (lock_fork.c): passers never wait for each
+   other nor share a written cache line (a lock here made two naming
+   threads 4-8x slower than one; a shared counter, 1.2x slower). Must not
+   be entered twice by one thread, nor while the thread runs code that can
+   fork. [setup] */
 void snap__fork_gate_enter(void);
 void snap__fork_gate_leave(void);
 
