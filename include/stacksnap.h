@@ -79,8 +79,8 @@ SNAP_EXPORT const char *snap_version(void);
   X(EIO, -6, "a file could not be read or written")                            \
   X(EBUSY, -7, "already started or in use")                                    \
   X(EBLOCKED, -8, "the thread blocks the sampling signal")                     \
-  X(EENDED, -9, "it was over before the watchdog could sample it")            \
-  X(ENOTREG, -10, "not a regular file: a link, FIFO or device left alone")    \
+  X(EENDED, -9, "it was over before the watchdog could sample it")             \
+  X(ENOTREG, -10, "not a regular file: a link, FIFO or device left alone")     \
   X(ENOSTACK, -11, "the thread has too little stack left to be sampled")
 
 enum {
@@ -440,7 +440,9 @@ SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
    more), more distinct call sites than a hooked API sees in a test run.
    Least recently used stacks are evicted past the cap; a lower cap also
    empties every thread's front slots. A stack handed out stays valid until
-   released. 0 disables caching (every call names afresh). Returns SNAP_OK.
+   released. 0 disables caching (every call names afresh) and lets go of
+   everything the cache held (a thread inside the cache at that instant
+   lets go of its own front on its next call). Returns SNAP_OK.
    [thread-safe] [locks: every stripe, one after another] [allocates:
    frees what it evicts] */
 #define SNAP_SYMBOL_CACHE_DEFAULT_BYTES (16u << 20)

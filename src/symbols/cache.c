@@ -2,9 +2,9 @@
  * cache.c — the bounded, verified symbolication cache: a small per-thread
  * front over a striped shared table.
  *
- * Shared table: uthash tables (Debian's uthash-dev) keyed by the 64-bit
- * stack hash, one per stripe, the stripe chosen by the hash. An entry holds
- * one reference to a named stack, its size, and its place in the stripe's
+ * Shared table: uthash tables (third_party/uthash, vendored) keyed by the
+ * 64-bit stack hash, one per stripe, the stripe chosen by the hash. An entry
+ * holds one reference to a named stack, its size, and its place in the stripe's
  * LRU list; the stack itself carries the real key (flags and every pc).
  *
  * Per-thread front: FRONT_SLOTS slots per thread (FRONT_WAYS candidates
