@@ -367,14 +367,14 @@ static void check_provider(const buf_t *orig) {
     close(fd);
     free(m.p);
     uintptr_t base = 0x10000000;
-    snap__plat_sym_query_t q = {base + inside, base, path};
+    snap__plat_sym_query_t q = {base + inside, base, path, 0};
     g_named = 0;
     CHECK_EQ(snap__plat_symbolize(&q, 1, on_name, NULL), SNAP_OK);
     CHECK(g_named == 0, "hostile file %d named something", k);
     unlink(path);
   }
   /* An empty file and a directory. */
-  snap__plat_sym_query_t q = {0x10001000, 0x10000000, "/dev/null"};
+  snap__plat_sym_query_t q = {0x10001000, 0x10000000, "/dev/null", 0};
   g_named = 0;
   snap__plat_symbolize(&q, 1, on_name, NULL);
   q.image_path = "/tmp";

@@ -145,7 +145,7 @@ static void on_name(int index, const char *name, uintptr_t sym, void *ctx) {
 }
 
 static bool name_of(uintptr_t addr, uintptr_t base, const char *path) {
-  snap__plat_sym_query_t q = {addr, base, path};
+  snap__plat_sym_query_t q = {addr, base, path, 0};
   g_calls = 0;
   g_name[0] = '\0';
   g_sym = 0;
@@ -319,8 +319,8 @@ static void check_big_library(void) {
   static snap__plat_sym_query_t q[N];
   for (int i = 0; i < N; i++) {
     const nmsym_t *f = &t.s[rnd() % t.n];
-    q[i] =
-        (snap__plat_sym_query_t){lm->l_addr + f->addr, lm->l_addr, lm->l_name};
+    q[i] = (snap__plat_sym_query_t){lm->l_addr + f->addr, lm->l_addr,
+                                    lm->l_name, 0};
   }
   g_calls = 0;
   t0 = now_s();
@@ -546,7 +546,7 @@ static void on_line(const char *file, unsigned line, void *ctx) {
 
 static void check_source_line(const found_t *exe) {
   uintptr_t pc = (uintptr_t)elf_statics[5];
-  snap__plat_sym_query_t q = {pc, exe->base, exe->path};
+  snap__plat_sym_query_t q = {pc, exe->base, exe->path, 0};
   char ours[512] = "";
   int rc = snap__plat_source_line(&q, on_line, ours);
 #if defined(__x86_64__)

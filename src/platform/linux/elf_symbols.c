@@ -443,12 +443,22 @@ static void load(image_t *img) {
     unmap(&img->file);
 }
 
+/* Frames of one image come in runs, and so do calls: the image the last
+   call used is checked before the walk over every entry. */
+static int g_last;
+
 static image_t *image_for(const char *path) {
+  image_t *img = &g_images[g_last];
+  if (img->path && strcmp(img->path, path) == 0) {
+    img->used = ++g_clock;
+    return img;
+  }
   image_t *victim = &g_images[0];
   for (int i = 0; i < MAX_IMAGES; i++) {
-    image_t *img = &g_images[i];
+    img = &g_images[i];
     if (img->path && strcmp(img->path, path) == 0) {
       img->used = ++g_clock;
+      g_last = i;
       return img;
     }
     if (!img->path)
@@ -461,6 +471,7 @@ static image_t *image_for(const char *path) {
   if (!victim->path)
     return NULL;
   victim->used = ++g_clock;
+  g_last = (int)(victim - g_images);
   load(victim);
   return victim;
 }
@@ -470,25 +481,50 @@ static image_t *image_for(const char *path) {
 
 /* What the locked phase found for one query, for the unlocked phase. */
 typedef struct found {
-  char *name;      /* a copy (the image may go once unlocked), or NULL */
-  uintptr_t addr;  /* the function's first byte */
-  uintptr_t floor; /* Objective-C methods are looked for above this */
-  bool plt;        /* a PLT pc: named for its target or not at all */
-  bool ask_objc;   /* the query had an image to search */
+  const char *name; /* a copy (the image may go once unlocked), or NULL */
+  uintptr_t addr;   /* the function's first byte */
+  uintptr_t floor;  /* Objective-C methods are looked for above this */
+  bool plt;         /* a PLT pc: named for its target or not at all */
+  bool ask_objc;    /* the query had an image to search */
+  bool heap;        /* name was malloc'ed (the pool was full) */
 } found_t;
+
+/* Where the locked phase copies names: the caller's stack while it lasts,
+   then malloc. A cold lookup names one pc or a few: their copies and the
+   found_t array cost no allocation (each was a malloc and a free, a
+   tenth of a lookup). */
+#define LOCAL_FOUND 32
+#define POOL_BYTES 2048
+typedef struct pool {
+  char *at;
+  size_t left;
+} pool_t;
 
 /* Copies name up to a symbol version: a .symtab written by binutils >=
    2.35 spells versioned symbols "memcpy@@GLIBC_2.14"; the version is the
    linker's business, not the function's name (dladdr and Apple's tools
    print it bare). No C, C++ or Swift name contains '@'. */
-static char *copy_name(const char *name) {
-  const char *at = strchr(name, '@');
-  return at ? strndup(name, (size_t)(at - name)) : strdup(name);
+static void copy_name(pool_t *p, const char *name, bool versioned,
+                      found_t *out) {
+  const char *at = versioned ? strchr(name, '@') : NULL;
+  size_t len = at ? (size_t)(at - name) : strlen(name);
+  char *d;
+  if (len < p->left) {
+    d = p->at;
+    p->at += len + 1, p->left -= len + 1;
+  } else if ((d = malloc(len + 1)) != NULL) {
+    out->heap = true;
+  } else {
+    return; /* out of memory: unnamed */
+  }
+  memcpy(d, name, len);
+  d[len] = '\0';
+  out->name = d;
 }
 
 /* The ELF answer for q, under g_lock. */
 static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
-                     found_t *out, char *buf, size_t size) {
+                     found_t *out, pool_t *pool, char *buf, size_t size) {
   uintptr_t base = q->image_base;
   if (q->addr < base)
     return;
@@ -504,7 +540,7 @@ static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
   if (plt >= 0) {
     out->plt = true;
     if (plt == 1) {
-      out->name = strdup(buf);
+      copy_name(pool, buf, false, out);
       out->addr = base + (uintptr_t)entry;
     }
     return;
@@ -513,7 +549,7 @@ static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
   const snap__elf_sym_t *s =
       snap__elf_find(img->has_dbg ? &img->dbg : &img->elf, v, &below);
   if (s) {
-    out->name = copy_name(s->name);
+    copy_name(pool, s->name, true, out);
     out->addr = base + (uintptr_t)s->addr;
     out->floor = out->addr;
   } else if (below > 0) {
@@ -532,9 +568,13 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
                          snap__plat_sym_cb cb, void *ctx) {
   if ((!q && n > 0) || n < 0 || !cb)
     return SNAP_EINVAL;
-  found_t *f = calloc(n ? (size_t)n : 1, sizeof *f);
+  found_t local[LOCAL_FOUND];
+  found_t *f = n <= LOCAL_FOUND ? local : malloc((size_t)n * sizeof *f);
   if (!f)
     return SNAP_ENOMEM;
+  memset(f, 0, (size_t)n * sizeof *f);
+  char names[POOL_BYTES];
+  pool_t pool = {names, sizeof names};
   char buf[1024];
   snap__plat_lazy_lock(&g_lock);
   const image_t *last = NULL;
@@ -545,7 +585,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
     if (!last || strcmp(last->path, q[i].image_path) != 0)
       last = image_for(q[i].image_path);
     if (last)
-      find_one(last, &q[i], &f[i], buf, sizeof buf);
+      find_one(last, &q[i], &f[i], &pool, buf, sizeof buf);
   }
   snap__plat_lazy_unlock(&g_lock);
 
@@ -553,7 +593,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
      runtime-registered class): a method above the ELF function's start, or
      in the gap after the last function, is the better name. The runtime
      is asked once for the whole batch. */
-  bool objc = n > 0 && snap__linux_objc_prepare();
+  bool objc = n > 0 && snap__linux_objc_prepare(q[0].images_generation);
   for (int i = 0; i < n; i++) {
     uintptr_t imp =
         objc && f[i].ask_objc && !f[i].plt
@@ -563,8 +603,10 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
       cb(i, buf, imp, ctx);
     else if (f[i].name)
       cb(i, f[i].name, f[i].addr, ctx);
-    free(f[i].name);
+    if (f[i].heap)
+      free((char *)f[i].name);
   }
-  free(f);
+  if (f != local)
+    free(f);
   return SNAP_OK;
 }
