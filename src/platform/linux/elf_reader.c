@@ -654,7 +654,9 @@ int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
          strcmp(nm, ".plt.got") == 0) &&
         e->nplt < SNAP__ELF_MAX_PLT && s.sh_addr + s.sh_size >= s.sh_addr) {
       snap__elf_plt_t *p = &e->plt[e->nplt++];
-      *p = (snap__elf_plt_t){s.sh_addr, s.sh_size, 0, 0, s.sh_entsize};
+      *p = (snap__elf_plt_t){
+          s.sh_addr, s.sh_size,    0,
+          0,         s.sh_entsize, strcmp(nm, ".plt.got") == 0};
       if (s.sh_type == SHT_PROGBITS && in_file(e, s.sh_offset, s.sh_size)) {
         p->offset = s.sh_offset;
         p->size_in_file = s.sh_size;
@@ -675,11 +677,24 @@ int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
     e->dynsym_count = ds.sh_size / sizeof(Elf64_Sym);
     e->dynstr_off = dstr.sh_offset;
     e->dynstr_size = dstr.sh_size;
+    /* A .plt or .plt.sec entry jumps through a .got.plt slot, whose
+       relocation is in .rela.plt (SHF_INFO_LINK, or by name); only a
+       .plt.got entry jumps through .got, relocated in .rela.dyn. Without
+       a .plt.got, .rela.dyn (8 MiB in libLLVM) names nothing here. */
+    bool plt_got = false;
+    for (int i = 0; i < e->nplt; i++)
+      plt_got |= e->plt[i].got_slots;
     for (uint64_t i = 1; i < num && e->nrela < SNAP__ELF_MAX_RELA; i++) {
       Elf64_Shdr s;
       if (!shdr(e, &sh, i, &s) || s.sh_type != SHT_RELA ||
           s.sh_link != dynsym || s.sh_entsize != sizeof(Elf64_Rela) ||
           !in_file(e, s.sh_offset, s.sh_size))
+        continue;
+      const char *nm =
+          names_ok ? str_at(e, names.sh_offset, names.sh_size, s.sh_name)
+                   : NULL;
+      if (!plt_got && !(s.sh_flags & SHF_INFO_LINK) &&
+          !(nm && strcmp(nm, ".rela.plt") == 0))
         continue;
       e->rela[e->nrela++] =
           (snap__elf_rela_t){s.sh_offset, s.sh_size / sizeof(Elf64_Rela)};

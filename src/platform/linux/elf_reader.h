@@ -32,6 +32,7 @@ typedef struct snap__elf_plt {
   uint64_t offset;     /* file offset of its bytes; 0 with size_in_file 0 */
   uint64_t size_in_file;
   uint64_t entsize; /* sh_entsize as the linker wrote it */
+  bool got_slots;   /* .plt.got: its entries jump through .got */
 } snap__elf_plt_t;
 
 typedef struct snap__elf_rela {

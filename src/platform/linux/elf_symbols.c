@@ -168,15 +168,16 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
      .symtab, and PLT entries' targets. A file with a .symtab and no PLT
      needs neither, and in a big library they are a third of what would be
      read (its exported names, again). */
-  bool symtab = false, plt = !names_ok;
+  bool symtab = false, plt = !names_ok, plt_got = !names_ok;
   for (uint64_t i = 1; i < num; i++) {
     Elf64_Shdr s;
     memcpy(&s, buf + eh.e_shoff + i * sizeof s, sizeof s);
     symtab |= s.sh_type == SHT_SYMTAB;
     plt |= names_ok && (is_named(buf, size, &names, s.sh_name, ".plt") ||
-                        is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
-                        is_named(buf, size, &names, s.sh_name, ".plt.got"));
+                        is_named(buf, size, &names, s.sh_name, ".plt.sec"));
+    plt_got |= names_ok && is_named(buf, size, &names, s.sh_name, ".plt.got");
   }
+  plt |= plt_got;
   uint64_t skip_str = 0; /* the section index of .dynsym's strings */
   for (uint64_t i = 1; i < num && symtab && !plt; i++) {
     Elf64_Shdr s;
@@ -190,9 +191,15 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
     if (symtab && !plt &&
         (s.sh_type == SHT_DYNSYM || (skip_str && i == skip_str)))
       continue;
-    bool want = s.sh_type == SHT_SYMTAB || s.sh_type == SHT_DYNSYM ||
-                s.sh_type == SHT_STRTAB || s.sh_type == SHT_NOTE ||
-                s.sh_type == SHT_RELA;
+    /* Relocations name PLT entries: .rela.plt those of .plt and
+       .plt.sec, .rela.dyn (megabytes in a big C++ library) only those of
+       a .plt.got (elf_reader.c keeps the same ones). */
+    bool want =
+        s.sh_type == SHT_SYMTAB || s.sh_type == SHT_DYNSYM ||
+        s.sh_type == SHT_STRTAB || s.sh_type == SHT_NOTE ||
+        (s.sh_type == SHT_RELA &&
+         (plt_got || (s.sh_flags & SHF_INFO_LINK) ||
+          (names_ok && is_named(buf, size, &names, s.sh_name, ".rela.plt"))));
     if (!want && s.sh_type == SHT_PROGBITS && names_ok)
       want = is_named(buf, size, &names, s.sh_name, ".plt") ||
              is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
