@@ -19,9 +19,14 @@
  *     the link's CRC32 of the whole file matches, or both build-ids do).
  *     A debug file names the functions; the file itself still decodes its
  *     PLT (a debug file's .plt is NOBITS);
- *  3. detach the parses from the file copies (snap__elf_detach: the
- *     function names and the PLT's tables copied into blocks of their
- *     own) and free the copies.
+ *  3. lazily (snap__elf_parse_lazy): the first SCAN_PCS lookups in the
+ *     image scan its symbol table, one pass each, and a process that
+ *     names a stack or two in a big library never sorts it (60 k
+ *     functions: a first lookup in ~2 ms of CPU, not ~10). The lookup
+ *     after those, or a batch of more pcs, sorts the functions
+ *     (snap__elf_index: index_image), then detaches the parses from the
+ *     file copies (snap__elf_detach: the function names and the PLT's
+ *     tables copied into blocks of their own) and frees the copies.
  * Addresses: a symbol's file vaddr + image_base (the load bias), which is
  * right for PIE, shared objects and non-PIE executables (bias 0).
  *
@@ -35,10 +40,10 @@
  *
  * Must not: run in the stopped window (it opens files, locks, allocates),
  * or keep a file mapped (design.md rule 6: a file cut on disk while mapped
- * faults on access). The cost: a file's whole copy while it is parsed;
- * then, per cached image, its function names and sorted symbols (and its
- * PLT's tables). A file rewritten after it was read keeps its old names
- * until its entry is dropped.
+ * faults on access). The cost: the parts of a file read (read_parts) until
+ * it is sorted; then, per cached image, its function names and sorted
+ * symbols (and its PLT's tables). A file rewritten after it was read keeps its
+ * old names until its entry is dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +61,10 @@
 
 #include <elf.h>
 
+/* Lookups in an image answered by scanning its symbol table before it is
+   sorted: one scan costs ~1/40 of a sort, and a process that names one
+   stack in a library (a crash report) never sorts it. */
+#define SCAN_PCS 4
 /* Images kept parsed. A process rarely names frames from more than a few
    dozen images; each entry holds its functions' names and a symbol array
    of ~24 bytes a function (the file copy only while it is parsed). */
@@ -76,10 +85,11 @@ typedef struct mapping {
 } mapping_t;
 
 typedef struct image {
-  char *path;    /* NULL: free slot */
-  uint64_t used; /* LRU clock */
-  bool ok;       /* file parsed */
-  bool has_dbg;  /* separate debug file parsed */
+  char *path;     /* NULL: free slot */
+  uint64_t used;  /* LRU clock */
+  bool ok;        /* file parsed */
+  bool has_dbg;   /* separate debug file parsed */
+  unsigned scans; /* lookups answered by scanning (not yet indexed) */
   mapping_t file, debug;
   snap__elf_t elf, dbg;
 } image_t;
@@ -354,7 +364,7 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
     return false;
   snap__elf_t d;
   bool ok = !(m.dev == img->file.dev && m.ino == img->file.ino) &&
-            snap__elf_parse(&d, m.addr, m.size) == 0;
+            snap__elf_parse_lazy(&d, m.addr, m.size) == 0;
   if (ok) {
     ok = d.from_symtab && d.machine == img->elf.machine &&
          (same_build_id(&img->elf, &d) ||
@@ -366,9 +376,7 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
     unmap(&m);
     return false;
   }
-  if (snap__elf_detach(&d) == 0)
-    unmap(&m); /* the names are d's own now */
-  img->debug = m;
+  img->debug = m; /* until indexed (index_image) */
   img->dbg = d;
   img->has_dbg = true;
   return true;
@@ -439,13 +447,28 @@ static void load(image_t *img) {
                                         : map_file(img->path, &img->file);
   if (!mapped)
     return;
-  if (snap__elf_parse(&img->elf, img->file.addr, img->file.size) != 0) {
+  if (snap__elf_parse_lazy(&img->elf, img->file.addr, img->file.size) != 0) {
     unmap(&img->file);
     return;
   }
   img->ok = true;
   if (!img->elf.from_symtab && !img->file.vdso)
-    find_debug_file(img); /* needs the file's identity: detach after */
+    find_debug_file(img);
+}
+
+/* Sorts the image's functions (snap__elf_index), then detaches the parses
+   from the file copies (snap__elf_detach) and frees the copies. Until
+   then its lookups scan the symbol table. An index that cannot be built
+   (out of memory) leaves the image scanning, copies kept. */
+static void index_image(image_t *img) {
+  snap__elf_t *names = img->has_dbg ? &img->dbg : &img->elf;
+  if (!img->ok || !names->lazy || snap__elf_index(names) != 0)
+    return;
+  if (img->has_dbg) {
+    if (snap__elf_detach(&img->dbg) == 0)
+      unmap(&img->debug);
+    img->elf.lazy = false; /* its own table is never searched: only its PLT */
+  }
   if (snap__elf_detach(&img->elf) == 0)
     unmap(&img->file);
 }
@@ -553,8 +576,9 @@ static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
     return;
   }
   uint64_t below;
-  const snap__elf_sym_t *s =
-      snap__elf_find(img->has_dbg ? &img->dbg : &img->elf, v, &below);
+  snap__elf_sym_t scratch;
+  const snap__elf_sym_t *s = snap__elf_lookup(
+      img->has_dbg ? &img->dbg : &img->elf, v, &below, &scratch);
   if (s) {
     copy_name(pool, s->name, true, out);
     out->addr = base + (uintptr_t)s->addr;
@@ -584,15 +608,29 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
   pool_t pool = {names, sizeof names};
   char buf[1024];
   snap__plat_lazy_lock(&g_lock);
-  const image_t *last = NULL;
+  image_t *last = NULL;
   for (int i = 0; i < n; i++) {
     if (!q[i].image_path || !q[i].image_path[0])
       continue;
     /* Frames of one image come in runs: skip the cache walk for them. */
-    if (!last || strcmp(last->path, q[i].image_path) != 0)
+    if (!last || strcmp(last->path, q[i].image_path) != 0) {
       last = image_for(q[i].image_path);
-    if (last)
+      /* Scanning answers the first few pcs of an image (a first lookup
+         in a 60 k-function library: ~0.5 M instructions, not the ~20 M
+         of sorting its table); the pc past SCAN_PCS, or a run of more,
+         sorts it. */
+      int run = 1;
+      while (i + run < n && q[i + run].image_path &&
+             strcmp(q[i + run].image_path, q[i].image_path) == 0)
+        run++;
+      if (last && last->scans + (unsigned)run > SCAN_PCS)
+        index_image(last);
+    }
+    if (last) {
       find_one(last, &q[i], &f[i], &pool, buf, sizeof buf);
+      last->scans +=
+          last->ok && (last->has_dbg ? last->dbg.lazy : last->elf.lazy);
+    }
   }
   snap__plat_lazy_unlock(&g_lock);
 
