@@ -55,6 +55,7 @@
 #include "platform/linux/elf_reader.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +408,16 @@ static const snap__elf_sym_t *scan(const snap__elf_t *e, uint64_t vaddr,
   sec_memo_t memo = {UINT64_MAX, 0, 0};
   Elf64_Sym s;
   for (uint64_t i = 0; i < count; i++) {
+    /* Most symbols can change nothing here (above the lowest start seen
+       above vaddr, or below the lowest kept): those are passed over on
+       two fields, before func_sym's checks (a pass over 60 k symbols:
+       ~0.6 M instructions, not ~4.5 M). */
+    const uint8_t *raw = e->data + sym.sh_offset + i * sizeof(Elf64_Sym);
+    uint64_t value;
+    memcpy(&value, raw + offsetof(Elf64_Sym, st_value), sizeof value);
+    if (value > vaddr ? value >= above
+                      : nt == ENCLOSING_LOOKBACK && value < top[nt - 1].at)
+      continue;
     if (!func_sym(e, &sh, sym.sh_offset, i, &str, &memo, &s))
       continue;
     uint64_t at = s.st_value;
