@@ -71,8 +71,13 @@ __attribute__((noinline)) int snap_capture_self(uintptr_t *pcs, int max,
   SNAP__REGS_HERE(&regs);
   if (skip > 2 * SNAP_MAX_FRAMES)
     return 0;
-  /* Frame 0 of the walk is this function itself: skip it. */
-  int n = snap__walk(&regs, true, flags, pcs, max, skip + 1);
+  /* Frame 0 of the walk is this function itself: skip it. FP_ONLY alone
+     takes the records-only walk, set up in a few instructions. */
+  int n = flags == SNAP_CAPTURE_FP_ONLY
+              ? snap__walk_records(&regs, pcs, max, skip + 1)
+              : -1;
+  if (n < 0)
+    n = snap__walk(&regs, true, flags, pcs, max, skip + 1);
   /* The walk reads this frame: it must not be popped by a tail call. */
   __asm__ volatile("" ::: "memory");
   return n;

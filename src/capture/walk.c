@@ -213,6 +213,39 @@ static int walk(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,
   return e->n;
 }
 
+/* The top of the stack holding sp, 0 if the platform does not know it. */
+static uintptr_t stack_hi(uintptr_t sp) {
+  uintptr_t lo, hi;
+  return snap__plat_stack_bounds(sp, &lo, &hi) ? hi : 0;
+}
+
+int snap__walk_records_bounded(const snap__regs_t *regs, uintptr_t hi,
+                               uintptr_t *pcs, int max, int skip) {
+  if (regs->lr_valid || hi <= regs->sp || max <= 0)
+    return -1; /* the cursor's cases (hi 0: checked reads) */
+  uintptr_t pc = snap__strip_pac(regs->pc), sp = regs->sp;
+  uintptr_t fp = snap__untag_fp(regs->fp);
+  int n = 0, steps = 0;
+  if (skip > 0)
+    skip--;
+  else
+    pcs[n++] = pc;
+  /* The skipped frames, then as many as fit: each loop with one bound. */
+  for (; skip > 0 && steps < STEP_BUDGET; skip--, steps++)
+    if (!snap__record_next(&pc, &sp, &fp, hi))
+      return n;
+  int room = max - n < STEP_BUDGET - steps ? max - n : STEP_BUDGET - steps;
+  uintptr_t *out = pcs + n, *end = out + room;
+  while (out < end && snap__record_next(&pc, &sp, &fp, hi))
+    *out++ = pc;
+  return (int)(out - pcs);
+}
+
+int snap__walk_records(const snap__regs_t *regs, uintptr_t *pcs, int max,
+                       int skip) {
+  return snap__walk_records_bounded(regs, stack_hi(regs->sp), pcs, max, skip);
+}
+
 int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
                        uintptr_t hi, uintptr_t *pcs, int max, int skip) {
   snap__walk_state_t st;
@@ -230,12 +263,6 @@ int snap__walk_bounded_readers(const snap__regs_t *regs, bool exact,
                                int max, int skip) {
   snap__walk_state_t st;
   return walk(&st, regs, exact, flags, hi, pcs, max, skip, false, ENTRY_TOP());
-}
-
-/* The top of the stack holding sp, 0 if the platform does not know it. */
-static uintptr_t stack_hi(uintptr_t sp) {
-  uintptr_t lo, hi;
-  return snap__plat_stack_bounds(sp, &lo, &hi) ? hi : 0;
 }
 
 int snap__walk_in(snap__walk_state_t *st, const snap__regs_t *regs, bool exact,

@@ -44,6 +44,19 @@ int snap__walk_bounded(const snap__regs_t *regs, bool exact, unsigned flags,
 int snap__walk_bounded_in(snap__walk_state_t *st, const snap__regs_t *regs,
                           bool exact, unsigned flags, uintptr_t hi,
                           uintptr_t *pcs, int max, int skip);
+/* SNAP_CAPTURE_FP_ONLY alone (no filter, no async chains), frame 0 not
+   exact-sensitive: the walk reduced to what it does then — frame 0, then
+   the frame-record rule (snap__record_next) until the records end, the
+   buffer fills or the step budget runs out — with no cursor or emitter
+   to set up, which was most of what a depth-32 FP-only capture cost over
+   a bare frame-pointer loop. Returns the pcs written, or -1 where the
+   whole walk is needed (a live link register; hi <= regs->sp, i.e.
+   bounds unknown: checked reads). The bounded form is for the
+   differential test (test_walk_paths). */
+int snap__walk_records(const snap__regs_t *regs, uintptr_t *pcs, int max,
+                       int skip);
+int snap__walk_records_bounded(const snap__regs_t *regs, uintptr_t hi,
+                               uintptr_t *pcs, int max, int skip);
 /* The same without the fast path: every frame through the reader table.
    For the differential test, which requires the same pcs from both. */
 int snap__walk_bounded_readers(const snap__regs_t *regs, bool exact,

@@ -368,6 +368,12 @@ typedef struct snap__plat_sym_query {
                              a name is kept only if it starts inside the
                              function holding addr */
   size_t func_index_size;
+  /* The generation of the image table (images.h) the inputs came from,
+     the same in every query of a batch: while it holds, no image was
+     loaded or unloaded, so what the provider learnt about the loaded set
+     (Linux: that no Objective-C runtime is loaded) still holds. 0:
+     unknown. */
+  uint64_t images_generation;
 } snap__plat_sym_query_t;
 
 /* name: the function's raw name as the binary spells it (possibly mangled;

@@ -183,11 +183,14 @@ static parts_t parts(const snap_stack_t *s) {
 
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key) {
-  /* Scratch, one allocation: names and strs (pointers) first, then ids
-     and pair (4 and 2 bytes a cell). */
+  /* Scratch, one block (on the stack for up to ~30 frames: a cold lookup
+     of one pc then makes one allocation here, the stack itself): names
+     and strs (pointers) first, then ids and pair (4 and 2 bytes a cell). */
   size_t cells = n ? (size_t)n : 1;
-  char *scratch = malloc(cells * (sizeof(name_pair_t) + 2 * sizeof(char *) +
-                                  2 * sizeof(uint32_t) + sizeof(uint16_t)));
+  size_t bytes = cells * (sizeof(name_pair_t) + 2 * sizeof(char *) +
+                          2 * sizeof(uint32_t) + sizeof(uint16_t));
+  _Alignas(max_align_t) char local[2048];
+  char *scratch = bytes <= sizeof local ? local : malloc(bytes);
   snap_stack_t *s = NULL;
   if (!scratch)
     return NULL;
@@ -261,7 +264,8 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
     j++;
   }
 out:
-  free(scratch);
+  if (scratch != local)
+    free(scratch);
   return s;
 }
 

@@ -48,6 +48,7 @@
  * cache stripe.
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,20 +71,44 @@ void snap__symbolicate_set_identity_hits(bool on) {
   snap__cache_set_identity_hits(on);
 }
 
+/* Copies of the names, for the moment between the provider's answer and
+   the pack (which interns them): in a pool on the stack while it lasts,
+   else malloc'ed and listed in owned. A cold lookup of a pc or a few then
+   allocates nothing here (a strdup and a free a frame were a tenth of it). */
+#define NAME_POOL 1024
 typedef struct naming {
   snap_frame_t *frames;
   char **owned; /* per frame: symbol, then source file (2 slots each) */
+  char *pool;
+  size_t left;
 } naming_t;
+
+/* Keeps s (malloc'ed when heap) as slot's string; returns it, or NULL. */
+static const char *keep(naming_t *nm, size_t slot, const char *s, bool heap) {
+  free(nm->owned[slot]);
+  nm->owned[slot] = NULL;
+  if (heap)
+    return nm->owned[slot] = (char *)s;
+  size_t len = strlen(s);
+  char *d;
+  if (len < nm->left) {
+    d = nm->pool;
+    nm->pool += len + 1, nm->left -= len + 1;
+  } else if ((d = malloc(len + 1)) != NULL) {
+    nm->owned[slot] = d;
+  } else {
+    return NULL; /* out of memory: this frame stays unnamed */
+  }
+  memcpy(d, s, len + 1);
+  return d;
+}
 
 static void on_symbol(int i, const char *name, uintptr_t addr, void *ctx) {
   naming_t *nm = ctx;
-  char *s = snap__plat_demangle(name);
+  char *dm = snap__plat_demangle(name);
+  const char *s = keep(nm, 2 * (size_t)i, dm ? dm : name, dm != NULL);
   if (!s)
-    s = strdup(name);
-  if (!s)
-    return; /* out of memory: this frame stays unnamed */
-  free(nm->owned[2 * i]);
-  nm->owned[2 * i] = s;
+    return;
   nm->frames[i].symbol = s;
   nm->frames[i].symbol_addr = addr;
 }
@@ -95,11 +120,9 @@ typedef struct line_ctx {
 
 static void on_line(const char *file, unsigned line, void *ctx) {
   line_ctx_t *lc = ctx;
-  char *s = strdup(file);
+  const char *s = keep(lc->nm, 2 * (size_t)lc->i + 1, file, false);
   if (!s)
     return;
-  free(lc->nm->owned[2 * lc->i + 1]);
-  lc->nm->owned[2 * lc->i + 1] = s;
   lc->nm->frames[lc->i].source_file = s;
   lc->nm->frames[lc->i].source_line = line;
 }
@@ -118,20 +141,26 @@ static int note_image(snap__stack_image_t *rec, int nrec, uintptr_t addr,
   return nrec + 1;
 }
 
+/* The stack block of name_stack: a stack of up to ~20 frames. */
+#define LOCAL_BLOCK 3072
+
 /* Names pcs[0..n) into a new stack that also carries its key. */
 static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                                 uint64_t hash) {
   /* One zeroed block for the five arrays (a cold lookup is a few hundred
-     ns: five allocations were a good part of it); pointer-aligned parts
-     first, the bools last. */
+     ns: five allocations were a good part of it), on the stack for a stack
+     of a few frames (then none); pointer-aligned parts first, the bools
+     last. */
   size_t cells = n ? (size_t)n : 1;
-  char *block =
-      calloc(cells, sizeof(snap_frame_t) + sizeof(snap__plat_sym_query_t) +
-                        2 * sizeof(char *) + sizeof(snap__stack_image_t) +
-                        sizeof(bool));
+  size_t bytes =
+      cells * (sizeof(snap_frame_t) + sizeof(snap__plat_sym_query_t) +
+               2 * sizeof(char *) + sizeof(snap__stack_image_t) + sizeof(bool));
+  _Alignas(max_align_t) char local[LOCAL_BLOCK];
+  char *block = bytes <= sizeof local ? local : malloc(bytes);
   snap_stack_t *s = NULL;
   if (!block)
     return NULL;
+  memset(block, 0, bytes);
   snap_frame_t *frames = (snap_frame_t *)(void *)block;
   snap__plat_sym_query_t *q =
       (snap__plat_sym_query_t *)(void *)(frames + cells);
@@ -167,10 +196,12 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
     q[i].image_path = img ? img->path : NULL;    /* interned: outlives t */
     q[i].func_index = img ? img->func_index : 0; /* read through safe reads */
     q[i].func_index_size = img ? img->func_index_size : 0;
+    q[i].images_generation = key.generation;
   }
   snap__images_release(t);
 
-  naming_t nm = {frames, owned};
+  char pool[NAME_POOL];
+  naming_t nm = {frames, owned, pool, sizeof pool};
   (void)snap__plat_symbolize(q, n, on_symbol, &nm);
   if (flags & SNAP_SYMBOLICATE_SOURCE_LINES)
     for (int i = 0; i < n; i++) {
@@ -189,7 +220,8 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
   s = snap__stack_pack(frames, kept, &key);
   for (size_t i = 0; i < 2 * cells; i++)
     free(owned[i]);
-  free(block);
+  if (block != local)
+    free(block);
   return s;
 }
 

@@ -2,7 +2,8 @@
  * test_walk_paths.c — the walk's fast path against its reader table: the
  * same stacks walked both ways (snap__walk_bounded, and
  * snap__walk_bounded_readers, which sends every frame through the table)
- * must give the same pcs, frame for frame.
+ * must give the same pcs, frame for frame; and so must snap_capture_self's
+ * records-only walk for SNAP_CAPTURE_FP_ONLY (snap__walk_records_bounded).
  *
  * The stacks are random (tests/xorshift.h, fixed seed: a failure comes back
  * on the next run) and built the way a real walk meets them: frames laid
@@ -230,7 +231,7 @@ int main(void) {
                                      SNAP_CAPTURE_APP_ONLY |
                                          SNAP_CAPTURE_FP_ONLY,
                                      SNAP_CAPTURE_ASYNC};
-  long frames = 0, deep = 0;
+  long frames = 0, deep = 0, records = 0;
   int shown = 0;
   for (int t = 0; t < CASES; t++) {
     snap__regs_t regs;
@@ -248,6 +249,16 @@ int main(void) {
     put_rules();
     int nf = snap__walk_bounded(&regs, exact, flags, hi, fast, max, skip);
     bool same = nf == ns && memcmp(fast, slow, (size_t)ns * sizeof *fast) == 0;
+    if (flags == SNAP_CAPTURE_FP_ONLY) {
+      /* snap_capture_self's records-only walk, where it applies. */
+      uintptr_t rec[MAXPCS];
+      int nr = snap__walk_records_bounded(&regs, hi, rec, max, skip);
+      CHECK(nr < 0 ||
+                (nr == ns && memcmp(rec, slow, (size_t)ns * sizeof *rec) == 0),
+            "case %d (max %d, skip %d, lr %d): records walk %d pcs, readers %d",
+            t, max, skip, regs.lr_valid, nr, ns);
+      records += nr >= 0;
+    }
     frames += ns;
     deep += ns >= 24;
     CHECK(same,
@@ -263,6 +274,7 @@ int main(void) {
   /* The stacks must exercise the paths: long walks, not only stops. */
   CHECK(frames > 6L * CASES, "only %ld frames in %d stacks", frames, CASES);
   CHECK(deep > CASES / 20, "only %ld stacks of 24 frames or more", deep);
+  CHECK(records > CASES / 20, "only %ld records-only walks", records);
   printf("test_walk_paths: %d stacks, %ld frames, %ld of 24+ frames\n", CASES,
          frames, deep);
   free(w);

@@ -181,3 +181,10 @@ snap_test(test_elf_rewrite symbols/test_elf_rewrite.c)
 add_dependencies(test_elf_rewrite snap_elf_small)
 target_compile_definitions(test_elf_rewrite PRIVATE
   ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")
+
+# ---- test_elf_scan: the lazy parse's scan answers as the index ------------
+snap_test(test_elf_scan symbols/test_elf_scan.c)
+add_dependencies(test_elf_scan snap_elf_big snap_elf_small)
+target_compile_definitions(test_elf_scan PRIVATE
+  ELF_BIG_LIB="$<TARGET_FILE:snap_elf_big>"
+  ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")

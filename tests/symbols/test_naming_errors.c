@@ -6,9 +6,9 @@
  *    stack" gives its own code (SNAP_EINVAL for each bad argument,
  *    SNAP_ENOMEM when an allocation fails) and *out NULL; the NULL-returning
  *    calls agree with their twins;
- *  - SNAP_ENOMEM is provoked by this program's own calloc, which fails on
- *    request (glibc's __libc_calloc otherwise; not in sanitizer builds,
- *    whose runtimes own calloc);
+ *  - SNAP_ENOMEM is provoked by this program's own calloc and malloc,
+ *    which fail on request (glibc's __libc_calloc and __libc_malloc
+ *    otherwise; not in sanitizer builds, whose runtimes own them);
  *  - snap_callstack_symbols and snap_print_callstack accept
  *    SNAP_SYMBOLICATE_EXACT_PC0 and name this test's frames as dladdr
  *    does, exactly as without the flag.
@@ -24,12 +24,20 @@
 #define SANITIZED_ALLOC (SNAP_TEST_ASAN || SNAP_TEST_TSAN)
 #if !SANITIZED_ALLOC
 extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_malloc(size_t);
 static atomic_int fail_calloc;
-/* Interposes libstacksnap's calloc (its arrays for a naming are calloc'd). */
+/* Interposes libstacksnap's calloc and malloc: a naming of a pc or a few
+   keeps its scratch on the stack, so the stack it packs is the first
+   allocation that can fail. */
 void *calloc(size_t a, size_t b) {
   if (atomic_load(&fail_calloc))
     return NULL;
   return __libc_calloc(a, b);
+}
+void *malloc(size_t n) {
+  if (atomic_load(&fail_calloc))
+    return NULL;
+  return __libc_malloc(n);
 }
 #endif
 

@@ -34,7 +34,12 @@
  *     function to touch, not 24); a pc at or past that
  *     function's end is not that function (a gap, or code without a
  *     symbol), unless a function starting just before encloses it (nested
- *     or overlapping symbols, looked for a few entries back).
+ *     or overlapping symbols, looked for a few entries back). A lazy
+ *     parse (snap__elf_parse_lazy) sorts nothing until snap__elf_index:
+ *     its lookups find the same answer in one pass over the table (scan:
+ *     the few highest function starts <= pc, aliases merged as in 2, and
+ *     the lowest start above it), which tests/symbols/test_elf_scan.c
+ *     checks against the index.
  *  5. PLT: a pc in .plt, .plt.sec or .plt.got is never given to a
  *     neighbouring function. Its entry's instructions say which GOT slot it
  *     jumps through (x86_64: jmp *disp32(%rip), after endbr64 / bnd;
@@ -50,6 +55,7 @@
 #include "platform/linux/elf_reader.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +383,95 @@ const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
   return NULL;
 }
 
+/* One address of a lazy scan: the aliases at it merged as load_syms
+   merges them. */
+typedef struct cand {
+  uint64_t at, size, limit;
+  uint32_t name;
+  unsigned rank;
+} cand_t;
+
+/* snap__elf_find's answer without syms: the ENCLOSING_LOOKBACK highest
+   function addresses <= vaddr (each with its preferred alias, largest
+   size and section end, as load_syms keeps them) and the lowest above
+   it, gathered in one pass; then the same look back. */
+static const snap__elf_sym_t *scan(const snap__elf_t *e, uint64_t vaddr,
+                                   uint64_t *floor, snap__elf_sym_t *out) {
+  shdrs_t sh = {e->sh_off, e->sh_num};
+  Elf64_Shdr sym, str;
+  if (!shdr(e, &sh, e->sym_index, &sym) || !shdr(e, &sh, sym.sh_link, &str))
+    return NULL; /* checked by the parse: cannot be */
+  const char *strs = (const char *)e->data + str.sh_offset;
+  uint64_t count = sym.sh_size / sizeof(Elf64_Sym), above = UINT64_MAX;
+  cand_t top[ENCLOSING_LOOKBACK]; /* by address, highest first */
+  int nt = 0;
+  sec_memo_t memo = {UINT64_MAX, 0, 0};
+  Elf64_Sym s;
+  for (uint64_t i = 0; i < count; i++) {
+    /* Most symbols can change nothing here (above the lowest start seen
+       above vaddr, or below the lowest kept): those are passed over on
+       two fields, before func_sym's checks (a pass over 60 k symbols:
+       ~0.6 M instructions, not ~4.5 M). */
+    const uint8_t *raw = e->data + sym.sh_offset + i * sizeof(Elf64_Sym);
+    uint64_t value;
+    memcpy(&value, raw + offsetof(Elf64_Sym, st_value), sizeof value);
+    if (value > vaddr ? value >= above
+                      : nt == ENCLOSING_LOOKBACK && value < top[nt - 1].at)
+      continue;
+    if (!func_sym(e, &sh, sym.sh_offset, i, &str, &memo, &s))
+      continue;
+    uint64_t at = s.st_value;
+    if (at > vaddr) {
+      above = at < above ? at : above;
+      continue;
+    }
+    if (nt == ENCLOSING_LOOKBACK && at < top[nt - 1].at)
+      continue;
+    int p = 0;
+    while (p < nt && top[p].at > at)
+      p++;
+    unsigned rank = bind_rank(s.st_info);
+    uint64_t sz = s.st_value + s.st_size < s.st_value ? 0 : s.st_size;
+    if (p < nt && top[p].at == at) { /* an alias: table order, as sorted */
+      cand_t *c = &top[p];
+      if (prefer(rank, strs + s.st_name, c->rank, strs + c->name) < 0)
+        c->name = s.st_name, c->rank = rank;
+      c->size = sz > c->size ? sz : c->size;
+      c->limit = memo.end > c->limit ? memo.end : c->limit;
+      continue;
+    }
+    if (nt < ENCLOSING_LOOKBACK)
+      nt++;
+    memmove(&top[p + 1], &top[p], sizeof *top * (size_t)(nt - 1 - p));
+    top[p] = (cand_t){at, sz, memo.end, s.st_name, rank};
+  }
+  uint64_t below = 0;
+  for (int k = 0; k < nt; k++) {
+    const cand_t *c = &top[k];
+    uint64_t end = c->size > 0 ? c->at + c->size : c->limit;
+    uint64_t next = k == 0 ? above : top[k - 1].at;
+    if (c->size == 0 && next < end)
+      end = next; /* a size-0 symbol runs to the next one */
+    if (vaddr < end) {
+      if (floor)
+        *floor = 0;
+      *out = (snap__elf_sym_t){c->at, end, strs + c->name};
+      return out;
+    }
+    below = end > below ? end : below;
+  }
+  if (floor)
+    *floor = below;
+  return NULL;
+}
+
+const snap__elf_sym_t *snap__elf_lookup(const snap__elf_t *e, uint64_t vaddr,
+                                        uint64_t *floor,
+                                        snap__elf_sym_t *scratch) {
+  return e->lazy ? scan(e, vaddr, floor, scratch)
+                 : snap__elf_find(e, vaddr, floor);
+}
+
 /* ---- PLT ---------------------------------------------------------------- */
 
 static const char *dynsym_name(const snap__elf_t *e, uint64_t index) {
@@ -609,7 +704,18 @@ int snap__elf_build_id(const void *data, size_t size, const uint8_t **id,
   return e.build_id ? 0 : -1;
 }
 
-int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
+/* The checks load_syms makes before it reads a symbol: what a lazy parse
+   must know holds before its lookups scan the table. */
+static bool syms_usable(const snap__elf_t *e, const shdrs_t *sh,
+                        const Elf64_Shdr *sym) {
+  Elf64_Shdr str;
+  return sym->sh_entsize == sizeof(Elf64_Sym) &&
+         in_file(e, sym->sh_offset, sym->sh_size) &&
+         sym->sh_size / sizeof(Elf64_Sym) <= MAX_SYMS &&
+         shdr(e, sh, sym->sh_link, &str) && strtab_ok(e, &str);
+}
+
+static int parse(snap__elf_t *e, const void *data, size_t size, bool lazy) {
   memset(e, 0, sizeof *e);
   e->data = data;
   e->size = size;
@@ -654,7 +760,9 @@ int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
          strcmp(nm, ".plt.got") == 0) &&
         e->nplt < SNAP__ELF_MAX_PLT && s.sh_addr + s.sh_size >= s.sh_addr) {
       snap__elf_plt_t *p = &e->plt[e->nplt++];
-      *p = (snap__elf_plt_t){s.sh_addr, s.sh_size, 0, 0, s.sh_entsize};
+      *p = (snap__elf_plt_t){
+          s.sh_addr, s.sh_size,    0,
+          0,         s.sh_entsize, strcmp(nm, ".plt.got") == 0};
       if (s.sh_type == SHT_PROGBITS && in_file(e, s.sh_offset, s.sh_size)) {
         p->offset = s.sh_offset;
         p->size_in_file = s.sh_size;
@@ -675,11 +783,24 @@ int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
     e->dynsym_count = ds.sh_size / sizeof(Elf64_Sym);
     e->dynstr_off = dstr.sh_offset;
     e->dynstr_size = dstr.sh_size;
+    /* A .plt or .plt.sec entry jumps through a .got.plt slot, whose
+       relocation is in .rela.plt (SHF_INFO_LINK, or by name); only a
+       .plt.got entry jumps through .got, relocated in .rela.dyn. Without
+       a .plt.got, .rela.dyn (8 MiB in libLLVM) names nothing here. */
+    bool plt_got = false;
+    for (int i = 0; i < e->nplt; i++)
+      plt_got |= e->plt[i].got_slots;
     for (uint64_t i = 1; i < num && e->nrela < SNAP__ELF_MAX_RELA; i++) {
       Elf64_Shdr s;
       if (!shdr(e, &sh, i, &s) || s.sh_type != SHT_RELA ||
           s.sh_link != dynsym || s.sh_entsize != sizeof(Elf64_Rela) ||
           !in_file(e, s.sh_offset, s.sh_size))
+        continue;
+      const char *nm =
+          names_ok ? str_at(e, names.sh_offset, names.sh_size, s.sh_name)
+                   : NULL;
+      if (!plt_got && !(s.sh_flags & SHF_INFO_LINK) &&
+          !(nm && strcmp(nm, ".rela.plt") == 0))
         continue;
       e->rela[e->nrela++] =
           (snap__elf_rela_t){s.sh_offset, s.sh_size / sizeof(Elf64_Rela)};
@@ -688,13 +809,35 @@ int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
 
   Elf64_Shdr syms;
   uint64_t pick = symtab ? symtab : dynsym;
-  if (!pick || !shdr(e, &sh, pick, &syms) || load_syms(e, &sh, &syms) != 0)
+  if (!pick || !shdr(e, &sh, pick, &syms) ||
+      (lazy ? !syms_usable(e, &sh, &syms) : load_syms(e, &sh, &syms) != 0))
     goto fail;
   e->from_symtab = symtab != 0;
+  e->lazy = lazy;
+  e->sh_off = sh.off, e->sh_num = sh.num, e->sym_index = pick;
   return 0;
 fail:
   snap__elf_free(e);
   return -1;
+}
+
+int snap__elf_parse(snap__elf_t *e, const void *data, size_t size) {
+  return parse(e, data, size, false);
+}
+
+int snap__elf_parse_lazy(snap__elf_t *e, const void *data, size_t size) {
+  return parse(e, data, size, true);
+}
+
+int snap__elf_index(snap__elf_t *e) {
+  if (!e->lazy)
+    return 0;
+  shdrs_t sh = {e->sh_off, e->sh_num};
+  Elf64_Shdr syms;
+  if (!shdr(e, &sh, e->sym_index, &syms) || load_syms(e, &sh, &syms) != 0)
+    return -1;
+  e->lazy = false;
+  return 0;
 }
 
 /* ---- Detaching from the buffer ------------------------------------------ */

@@ -19,9 +19,14 @@
  *     the link's CRC32 of the whole file matches, or both build-ids do).
  *     A debug file names the functions; the file itself still decodes its
  *     PLT (a debug file's .plt is NOBITS);
- *  3. detach the parses from the file copies (snap__elf_detach: the
- *     function names and the PLT's tables copied into blocks of their
- *     own) and free the copies.
+ *  3. lazily (snap__elf_parse_lazy): the first SCAN_PCS lookups in the
+ *     image scan its symbol table, one pass each, and a process that
+ *     names a stack or two in a big library never sorts it (60 k
+ *     functions: a first lookup in ~2 ms of CPU, not ~10). The lookup
+ *     after those, or a batch of more pcs, sorts the functions
+ *     (snap__elf_index: index_image), then detaches the parses from the
+ *     file copies (snap__elf_detach: the function names and the PLT's
+ *     tables copied into blocks of their own) and frees the copies.
  * Addresses: a symbol's file vaddr + image_base (the load bias), which is
  * right for PIE, shared objects and non-PIE executables (bias 0).
  *
@@ -35,10 +40,10 @@
  *
  * Must not: run in the stopped window (it opens files, locks, allocates),
  * or keep a file mapped (design.md rule 6: a file cut on disk while mapped
- * faults on access). The cost: a file's whole copy while it is parsed;
- * then, per cached image, its function names and sorted symbols (and its
- * PLT's tables). A file rewritten after it was read keeps its old names
- * until its entry is dropped.
+ * faults on access). The cost: the parts of a file read (read_parts) until
+ * it is sorted; then, per cached image, its function names and sorted
+ * symbols (and its PLT's tables). A file rewritten after it was read keeps its
+ * old names until its entry is dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +61,10 @@
 
 #include <elf.h>
 
+/* Lookups in an image answered by scanning its symbol table before it is
+   sorted: one scan costs ~1/40 of a sort, and a process that names one
+   stack in a library (a crash report) never sorts it. */
+#define SCAN_PCS 4
 /* Images kept parsed. A process rarely names frames from more than a few
    dozen images; each entry holds its functions' names and a symbol array
    of ~24 bytes a function (the file copy only while it is parsed). */
@@ -76,10 +85,11 @@ typedef struct mapping {
 } mapping_t;
 
 typedef struct image {
-  char *path;    /* NULL: free slot */
-  uint64_t used; /* LRU clock */
-  bool ok;       /* file parsed */
-  bool has_dbg;  /* separate debug file parsed */
+  char *path;     /* NULL: free slot */
+  uint64_t used;  /* LRU clock */
+  bool ok;        /* file parsed */
+  bool has_dbg;   /* separate debug file parsed */
+  unsigned scans; /* lookups answered by scanning (not yet indexed) */
   mapping_t file, debug;
   snap__elf_t elf, dbg;
 } image_t;
@@ -168,15 +178,16 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
      .symtab, and PLT entries' targets. A file with a .symtab and no PLT
      needs neither, and in a big library they are a third of what would be
      read (its exported names, again). */
-  bool symtab = false, plt = !names_ok;
+  bool symtab = false, plt = !names_ok, plt_got = !names_ok;
   for (uint64_t i = 1; i < num; i++) {
     Elf64_Shdr s;
     memcpy(&s, buf + eh.e_shoff + i * sizeof s, sizeof s);
     symtab |= s.sh_type == SHT_SYMTAB;
     plt |= names_ok && (is_named(buf, size, &names, s.sh_name, ".plt") ||
-                        is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
-                        is_named(buf, size, &names, s.sh_name, ".plt.got"));
+                        is_named(buf, size, &names, s.sh_name, ".plt.sec"));
+    plt_got |= names_ok && is_named(buf, size, &names, s.sh_name, ".plt.got");
   }
+  plt |= plt_got;
   uint64_t skip_str = 0; /* the section index of .dynsym's strings */
   for (uint64_t i = 1; i < num && symtab && !plt; i++) {
     Elf64_Shdr s;
@@ -190,9 +201,15 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
     if (symtab && !plt &&
         (s.sh_type == SHT_DYNSYM || (skip_str && i == skip_str)))
       continue;
-    bool want = s.sh_type == SHT_SYMTAB || s.sh_type == SHT_DYNSYM ||
-                s.sh_type == SHT_STRTAB || s.sh_type == SHT_NOTE ||
-                s.sh_type == SHT_RELA;
+    /* Relocations name PLT entries: .rela.plt those of .plt and
+       .plt.sec, .rela.dyn (megabytes in a big C++ library) only those of
+       a .plt.got (elf_reader.c keeps the same ones). */
+    bool want =
+        s.sh_type == SHT_SYMTAB || s.sh_type == SHT_DYNSYM ||
+        s.sh_type == SHT_STRTAB || s.sh_type == SHT_NOTE ||
+        (s.sh_type == SHT_RELA &&
+         (plt_got || (s.sh_flags & SHF_INFO_LINK) ||
+          (names_ok && is_named(buf, size, &names, s.sh_name, ".rela.plt"))));
     if (!want && s.sh_type == SHT_PROGBITS && names_ok)
       want = is_named(buf, size, &names, s.sh_name, ".plt") ||
              is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
@@ -347,7 +364,7 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
     return false;
   snap__elf_t d;
   bool ok = !(m.dev == img->file.dev && m.ino == img->file.ino) &&
-            snap__elf_parse(&d, m.addr, m.size) == 0;
+            snap__elf_parse_lazy(&d, m.addr, m.size) == 0;
   if (ok) {
     ok = d.from_symtab && d.machine == img->elf.machine &&
          (same_build_id(&img->elf, &d) ||
@@ -359,9 +376,7 @@ static bool try_debug(image_t *img, const char *path, bool by_crc) {
     unmap(&m);
     return false;
   }
-  if (snap__elf_detach(&d) == 0)
-    unmap(&m); /* the names are d's own now */
-  img->debug = m;
+  img->debug = m; /* until indexed (index_image) */
   img->dbg = d;
   img->has_dbg = true;
   return true;
@@ -432,23 +447,48 @@ static void load(image_t *img) {
                                         : map_file(img->path, &img->file);
   if (!mapped)
     return;
-  if (snap__elf_parse(&img->elf, img->file.addr, img->file.size) != 0) {
+  if (snap__elf_parse_lazy(&img->elf, img->file.addr, img->file.size) != 0) {
     unmap(&img->file);
     return;
   }
   img->ok = true;
   if (!img->elf.from_symtab && !img->file.vdso)
-    find_debug_file(img); /* needs the file's identity: detach after */
+    find_debug_file(img);
+}
+
+/* Sorts the image's functions (snap__elf_index), then detaches the parses
+   from the file copies (snap__elf_detach) and frees the copies. Until
+   then its lookups scan the symbol table. An index that cannot be built
+   (out of memory) leaves the image scanning, copies kept. */
+static void index_image(image_t *img) {
+  snap__elf_t *names = img->has_dbg ? &img->dbg : &img->elf;
+  if (!img->ok || !names->lazy || snap__elf_index(names) != 0)
+    return;
+  if (img->has_dbg) {
+    if (snap__elf_detach(&img->dbg) == 0)
+      unmap(&img->debug);
+    img->elf.lazy = false; /* its own table is never searched: only its PLT */
+  }
   if (snap__elf_detach(&img->elf) == 0)
     unmap(&img->file);
 }
 
+/* Frames of one image come in runs, and so do calls: the image the last
+   call used is checked before the walk over every entry. */
+static int g_last;
+
 static image_t *image_for(const char *path) {
+  image_t *img = &g_images[g_last];
+  if (img->path && strcmp(img->path, path) == 0) {
+    img->used = ++g_clock;
+    return img;
+  }
   image_t *victim = &g_images[0];
   for (int i = 0; i < MAX_IMAGES; i++) {
-    image_t *img = &g_images[i];
+    img = &g_images[i];
     if (img->path && strcmp(img->path, path) == 0) {
       img->used = ++g_clock;
+      g_last = i;
       return img;
     }
     if (!img->path)
@@ -461,6 +501,7 @@ static image_t *image_for(const char *path) {
   if (!victim->path)
     return NULL;
   victim->used = ++g_clock;
+  g_last = (int)(victim - g_images);
   load(victim);
   return victim;
 }
@@ -470,25 +511,50 @@ static image_t *image_for(const char *path) {
 
 /* What the locked phase found for one query, for the unlocked phase. */
 typedef struct found {
-  char *name;      /* a copy (the image may go once unlocked), or NULL */
-  uintptr_t addr;  /* the function's first byte */
-  uintptr_t floor; /* Objective-C methods are looked for above this */
-  bool plt;        /* a PLT pc: named for its target or not at all */
-  bool ask_objc;   /* the query had an image to search */
+  const char *name; /* a copy (the image may go once unlocked), or NULL */
+  uintptr_t addr;   /* the function's first byte */
+  uintptr_t floor;  /* Objective-C methods are looked for above this */
+  bool plt;         /* a PLT pc: named for its target or not at all */
+  bool ask_objc;    /* the query had an image to search */
+  bool heap;        /* name was malloc'ed (the pool was full) */
 } found_t;
+
+/* Where the locked phase copies names: the caller's stack while it lasts,
+   then malloc. A cold lookup names one pc or a few: their copies and the
+   found_t array cost no allocation (each was a malloc and a free, a
+   tenth of a lookup). */
+#define LOCAL_FOUND 32
+#define POOL_BYTES 2048
+typedef struct pool {
+  char *at;
+  size_t left;
+} pool_t;
 
 /* Copies name up to a symbol version: a .symtab written by binutils >=
    2.35 spells versioned symbols "memcpy@@GLIBC_2.14"; the version is the
    linker's business, not the function's name (dladdr and Apple's tools
    print it bare). No C, C++ or Swift name contains '@'. */
-static char *copy_name(const char *name) {
-  const char *at = strchr(name, '@');
-  return at ? strndup(name, (size_t)(at - name)) : strdup(name);
+static void copy_name(pool_t *p, const char *name, bool versioned,
+                      found_t *out) {
+  const char *at = versioned ? strchr(name, '@') : NULL;
+  size_t len = at ? (size_t)(at - name) : strlen(name);
+  char *d;
+  if (len < p->left) {
+    d = p->at;
+    p->at += len + 1, p->left -= len + 1;
+  } else if ((d = malloc(len + 1)) != NULL) {
+    out->heap = true;
+  } else {
+    return; /* out of memory: unnamed */
+  }
+  memcpy(d, name, len);
+  d[len] = '\0';
+  out->name = d;
 }
 
 /* The ELF answer for q, under g_lock. */
 static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
-                     found_t *out, char *buf, size_t size) {
+                     found_t *out, pool_t *pool, char *buf, size_t size) {
   uintptr_t base = q->image_base;
   if (q->addr < base)
     return;
@@ -504,16 +570,17 @@ static void find_one(const image_t *img, const snap__plat_sym_query_t *q,
   if (plt >= 0) {
     out->plt = true;
     if (plt == 1) {
-      out->name = strdup(buf);
+      copy_name(pool, buf, false, out);
       out->addr = base + (uintptr_t)entry;
     }
     return;
   }
   uint64_t below;
-  const snap__elf_sym_t *s =
-      snap__elf_find(img->has_dbg ? &img->dbg : &img->elf, v, &below);
+  snap__elf_sym_t scratch;
+  const snap__elf_sym_t *s = snap__elf_lookup(
+      img->has_dbg ? &img->dbg : &img->elf, v, &below, &scratch);
   if (s) {
-    out->name = copy_name(s->name);
+    copy_name(pool, s->name, true, out);
     out->addr = base + (uintptr_t)s->addr;
     out->floor = out->addr;
   } else if (below > 0) {
@@ -532,20 +599,38 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
                          snap__plat_sym_cb cb, void *ctx) {
   if ((!q && n > 0) || n < 0 || !cb)
     return SNAP_EINVAL;
-  found_t *f = calloc(n ? (size_t)n : 1, sizeof *f);
+  found_t local[LOCAL_FOUND];
+  found_t *f = n <= LOCAL_FOUND ? local : malloc((size_t)n * sizeof *f);
   if (!f)
     return SNAP_ENOMEM;
+  memset(f, 0, (size_t)n * sizeof *f);
+  char names[POOL_BYTES];
+  pool_t pool = {names, sizeof names};
   char buf[1024];
   snap__plat_lazy_lock(&g_lock);
-  const image_t *last = NULL;
+  image_t *last = NULL;
   for (int i = 0; i < n; i++) {
     if (!q[i].image_path || !q[i].image_path[0])
       continue;
     /* Frames of one image come in runs: skip the cache walk for them. */
-    if (!last || strcmp(last->path, q[i].image_path) != 0)
+    if (!last || strcmp(last->path, q[i].image_path) != 0) {
       last = image_for(q[i].image_path);
-    if (last)
-      find_one(last, &q[i], &f[i], buf, sizeof buf);
+      /* Scanning answers the first few pcs of an image (a first lookup
+         in a 60 k-function library: ~0.5 M instructions, not the ~20 M
+         of sorting its table); the pc past SCAN_PCS, or a run of more,
+         sorts it. */
+      int run = 1;
+      while (i + run < n && q[i + run].image_path &&
+             strcmp(q[i + run].image_path, q[i].image_path) == 0)
+        run++;
+      if (last && last->scans + (unsigned)run > SCAN_PCS)
+        index_image(last);
+    }
+    if (last) {
+      find_one(last, &q[i], &f[i], &pool, buf, sizeof buf);
+      last->scans +=
+          last->ok && (last->has_dbg ? last->dbg.lazy : last->elf.lazy);
+    }
   }
   snap__plat_lazy_unlock(&g_lock);
 
@@ -553,7 +638,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
      runtime-registered class): a method above the ELF function's start, or
      in the gap after the last function, is the better name. The runtime
      is asked once for the whole batch. */
-  bool objc = n > 0 && snap__linux_objc_prepare();
+  bool objc = n > 0 && snap__linux_objc_prepare(q[0].images_generation);
   for (int i = 0; i < n; i++) {
     uintptr_t imp =
         objc && f[i].ask_objc && !f[i].plt
@@ -563,8 +648,10 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
       cb(i, buf, imp, ctx);
     else if (f[i].name)
       cb(i, f[i].name, f[i].addr, ctx);
-    free(f[i].name);
+    if (f[i].heap)
+      free((char *)f[i].name);
   }
-  free(f);
+  if (f != local)
+    free(f);
   return SNAP_OK;
 }

@@ -81,6 +81,12 @@ static snap__lazy_lock_t api_lock;
 static objc_api_t api;         /* complete before api_ready is set */
 static atomic_bool api_ready;  /* release-set once, never cleared */
 static atomic_ullong api_miss; /* images stamp + 1 of the last failed probe */
+/* The core's image table generation at the last failed probe (or at a
+   later call that found the stamp unchanged): a caller naming under that
+   generation needs no stamp read (one dl_iterate_phdr, with the loader's
+   lock: half the cost of a cold lookup's platform part in a process
+   without Objective-C). 0: none. */
+static atomic_ullong api_miss_gen;
 
 static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
@@ -103,16 +109,25 @@ static bool api_probe(objc_api_t *a) {
          (a->object_class || a->meta_class);
 }
 
-/* The runtime's entry points, or NULL when no runtime is loaded. */
-static const objc_api_t *api_get(void) {
+/* The runtime's entry points, or NULL when no runtime is loaded.
+   generation: the caller's image table generation (0: unknown); a table
+   that has not changed since a probe failed cannot hold a runtime the
+   probe missed. */
+static const objc_api_t *api_get(uint64_t generation) {
   if (atomic_load_explicit(&api_ready, memory_order_acquire))
     return &api;
+  if (generation &&
+      atomic_load_explicit(&api_miss_gen, memory_order_relaxed) == generation)
+    return NULL;
   unsigned long long stamp = snap__plat_images_stamp() + 1;
-  if (atomic_load_explicit(&api_miss, memory_order_relaxed) == stamp)
+  if (atomic_load_explicit(&api_miss, memory_order_relaxed) == stamp) {
+    atomic_store_explicit(&api_miss_gen, generation, memory_order_relaxed);
     return NULL; /* nothing was loaded since we last looked */
+  }
   objc_api_t found = {0};
   if (!api_probe(&found)) {
     atomic_store_explicit(&api_miss, stamp, memory_order_relaxed);
+    atomic_store_explicit(&api_miss_gen, generation, memory_order_relaxed);
     return NULL;
   }
   snap__plat_lazy_lock(&api_lock);
@@ -260,8 +275,8 @@ static uintptr_t table_lookup(const objc_table_t *t, uintptr_t addr,
   return e->imp;
 }
 
-bool snap__linux_objc_prepare(void) {
-  const objc_api_t *a = api_get();
+bool snap__linux_objc_prepare(uint64_t images_generation) {
+  const objc_api_t *a = api_get(images_generation);
   if (!a)
     return false;
   uint64_t ticket = atomic_fetch_add(&g_tickets, 1) + 1;
@@ -310,7 +325,7 @@ uintptr_t snap__linux_objc_method(uintptr_t addr, uintptr_t lo, char *buf,
                                   size_t size) {
   if (!buf && size)
     return 0;
-  return snap__linux_objc_prepare()
+  return snap__linux_objc_prepare(0)
              ? snap__linux_objc_lookup(addr, lo, buf, size)
              : 0;
 }

@@ -22,8 +22,11 @@ uintptr_t snap__linux_objc_method(uintptr_t addr, uintptr_t floor, char *buf,
    count and, when something changed, a rebuild) and says whether a runtime
    is loaded at all; lookup answers from the table prepare left, without
    asking the runtime again. So a stack of n frames checks once, not n
-   times. [setup] */
-bool snap__linux_objc_prepare(void);
+   times. images_generation: the core's image table generation the
+   addresses were found under (snap__plat_sym_query_t), or 0; while it is
+   the one of a call that found no runtime, prepare answers false without
+   reading the images stamp. [setup] */
+bool snap__linux_objc_prepare(uint64_t images_generation);
 uintptr_t snap__linux_objc_lookup(uintptr_t addr, uintptr_t floor, char *buf,
                                   size_t size);
 
