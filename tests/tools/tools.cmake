@@ -27,7 +27,7 @@ set_tests_properties(test_json_python PROPERTIES TIMEOUT 120)
 # whatever the report held: issue 24). The sources are
 # compiled in (not linked from the libraries) so that libFuzzer's coverage
 # sees them. The committed corpus: real lag reports and edge cases.
-if(SNAP_FUZZ_SECONDS GREATER 0)
+if(SNAP_FUZZ_SECONDS GREATER 0 AND TARGET snap_symbolicate_dwarf)
   set(symb ${PROJECT_SOURCE_DIR}/tools/symbolicate)
   add_executable(fuzz_report_json tools/fuzz_report_json.c ${symb}/json.c
                  ${symb}/report_names.c ${symb}/report_text.c
@@ -38,7 +38,8 @@ if(SNAP_FUZZ_SECONDS GREATER 0)
                              ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
                              ${SNAP_UTHASH_INCLUDE})
   target_compile_definitions(fuzz_report_json PRIVATE _GNU_SOURCE)
-  target_link_libraries(fuzz_report_json PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+  target_link_libraries(fuzz_report_json PRIVATE Threads::Threads ${CMAKE_DL_LIBS}
+                        PkgConfig::SNAP_LIBDW)
   target_compile_options(fuzz_report_json PRIVATE -fsanitize=fuzzer -fno-omit-frame-pointer)
   target_link_options(fuzz_report_json PRIVATE -fsanitize=fuzzer)
   math(EXPR json_fuzz_seconds "(${SNAP_FUZZ_SECONDS} + 1) / 2")

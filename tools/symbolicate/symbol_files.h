@@ -1,8 +1,8 @@
 /*
  * symbol_files.h — the files that name an image of a report: found by
  * build id, never by name alone, and read with the project's own ELF
- * reader (src/platform/linux/elf_reader.c) and DWARF line reader
- * (dwarf_lines.c).
+ * reader (src/platform/linux/elf_reader.c) and, for file:line, elfutils'
+ * libdw over the bytes read (dwarf_lines.c).
  */
 #ifndef SNAP_TOOLS_SYMBOL_FILES_H
 #define SNAP_TOOLS_SYMBOL_FILES_H
