@@ -92,3 +92,13 @@ add_test(NAME test_symbolicate_libc
           --addr2line ${dwl_addr2line} --llvm-addr2line ${SNAP_LLVM_ADDR2LINE})
 set_tests_properties(test_symbolicate_libc PROPERTIES TIMEOUT 120
                      SKIP_RETURN_CODE 77)
+
+# The command line (issue 27): --help, --version, a precise message per
+# usage mistake, many reports and directories with a line per report,
+# atomic -o (strace: O_EXCL|O_NOFOLLOW|O_CLOEXEC 0600, fsync, rename).
+add_test(NAME test_symbolicate_cli
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_symbolicate_cli.py
+          $<TARGET_FILE:stacksnap-symbolicate> --version-want ${PROJECT_VERSION}
+          --yyjson-h ${PROJECT_SOURCE_DIR}/third_party/yyjson/yyjson.h
+          --run-with "${SNAP_RUN_WITH}")
+set_tests_properties(test_symbolicate_cli PROPERTIES TIMEOUT 300)

@@ -37,9 +37,11 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,13 @@ struct snap__dwarf_lines {
   Dwarf *dw;
   char *path; /* the last joined path answered (lookup's out->file) */
 };
+
+const char *snap__dwarf_lines_version(void) {
+  static char text[64];
+  if (!text[0])
+    snprintf(text, sizeof text, "libdw (elfutils) %s", dwfl_version(NULL));
+  return text;
+}
 
 const char *snap__dwarf_lines_strerror(int code) {
   switch (code) {

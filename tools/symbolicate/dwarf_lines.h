@@ -38,6 +38,9 @@ enum {
 #undef SNAP__DWL_ENUM
 };
 
+/* "libdw (elfutils) 0.188": what reads file:line (for --version). */
+const char *snap__dwarf_lines_version(void);
+
 /* A static string for any int; never NULL. */
 const char *snap__dwarf_lines_strerror(int code);
 

@@ -115,6 +115,10 @@ static yyjson_mut_val *nth(yyjson_mut_val *c, size_t i) {
 
 /* ---- Documents ---------------------------------------------------------- */
 
+const char *snap_json_reader_version(void) {
+  return "yyjson " YYJSON_VERSION_STRING;
+}
+
 /* Fills err: message "line L col C (byte B): reason". */
 static void set_error(snap_json_error_t *err, const char *text, size_t len,
                       size_t at, const char *reason) {

@@ -32,8 +32,9 @@
    Memory peaks in the worst case, an array of one-digit numbers: yyjson's
    16-byte value and its mutable copy's 32-byte node per two input bytes,
    plus the numbers' copied text (measured: 738 MiB of peak RSS for
-   32 MiB), so a hostile input at this default can take ~1.5 GiB; a caller that cannot afford that passes a smaller
-   maximum. A real report (mostly strings) takes a few times its size. */
+   32 MiB), so a hostile input at this default can take ~1.5 GiB; a caller that
+   cannot afford that passes a smaller maximum. A real report (mostly strings)
+   takes a few times its size. */
 #define SNAP_JSON_DEFAULT_MAX_INPUT ((size_t)64 << 20)
 /* A hard ceiling on any caller's maximum: counts inside are 32-bit. */
 #define SNAP_JSON_MAX_INPUT_CEILING ((size_t)1 << 30)
@@ -64,6 +65,9 @@ typedef struct snap_json_error {
   size_t offset, line, col;
   char message[160];
 } snap_json_error_t;
+
+/* "yyjson 0.10.0": what reads the reports (for --version). */
+const char *snap_json_reader_version(void);
 
 /* ---- Documents --------------------------------------------------------- */
 
