@@ -322,12 +322,7 @@ static void inlined_file(const char *path, uint64_t *rng) {
       char site[8300];
       snprintf(site, sizeof site, "%s:%u", in[k].file ? in[k].file : "??",
                in[k].line);
-      /* addr2line joins the call's file as the line table's: compare
-         the base names and the line. */
-      const char *sb = strrchr(site, '/'), *wb = strrchr(sites[k + 1], '/');
-      sb = sb ? sb + 1 : site;
-      wb = wb ? wb + 1 : sites[k + 1];
-      CHECK(strcmp(sb, wb) == 0 &&
+      CHECK(strcmp(site, sites[k + 1]) == 0 &&
                 (!in[k].function || strcmp(in[k].function, names[k]) == 0),
             "%s %#llx call %zu: addr2line %s in %s, we %s in %s", path,
             (unsigned long long)a.v[i], k, sites[k + 1], names[k], site,

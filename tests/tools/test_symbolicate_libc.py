@@ -12,6 +12,8 @@ first set_file the file 0: libc-start.c for the lines of
 libc_start_call_main.h that __libc_start_call_main is made of), the line
 must still be addr2line's and the file llvm-addr2line's (gdb's too). At
 least one frame of __libc_start_main_impl must be addr2line's exactly.
+Each frame's "inlined" calls (call_init is inlined into
+__libc_start_main_impl) must be what `addr2line -f -i` prints.
 Exits 77 (ctest: skipped) without libc6-dbg's file for this libc.
 
 usage: test_symbolicate_libc.py TOOL LIBC --addr2line P --llvm-addr2line P
@@ -105,7 +107,36 @@ def main():
     print("%d frames: %s as addr2line, %d as llvm-addr2line (same line, "
           "binutils 2.40's DWARF 5 file 0), %d different"
           % (len(rets), exact, via_llvm, bad))
-    if bad or not rets or exact["__libc_start_main_impl"] == 0:
+    # Inlined calls: `addr2line -f -i` prints the innermost function and
+    # its file:line, then per inlined call the function around it and the
+    # call's file:line; the frame's "inlined" is [{function: the inlined
+    # one, source_file:source_line: its call}], innermost first.
+    def chains(tool):
+        out = []
+        for o in offs:  # one run each: no address is a safe separator
+            lines = subprocess.run([tool, "-f", "-i", "-e", dbg, o],
+                                   capture_output=True,
+                                   text=True).stdout.splitlines()
+            out.append([(fn, loc.split(" (discriminator")[0])
+                        for fn, loc in zip(lines[0::2], lines[1::2])])
+        return out
+    want_b, want_l = chains(a.addr2line), chains(a.llvm_addr2line)
+    with_inlined = 0
+    for (fn, ret), f, wb, wl in zip(rets, out, want_b, want_l):
+        got = [(e.get("function"), "%s:%s" % (e.get("source_file"),
+                                             e.get("source_line")))
+               for e in f.get("inlined", [])]
+        exp = [[(w[k][0], w[k + 1][1]) for k in range(len(w) - 1)]
+               for w in (wb, wl)]
+        if got not in exp:
+            bad += 1
+            print("FAIL: %s %#x: inlined %s, addr2line -i %s" % (fn, ret,
+                                                                 got, exp[0]))
+        with_inlined += bool(got)
+    print("%d frames in inlined code, their calls as addr2line -i"
+          % with_inlined)
+    if bad or not rets or exact["__libc_start_main_impl"] == 0 or \
+            with_inlined == 0:
         print("FAIL")
         return 1
     print("test_symbolicate_libc: ok")

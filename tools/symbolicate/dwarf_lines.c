@@ -45,10 +45,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_INLINED_PATHS 16
+
 struct snap__dwarf_lines {
   Elf *elf;
   Dwarf *dw;
   char *path; /* the last joined path answered (lookup's out->file) */
+  char *inlined_path[MAX_INLINED_PATHS]; /* the last inlined() answer's */
 };
 
 const char *snap__dwarf_lines_version(void) {
@@ -174,6 +177,8 @@ void snap__dwarf_lines_close(snap__dwarf_lines_t *dl) {
   dwarf_end(dl->dw);
   elf_end(dl->elf);
   free(dl->path);
+  for (int i = 0; i < MAX_INLINED_PATHS; i++)
+    free(dl->inlined_path[i]);
   free(dl);
 }
 
@@ -192,6 +197,30 @@ static bool unit_of(snap__dwarf_lines_t *dl, uint64_t addr, Dwarf_Die *cu) {
   return false;
 }
 
+/* file as addr2line prints it: libdw joins the line table's directory and
+   name; when that is relative, addr2line (bfd's concat_filename) also puts
+   the unit's DW_AT_comp_dir in front, even of a directory that repeats it
+   (Debian's libc: "./csu" + "./csu/init-first.c"). The joined text goes
+   to *slot (replacing what was there). NULL when out of memory. */
+static const char *join(Dwarf_Die *cu, const char *file, char **slot) {
+  Dwarf_Attribute attr;
+  const char *comp =
+      dwarf_attr(cu, DW_AT_comp_dir, &attr) ? dwarf_formstring(&attr) : NULL;
+  size_t cl = comp ? strlen(comp) : 0;
+  if (file[0] == '/' || !cl)
+    return file;
+  size_t fl = strlen(file);
+  char *p = malloc(cl + fl + 2);
+  if (!p)
+    return NULL;
+  memcpy(p, comp, cl);
+  p[cl] = '/';
+  memcpy(p + cl + 1, file, fl + 1);
+  free(*slot);
+  *slot = p;
+  return p;
+}
+
 int snap__dwarf_lines_lookup(snap__dwarf_lines_t *dl, uint64_t addr,
                              snap__dwarf_line_t *out) {
   if (!dl || !out)
@@ -205,25 +234,9 @@ int snap__dwarf_lines_lookup(snap__dwarf_lines_t *dl, uint64_t addr,
   Dwarf_Addr at;
   if (!file || dwarf_lineaddr(line, &at) != 0 || at > addr)
     return SNAP_DWL_ENOTFOUND;
-  /* libdw joins the line table's directory and name; when that is
-     relative, addr2line (bfd's concat_filename) also puts DW_AT_comp_dir
-     in front, even of a directory that repeats it (Debian's libc:
-     "./csu" + "./csu/init-first.c"). */
-  Dwarf_Attribute attr;
-  const char *comp =
-      dwarf_attr(&cu, DW_AT_comp_dir, &attr) ? dwarf_formstring(&attr) : NULL;
-  size_t cl = comp ? strlen(comp) : 0;
-  if (file[0] != '/' && cl) {
-    size_t fl = strlen(file);
-    char *p = malloc(cl + fl + 2);
-    if (!p)
-      return SNAP_DWL_ENOMEM;
-    memcpy(p, comp, cl);
-    p[cl] = '/';
-    memcpy(p + cl + 1, file, fl + 1);
-    free(dl->path);
-    file = dl->path = p;
-  }
+  file = join(&cu, file, &dl->path);
+  if (!file)
+    return SNAP_DWL_ENOMEM;
   int n = 0;
   unsigned int u = 0;
   out->file = file;
@@ -325,8 +338,10 @@ size_t snap__dwarf_lines_inlined(snap__dwarf_lines_t *dl, uint64_t addr,
     if (dwarf_attr(d, DW_AT_call_line, &attr))
       dwarf_formudata(&attr, &line);
     out[k].function = die_name(d);
-    out[k].file =
+    const char *f =
         files && file < nfiles ? dwarf_filesrc(files, file, NULL, NULL) : NULL;
+    out[k].file =
+        f && k < MAX_INLINED_PATHS ? join(&cu, f, &dl->inlined_path[k]) : f;
     out[k].line = line <= UINT32_MAX ? (uint32_t)line : 0;
   }
   return n;

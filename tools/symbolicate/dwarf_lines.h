@@ -78,13 +78,15 @@ int snap__dwarf_lines_lookup(snap__dwarf_lines_t *dl, uint64_t addr,
                              snap__dwarf_line_t *out);
 
 /* The inlined calls holding addr, innermost first, as `addr2line -f -i`
-   prints them after the first line: each is the function the call was
-   inlined into (function, NULL when unnamed) and the call's file:line.
-   Fills at most max entries of out and returns how many calls there are
-   (0: not inlined, or no DWARF for addr). */
+   prints them: each is the function inlined (function, NULL when unnamed)
+   and the file:line of its call, in the function around it (the next
+   entry's, or the frame's own function for the last). Fills at most max
+   entries of out and returns how many calls there are (0: not inlined, or
+   no DWARF for addr). The paths are joined as lookup's; strings are valid
+   until the next call or snap__dwarf_lines_close. */
 typedef struct snap__dwarf_inline {
-  const char *function; /* the caller: the function inlined into */
-  const char *file;     /* where the call is */
+  const char *function; /* the function inlined */
+  const char *file;     /* where it was called */
   uint32_t line;
 } snap__dwarf_inline_t;
 size_t snap__dwarf_lines_inlined(snap__dwarf_lines_t *dl, uint64_t addr,

@@ -583,6 +583,16 @@ void snap__symname(const snap__symfound_t *found, uint64_t vaddr,
       line.line > 0) {
     out->file = line.file;
     out->line = line.line;
+    snap__dwarf_inline_t in[SNAP__SYMNAME_MAX_INLINED];
+    size_t n = snap__dwarf_lines_inlined(found->lines->lines, vaddr, in,
+                                         SNAP__SYMNAME_MAX_INLINED);
+    out->n_inlined =
+        n < SNAP__SYMNAME_MAX_INLINED ? n : SNAP__SYMNAME_MAX_INLINED;
+    for (size_t i = 0; i < out->n_inlined; i++) {
+      out->inlined[i].function = in[i].function;
+      out->inlined[i].file = in[i].file;
+      out->inlined[i].line = in[i].line;
+    }
   }
 }
 
