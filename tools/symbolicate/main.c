@@ -391,7 +391,9 @@ static int one(run_t *run, const item_t *it) {
   int rc = NAMED;
   if (run->out && run->out_dir) {
     const char *slash = strrchr(it->path, '/');
-    snprintf(target, sizeof target, "%s/%s", run->out,
+    size_t ol = strlen(run->out);
+    snprintf(target, sizeof target, "%s%s%s", run->out,
+             ol && run->out[ol - 1] == '/' ? "" : "/",
              slash ? slash + 1 : it->path);
     for (size_t i = 0; i < run->written.n; i++)
       if (strcmp(run->written.v[i].path, target) == 0) {
