@@ -453,34 +453,43 @@ int main(int argc, char **argv) {
   bool no_default = false, options = true;
   unsigned long long max_mib = 0;
   const char **args = calloc((size_t)argc + 1, sizeof *args);
-  int n_args = 0;
+  int n_args = 0, rc = 0;
+  list_t items = {0};
+  run_t run = {0};
   if (!args)
     return 1;
+/* Every way out frees what was taken (ASan's leak check runs the
+   mistakes too). */
+#define FINISH(x)                                                              \
+  do {                                                                         \
+    rc = (x);                                                                  \
+    goto out;                                                                  \
+  } while (0)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool takes = options &&
                  (strcmp(a, "--debug-dir") == 0 || strcmp(a, "--binary") == 0 ||
                   strcmp(a, "--max-memory") == 0 || strcmp(a, "-o") == 0);
     if (takes && i + 1 >= argc)
-      return usage_error("option '%s' needs an argument", a);
+      FINISH(usage_error("option '%s' needs an argument", a));
     if (!options || (a[0] != '-' || strcmp(a, "-") == 0)) {
       args[n_args++] = a;
     } else if (strcmp(a, "--") == 0) {
       options = false;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(USAGE, stdout);
-      return fflush(stdout) == 0 ? 0 : 1;
+      FINISH(fflush(stdout) == 0 ? 0 : 1);
     } else if (strcmp(a, "--version") == 0) {
       printf(PROG " (stacksnap %s)\n%s\n%s\n", snap_version(),
              snap_json_reader_version(), snap__dwarf_lines_version());
-      return fflush(stdout) == 0 ? 0 : 1;
+      FINISH(fflush(stdout) == 0 ? 0 : 1);
     } else if (strcmp(a, "--debug-dir") == 0) {
       if (n_dirs == MAX_LIST)
-        return usage_error("more than 64 --debug-dir", NULL);
+        FINISH(usage_error("more than 64 --debug-dir", NULL));
       dirs[n_dirs++] = argv[++i];
     } else if (strcmp(a, "--binary") == 0) {
       if (n_bins == MAX_LIST)
-        return usage_error("more than 64 --binary", NULL);
+        FINISH(usage_error("more than 64 --binary", NULL));
       bins[n_bins++] = argv[++i];
     } else if (strcmp(a, "--no-default-dirs") == 0) {
       no_default = true;
@@ -491,28 +500,27 @@ int main(int argc, char **argv) {
       max_mib = strtoull(v, &end, 10);
       if (errno || end == v || *end || v[0] == '-' || max_mib == 0 ||
           max_mib > (1ULL << 40))
-        return usage_error("--max-memory '%s': not a number of MiB from 1 "
+        FINISH(usage_error("--max-memory '%s': not a number of MiB from 1 "
                            "to 2^40",
-                           v);
+                           v));
     } else if (strcmp(a, "-o") == 0) {
       if (out)
-        return usage_error("-o given twice ('%s' is the second)", argv[i + 1]);
+        FINISH(usage_error("-o given twice ('%s' is the second)", argv[i + 1]));
       out = argv[++i];
     } else {
-      return usage_error("unknown option '%s'", a);
+      FINISH(usage_error("unknown option '%s'", a));
     }
   }
   if (n_args == 0)
-    return usage_error("no report given%s", NULL);
+    FINISH(usage_error("no report given%s", NULL));
   int stdin_uses = 0;
   for (int i = 0; i < n_args; i++)
     stdin_uses += strcmp(args[i], "-") == 0;
   if (stdin_uses > 1)
-    return usage_error("'-' (standard input) given more than once%s", NULL);
+    FINISH(usage_error("'-' (standard input) given more than once%s", NULL));
 
   /* Directories become their reports; whether the run is "many" is
      decided by the command line, not by what a directory holds today. */
-  list_t items = {0};
   bool many = n_args > 1, failed_listing = false;
   for (int i = 0; i < n_args; i++) {
     struct stat st;
@@ -525,7 +533,7 @@ int main(int argc, char **argv) {
       }
     } else if (!push(&items, strdup(args[i]), false)) {
       fprintf(stderr, PROG ": out of memory\n");
-      return 1;
+      FINISH(1);
     }
   }
   bool out_dir = false;
@@ -534,23 +542,23 @@ int main(int argc, char **argv) {
     out_dir = stat(out, &st) == 0 && S_ISDIR(st.st_mode);
   }
   if (out && many && !out_dir)
-    return usage_error("-o '%s' with several reports: -o must name an "
+    FINISH(usage_error("-o '%s' with several reports: -o must name an "
                        "existing directory (each report is written there "
                        "under its own file name)",
-                       out);
+                       out));
   if (out_dir && stdin_uses)
-    return usage_error("-o names a directory, but a report is standard "
+    FINISH(usage_error("-o names a directory, but a report is standard "
                        "input: write it with -o FILE%s",
-                       NULL);
+                       NULL));
   signal(SIGPIPE, SIG_IGN);
 
   snap__symfind_opts_t opts = {dirs,   n_dirs,     bins,
                                n_bins, no_default, max_mib << 20};
-  run_t run = {.out = out, .out_dir = out_dir, .many = many};
+  run = (run_t){.out = out, .out_dir = out_dir, .many = many};
   run.finder = snap__symfinder_new(&opts);
   if (!run.finder) {
     fprintf(stderr, PROG ": out of memory\n");
-    return 1;
+    FINISH(1);
   }
   size_t counts[3] = {0, 0, 0};
   for (size_t i = 0; i < items.n; i++)
@@ -565,6 +573,8 @@ int main(int argc, char **argv) {
   if (many)
     fprintf(stderr, PROG ": %zu reports: %zu named, %zu skipped, %zu failed\n",
             items.n, counts[NAMED], counts[SKIPPED], counts[FAILED]);
+  rc = counts[FAILED] || failed_listing ? 1 : 0;
+out:
   snap__symfinder_free(run.finder);
   for (size_t i = 0; i < items.n; i++)
     free(items.v[i].path);
@@ -573,5 +583,6 @@ int main(int argc, char **argv) {
     free(run.written.v[i].path);
   free(run.written.v);
   free(args);
-  return counts[FAILED] || failed_listing ? 1 : 0;
+  return rc;
+#undef FINISH
 }
