@@ -13,7 +13,8 @@
              the reason; a good report beside them still named.
   directory  every *.json directly in a directory (sorted; not .txt, not
              subdirectories): a report named, a FIFO and JSON that is not a
-             report "skipped" with the reason, a broken one "failed"; exit 1
+             report "skipped" with the reason, a broken one (bad value, or
+             not JSON) "failed"; exit 1
              when one failed, 0 when none did; -o DIR gets each report
              under its own name; a file name with terminal escapes is
              escaped in the messages.
@@ -198,10 +199,13 @@ def main():
         with open(os.path.join(d, "z.json"), "w") as f:
             f.write("{\"images\": [], \"threads\": [{\"stack\": [{\"pc\": "
                     "\"zz\"}]}]}")
+        with open(os.path.join(d, "y.json"), "w") as f:
+            f.write("{\"images\": [")  # cut short: broken, not skipped
         st, out, err = run("-o", outdir, d)
         if st != 1 or f"{d}/z.json: failed: " not in err or \
-                "7 reports: 3 named, 3 skipped, 1 failed" not in err:
-            fail(f"directory with a broken report: exit {st}, {err!r}")
+                f"{d}/y.json: failed: not JSON: " not in err or \
+                "8 reports: 3 named, 3 skipped, 2 failed" not in err:
+            fail(f"directory with broken reports: exit {st}, {err!r}")
         print("directory:", err.strip().split("\n")[-1])
 
         # atomic -o

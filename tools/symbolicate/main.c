@@ -365,9 +365,10 @@ static int one(run_t *run, const item_t *it) {
   snap_json_doc_t *doc = snap_json_parse(text, len, 0, &err);
   free(text);
   if (!doc) {
+    /* A *.json that is not JSON is a broken file, wherever it is. */
     snprintf(why, sizeof why, "not JSON: %s", err.message);
-    say(it->path, it->from_dir ? "skipped" : "failed", why);
-    return it->from_dir ? SKIPPED : FAILED;
+    say(it->path, "failed", why);
+    return FAILED;
   }
   /* A report is an object with an array of images; other JSON in a
      directory (a trace, a config) is skipped, named explicitly it fails. */
