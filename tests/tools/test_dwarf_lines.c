@@ -19,8 +19,10 @@
  * libc_start_call_main.h. Those are counted apart ("llvm agrees").
  * Inlined calls: snap__dwarf_lines_inlined against `addr2line -f -i`'s
  * call sites. Hostile: truncations, random bytes and mutations of the
- * debug sections give an error code or an index, never a crash; the
- * inflation budget gives SNAP_DWL_ELIMIT before anything is inflated.
+ * debug sections give an error code or an index, never a crash; string
+ * sections that are not PROGBITS or lack their last NUL are refused (what
+ * libdw 0.188 overreads); the inflation budget gives SNAP_DWL_ELIMIT
+ * before anything is inflated.
  *
  * DWL_FIXTURES (oracle files), DWL_COMPRESSED, DWL_ADDR2LINE,
  * DWL_LLVM_ADDR2LINE — compile definitions from dwarf_tests.cmake.
@@ -480,6 +482,24 @@ static void hostile(const char *path, uint64_t *rng) {
         (const Elf64_Shdr *)(f + ((Elf64_Ehdr *)f)->e_shoff);
     r[sh0[((Elf64_Ehdr *)f)->e_shstrndx].sh_offset + line->sh_name + 1] = 'X';
     CHECK_EQ(try_open(r, len, UINT64_MAX, rng), SNAP_DWL_ENOLINES);
+  }
+  /* What libdw 0.188 reads past a buffer's end (fuzz_dwarf_lines found
+     the first; its input is in fuzz_corpus_dwarf/line_str_as_rel): a
+     string section of another type than PROGBITS (libelf converts it into
+     a buffer of exactly its size), and one whose last string has no NUL.
+     Refused before libdw reads them. */
+  const char *strs[] = {".debug_line_str", ".debug_str"};
+  for (size_t k = 0; k < 2; k++) {
+    const Elf64_Shdr *sh = section(f, len, strs[k]);
+    CHECK(sh && sh->sh_size > 0, "no %s", strs[k]);
+    if (!sh || sh->sh_size == 0)
+      continue;
+    memcpy(r, f, len);
+    ((Elf64_Shdr *)(r + ((const unsigned char *)sh - f)))->sh_type = SHT_REL;
+    CHECK_EQ(try_open(r, len, UINT64_MAX, rng), SNAP_DWL_EMALFORMED);
+    memcpy(r, f, len);
+    r[sh->sh_offset + sh->sh_size - 1] = 'x';
+    CHECK_EQ(try_open(r, len, UINT64_MAX, rng), SNAP_DWL_EMALFORMED);
   }
   printf("hostile %s: %zu truncations, 200 random, %zu mutations (%zu "
          "still opened): no crash\n",

@@ -14,9 +14,12 @@
  *
  * Algorithm:
  *  1. elf_memory over the caller's buffer; every section named .debug_* or
- *     .zdebug_* that is compressed declares its inflated size in its
- *     header (Elf64_Chdr's ch_size, or "ZLIB" + a big-endian size): their
- *     sum must fit max_inflate before dwarf_begin_elf inflates them.
+ *     .zdebug_* must be PROGBITS (or NOBITS), and those that are
+ *     compressed declare their inflated size in their header (Elf64_Chdr's
+ *     ch_size, or "ZLIB" + a big-endian size): their sum must fit
+ *     max_inflate before anything is inflated. .debug_str and
+ *     .debug_line_str must end in a NUL (libdw 0.188 assumes it), then
+ *     dwarf_begin_elf.
  *  2. Lookup: the compile unit holding the address (dwarf_addrdie, by
  *     .debug_aranges; else each unit's ranges, dwarf_haspc, as binutils
  *     does when a producer wrote no aranges), then its line row at or
@@ -100,6 +103,36 @@ static bool inflated_size(Elf_Scn *scn, const GElf_Shdr *sh, const char *name,
   return true;
 }
 
+/* Whether the string sections libdw reads with strlen (.debug_str,
+   .debug_line_str) end in a NUL, inflated first where compressed (after
+   the budget check): libdw 0.188 trusts it, and a hostile file's last
+   string would take it past the section's end. */
+static bool strings_terminated(Elf *elf, size_t shstrndx) {
+  for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn;
+       scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    const char *name =
+        gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+    if (!name)
+      return false;
+    bool gnu = strncmp(name, ".zdebug_", 8) == 0;
+    const char *base = name + (gnu ? 8 : 7);
+    if ((!gnu && strncmp(name, ".debug_", 7) != 0) ||
+        (strcmp(base, "str") != 0 && strcmp(base, "line_str") != 0) ||
+        sh.sh_type == SHT_NOBITS)
+      continue;
+    if ((sh.sh_flags & SHF_COMPRESSED) ? elf_compress(scn, 0, 0) < 0
+        : gnu                          ? elf_compress_gnu(scn, 0, 0) < 0
+                                       : false)
+      return false;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || (d->d_size > 0 &&
+               (!d->d_buf || ((const char *)d->d_buf)[d->d_size - 1] != 0)))
+      return false;
+  }
+  return true;
+}
+
 int snap__dwarf_lines_open(void *buf, size_t len, uint64_t max_inflate,
                            uint64_t *inflated, snap__dwarf_lines_t **out) {
   if (inflated)
@@ -135,6 +168,14 @@ int snap__dwarf_lines_open(void *buf, size_t len, uint64_t max_inflate,
     }
     if (strncmp(name, ".debug_", 7) != 0 && strncmp(name, ".zdebug_", 8) != 0)
       continue;
+    /* A debug section is bytes (PROGBITS), or absent (NOBITS). Another
+       type makes libelf convert it into a buffer of exactly its size,
+       which libdw 0.188 then reads strings past (fuzz_dwarf_lines found
+       it: a .debug_line_str typed SHT_REL). */
+    if (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_NOBITS) {
+      broken = true;
+      break;
+    }
     has_lines |= strcmp(name + (name[1] == 'z' ? 8 : 7), "line") == 0 &&
                  sh.sh_type != SHT_NOBITS;
     uint64_t n;
@@ -152,6 +193,8 @@ int snap__dwarf_lines_open(void *buf, size_t len, uint64_t max_inflate,
            : !has_lines          ? SNAP_DWL_ENOLINES
            : total > max_inflate ? SNAP_DWL_ELIMIT
                                  : SNAP_DWL_OK;
+  if (rc == SNAP_DWL_OK && !strings_terminated(elf, shstrndx))
+    rc = SNAP_DWL_EMALFORMED;
   Dwarf *dw =
       rc == SNAP_DWL_OK ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
   if (rc == SNAP_DWL_OK && !dw)
