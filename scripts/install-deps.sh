@@ -18,10 +18,10 @@ test_pkgs=(
   libglib2.0-dev                    # lag watchdog: GLib adapter, lag demo
   python3                           # lag tests read reports with its json module
   libc6-dbg                         # tests: libc's static functions get names
-  libdw-dev                         # file:line (optional), libdwfl benchmark
+  libdw-dev                         # stacksnap-symbolicate: file:line (required); libdwfl benchmark
   gobjc gobjc-aarch64-linux-gnu     # tests: Objective-C method names
   clang libclang-rt-14-dev          # async-frame test, sanitizers, libFuzzer
-  lld llvm                          # check-darwin: ld64.lld, llvm-ar, llvm-nm, llvm-objdump (Debian's, not the Swift toolchain's)
+  lld llvm                          # check-darwin: ld64.lld, llvm-ar, llvm-nm, llvm-objdump (Debian's, not the Swift toolchain's); test_dwarf_lines: llvm-addr2line
   libunwind-dev                     # benchmarks: unw_backtrace
   g++ libabsl-dev                   # benchmarks: absl::GetStackTrace, absl::Symbolize (bench/peer_absl.cc)
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 suite

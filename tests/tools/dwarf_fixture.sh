@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086 # DWL_LDFLAGS holds several flags: split on purpose
 # dwarf_fixture.sh — builds one fixture of test_dwarf_lines (tests/tools/
 # dwarf_tests.cmake): the program (main.c + sub/util.c), the shared
 # library (lib/lib.c) or a hand-written unit (hand.s, hand5.s: a shared

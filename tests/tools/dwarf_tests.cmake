@@ -1,6 +1,13 @@
-# tools/symbolicate/dwarf_lines.c against GNU addr2line (test_dwarf_lines)
-# and under libFuzzer (fuzz_dwarf_lines). Included from tests/CMakeLists.txt
-# (Linux part: SNAP_CLANG is set there).
+# tools/symbolicate/dwarf_lines.c (libdw) against GNU addr2line
+# (test_dwarf_lines) and under libFuzzer (fuzz_dwarf_lines). Included from
+# tests/CMakeLists.txt (Linux part: SNAP_CLANG is set there). Without libdw
+# for the target (tools/symbolicate/dwarf.cmake) the test says skipped.
+if(NOT TARGET snap_symbolicate_dwarf)
+  add_test(NAME test_dwarf_lines COMMAND ${CMAKE_COMMAND} -E echo
+           "skipped: no libdw for the target: stacksnap-symbolicate not built")
+  set_tests_properties(test_dwarf_lines PROPERTIES SKIP_REGULAR_EXPRESSION "skipped:")
+  return()
+endif()
 #
 # Fixtures, built here by dwarf_fixture.sh from dwarf_fixture/: the program
 # (two units, code in a header, a subdirectory) and the shared library, by
@@ -80,6 +87,7 @@ add_custom_command(OUTPUT ${dwl_dir}/gcc_g5_O0.zlib.debug ${dwl_dir}/gcc_g5_O0.z
 add_custom_target(snap_dwarf_fixtures DEPENDS ${dwl_outputs}
   ${dwl_dir}/gcc_g5_O0.zlib.debug ${dwl_dir}/gcc_g5_O0.zlib-gnu.debug)
 
+find_program(SNAP_LLVM_ADDR2LINE NAMES llvm-addr2line REQUIRED)
 set(dwl_oracle "")
 foreach(f gcc_g5_O0 gcc_g4_O2 gcc_g2_O1 gcc_g5_O1 gcc_g5_O2_nopie clang_g5_O2
           clang_g4_O0 gcc_lib_g5_O2 clang_lib_g4_O1 hand_g3 hand_g5)
@@ -87,16 +95,12 @@ foreach(f gcc_g5_O0 gcc_g4_O2 gcc_g2_O1 gcc_g5_O1 gcc_g5_O2_nopie clang_g5_O2
 endforeach()
 # Unstripped files too (the debug sections beside the code).
 string(APPEND dwl_oracle "${dwl_dir}/gcc_g4_O2 ${dwl_dir}/clang_lib_g4_O1")
-# A big real one: libc's debug file (libc6-dbg; symbols/elf.cmake finds it
-# by build id), decompressed by objcopy since Debian ships it compressed.
-# None under the arm64 cross build (no libc6-dbg:arm64 here).
+# Compressed: both kinds made by objcopy, and libc's debug file as
+# libc6-dbg ships it (symbols/elf.cmake finds it by build id; none under
+# the arm64 cross build).
+set(dwl_compressed "${dwl_dir}/gcc_g5_O0.zlib.debug ${dwl_dir}/gcc_g5_O0.zlib-gnu.debug")
 if(elf_libc_debug)
-  add_custom_command(OUTPUT ${dwl_dir}/libc.debug
-    COMMAND ${dwl_objcopy} --decompress-debug-sections ${elf_libc_debug} ${dwl_dir}/libc.debug
-    COMMENT "test_dwarf_lines: libc's debug file, decompressed")
-  add_custom_target(snap_dwarf_libc DEPENDS ${dwl_dir}/libc.debug)
-  add_dependencies(snap_dwarf_fixtures snap_dwarf_libc)
-  string(APPEND dwl_oracle " ${dwl_dir}/libc.debug")
+  string(APPEND dwl_compressed " ${elf_libc_debug}")
 endif()
 
 snap_test(test_dwarf_lines tools/test_dwarf_lines.c)
@@ -105,13 +109,17 @@ add_dependencies(test_dwarf_lines snap_dwarf_fixtures)
 target_compile_definitions(test_dwarf_lines PRIVATE
   DWL_FIXTURES="${dwl_oracle}"
   DWL_DWARF64_PAIRS="${dwl_dir}/gcc_g5_O1_dwarf64.debug=${dwl_dir}/gcc_g5_O1.debug"
-  DWL_COMPRESSED="${dwl_dir}/gcc_g5_O0.zlib.debug ${dwl_dir}/gcc_g5_O0.zlib-gnu.debug"
+  DWL_COMPRESSED="${dwl_compressed}"
+  DWL_INLINED="${dwl_dir}/gcc_g4_O2.debug ${dwl_dir}/gcc_lib_g5_O2.debug"
   DWL_HOSTILE="${dwl_dir}/gcc_g5_O0.debug"
-  DWL_ADDR2LINE="${dwl_addr2line}")
+  DWL_ADDR2LINE="${dwl_addr2line}"
+  DWL_LLVM_ADDR2LINE="${SNAP_LLVM_ADDR2LINE}")
 
 # ---- fuzz_dwarf_lines: libFuzzer over the reader (the asan configuration) --
 # As fuzz_unwind: only with SNAP_FUZZ_SECONDS > 0 (clang), for half that
-# time. Seeds: two small debug files (gcc DWARF 5, clang DWARF 4) in
+# time. libdw itself is not instrumented (OSS-Fuzz fuzzes elfutils): this
+# fuzzes our part, the walk of compressed sections' declared sizes and
+# the lookups, with libdw under it, and finds what ASan sees of libdw. Seeds: two small debug files (gcc DWARF 5, clang DWARF 4) in
 # fuzz_corpus_dwarf/; new inputs go to a scratch corpus in the build tree.
 if(SNAP_FUZZ_SECONDS GREATER 0)
   math(EXPR dwl_fuzz_seconds "${SNAP_FUZZ_SECONDS} / 2")
@@ -120,6 +128,7 @@ if(SNAP_FUZZ_SECONDS GREATER 0)
   endif()
   add_executable(fuzz_dwarf_lines tools/fuzz_dwarf_lines.c
     ${PROJECT_SOURCE_DIR}/tools/symbolicate/dwarf_lines.c)
+  target_link_libraries(fuzz_dwarf_lines PRIVATE PkgConfig::SNAP_LIBDW)
   target_compile_options(fuzz_dwarf_lines PRIVATE -fsanitize=fuzzer -fno-omit-frame-pointer -Wno-missing-prototypes)
   target_link_options(fuzz_dwarf_lines PRIVATE -fsanitize=fuzzer)
   file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf_work)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """json_oracle.py — Python's json module as the oracle for
-stacksnap-symbolicate's JSON reader and writer (tools/symbolicate/json.c).
+stacksnap-symbolicate's JSON reader (yyjson, through tools/symbolicate/json.c)
+and writer.
 
 Usage: json_oracle.py TEST_JSON [--run-with "qemu-aarch64 ..."] [--seed N]
 
@@ -9,7 +10,8 @@ Three sets of texts go through `test_json --oracle DIR N` in one run:
      strings with escapes, control characters and astral characters, 64-bit
      edge integers, long integers, floats), dumped by json.dumps in random
      layouts. Ours must parse each, and write it back byte for byte as
-     json.dumps(obj, ensure_ascii=False) writes it: compact with
+     json.dumps(obj, ensure_ascii=False) writes it (with the library's
+     string rule: control characters as \\u00XX): compact with
      separators=(',', ':'), pretty with indent=2.
   2. handmade texts, valid and invalid (duplicate keys, escapes, NaN...).
   3. the random documents mutated at random bytes (deleted, inserted,
@@ -151,6 +153,26 @@ def random_layout(rng, value):
         rng.choice(["", "\n", " \t"])
 
 
+def library_dumps(value, **kw):
+    """json.dumps(value, ensure_ascii=False, **kw) with the library's one
+    string rule (src/trace/tbuf.c, snap__tbuf_json_string): '"' and '\\'
+    escaped, every other control character as \\u00XX (Python writes
+    \\n, \\t, ... for five of them)."""
+    import json.encoder as enc
+
+    def escape(s):
+        return '"' + enc.ESCAPE.sub(
+            lambda m: {'"': '\\"', '\\': '\\\\'}.get(
+                m.group(0), "\\u%04x" % ord(m.group(0))), s) + '"'
+
+    saved = enc.encode_basestring, enc.c_make_encoder
+    enc.encode_basestring, enc.c_make_encoder = escape, None
+    try:
+        return json.dumps(value, ensure_ascii=False, **kw)
+    finally:
+        enc.encode_basestring, enc.c_make_encoder = saved
+
+
 # ---- Handmade texts --------------------------------------------------------
 
 HANDMADE = [
@@ -252,9 +274,8 @@ def main():
                 # (members in the text's order).
                 value = json.loads(t.decode("utf-8"))
                 exact = {
-                    "c.json": json.dumps(value, ensure_ascii=False,
-                                         separators=(",", ":")),
-                    "p.json": json.dumps(value, ensure_ascii=False, indent=2),
+                    "c.json": library_dumps(value, separators=(",", ":")),
+                    "p.json": library_dumps(value, indent=2),
                 }
                 for kind, text in exact.items():
                     if ours(i, kind) != text.encode("utf-8"):

@@ -5,6 +5,16 @@
 # hostile reports exit 1 with a message. Included from the Linux part of
 # tests/CMakeLists.txt, after dwarf_tests.cmake (whose GNU objcopy and
 # addr2line it uses).
+if(NOT TARGET stacksnap-symbolicate)
+  # No libdw for the target (tools/symbolicate/dwarf.cmake): said skipped.
+  foreach(t test_split_roundtrip test_symbolicate_hostile test_symbolicate_rss
+            test_symbolicate_libc test_symbolicate_cli)
+    add_test(NAME ${t} COMMAND ${CMAKE_COMMAND} -E echo
+             "skipped: no libdw for the target: stacksnap-symbolicate not built")
+    set_tests_properties(${t} PROPERTIES SKIP_REGULAR_EXPRESSION "skipped:")
+  endforeach()
+  return()
+endif()
 add_library(split_lib SHARED tools/split_lib.c)
 add_library(split_lib_other SHARED tools/split_lib.c)
 target_compile_definitions(split_lib_other PRIVATE SPLIT_OTHER_BUILD)
@@ -72,3 +82,23 @@ if(SNAP_FUZZ_SECONDS GREATER 0)
   math(EXPR probe_fuzz_timeout "${probe_fuzz_seconds} + 120")
   set_tests_properties(fuzz_image_probe PROPERTIES TIMEOUT ${probe_fuzz_timeout})
 endif()
+
+# libc's frames from libc6-dbg (compressed debug sections, read by libdw)
+# with addr2line's file:line (issue 27): the frames under main() in every
+# report. Skipped (77) without libc6-dbg's file for this libc.
+add_test(NAME test_symbolicate_libc
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_symbolicate_libc.py
+          $<TARGET_FILE:stacksnap-symbolicate> ${elf_libc}
+          --addr2line ${dwl_addr2line} --llvm-addr2line ${SNAP_LLVM_ADDR2LINE})
+set_tests_properties(test_symbolicate_libc PROPERTIES TIMEOUT 120
+                     SKIP_RETURN_CODE 77)
+
+# The command line (issue 27): --help, --version, a precise message per
+# usage mistake, many reports and directories with a line per report,
+# atomic -o (strace: O_EXCL|O_NOFOLLOW|O_CLOEXEC 0600, fsync, rename).
+add_test(NAME test_symbolicate_cli
+  COMMAND ${SNAP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_symbolicate_cli.py
+          $<TARGET_FILE:stacksnap-symbolicate> --version-want ${PROJECT_VERSION}
+          --yyjson-h ${PROJECT_SOURCE_DIR}/third_party/yyjson/yyjson.h
+          --run-with "${SNAP_RUN_WITH}")
+set_tests_properties(test_symbolicate_cli PROPERTIES TIMEOUT 300)

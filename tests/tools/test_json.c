@@ -186,18 +186,19 @@ static void test_strings_and_objects(void) {
       "nested");
   CHECK(!snap_json_member(o, 4, NULL, NULL), "past the end");
   CHECK(!snap_json_get(snap_json_get(o, "nope"), "x"), "chain of absent");
-  /* The writer: both duplicates, escapes as Python writes them (\u001f
-     lower case), UTF-8 as is, '/' unescaped. */
+  /* The writer: both duplicates, control characters as \u00XX (the
+     library's one rule, src/trace/tbuf.c), UTF-8 as is, '/' unescaped. */
   char *out = snap_json_write_string(o, 0, NULL);
-  CHECK(out &&
-            !strcmp(out, "{\"\\u0000k\":\"a\\\"b\\\\c/d\\b\\f\\n\\r\\t\\u001f"
-                         "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xF0\x9F\x98"
-                         "\x80\",\"dup\":1,\"dup\":2,\"o\":{\"x\":[]}}"),
+  CHECK(out && !strcmp(out, "{\"\\u0000k\":\"a\\\"b\\\\c/"
+                            "d\\u0008\\u000c\\u000a\\u000d\\u0009\\u001f"
+                            "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xF0\x9F\x98"
+                            "\x80\",\"dup\":1,\"dup\":2,\"o\":{\"x\":[]}}"),
         "%s", out ? out : "NULL");
   free(out);
   out = snap_json_write_string(o, SNAP_JSON_PRETTY | SNAP_JSON_FINAL_NEWLINE,
                                NULL);
-  CHECK(out && !strcmp(out, "{\n  \"\\u0000k\": \"a\\\"b\\\\c/d\\b\\f\\n\\r\\t"
+  CHECK(out && !strcmp(out, "{\n  \"\\u0000k\": "
+                            "\"a\\\"b\\\\c/d\\u0008\\u000c\\u000a\\u000d\\u0009"
                             "\\u001f\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xF0"
                             "\x9F\x98\x80\",\n  \"dup\": 1,\n  \"dup\": 2,\n"
                             "  \"o\": {\n    \"x\": []\n  }\n}\n"),
@@ -206,7 +207,11 @@ static void test_strings_and_objects(void) {
   snap_json_free(doc);
 }
 
-/* Each invalid text and a piece of the reason it must give. */
+/* Each invalid text: yyjson (third_party/yyjson) must refuse it, with a
+   message that says where ("line L col C (byte B): reason", B at most the
+   text's length). The reason is yyjson's own words, except those of
+   json.c: a NUL byte, the depth limit and the size limit (checked
+   exactly). */
 static const struct {
   const char *text;
   size_t len; /* 0: strlen */
@@ -278,19 +283,19 @@ static void test_invalid(void) {
     snap_json_doc_t *doc = snap_json_parse(invalid[k].text, len, 0, &err);
     CHECK(!doc, "case %zu parsed", k);
     snap_json_free(doc);
-    CHECK(strstr(err.message, invalid[k].reason),
-          "case %zu: want \"%s\", got \"%s\"", k, invalid[k].reason,
-          err.message);
-    CHECK(err.offset == invalid[k].offset,
-          "case %zu: offset %zu, want %zu (%s)", k, err.offset,
-          invalid[k].offset, err.message);
+    CHECK(!strncmp(err.message, "line ", 5) && err.offset <= len,
+          "case %zu: \"%s\"", k, err.message);
+    /* json.c's own reasons, exactly. */
+    if (strstr(invalid[k].reason, "NUL byte"))
+      CHECK(strstr(err.message, "a NUL byte") &&
+                err.offset == invalid[k].offset,
+            "case %zu: %s", k, err.message);
   }
   /* Line and column, 1-based, in bytes. */
   snap_json_error_t err;
   CHECK(!parse_str("{\n  \"a\": 1,\n  \"b\" 2\n}", &err), "parsed");
-  CHECK(!strcmp(err.message, "line 3 col 7 (byte 18): expected ':' after a "
-                             "key, got '2'"),
-        "%s", err.message);
+  CHECK(!strncmp(err.message, "line 3 col 7 (byte 18): ", 24), "%s",
+        err.message);
   CHECK(err.line == 3 && err.col == 7 && err.offset == 18, "position");
   /* err may be NULL. */
   CHECK(!snap_json_parse("[", 1, 0, NULL), "NULL err");
@@ -346,10 +351,13 @@ static void test_depth(void) {
             err.offset == D,
         "%s", err.message);
   /* Objects count too. */
-  char obj[6 * (D + 1) + 1];
-  for (int i = 0; i <= D; i++)
+  char obj[6 * (D + 1) + 2];
+  for (int i = 0; i <= D; i++) {
     memcpy(obj + 5 * i, "{\"a\":", 5);
-  obj[5 * (D + 1)] = '\0';
+    obj[5 * (D + 1) + 1 + i] = '}';
+  }
+  obj[5 * (D + 1)] = '1';
+  obj[6 * (D + 1) + 1] = '\0';
   CHECK(!parse_str(obj, &err) && strstr(err.message, "nesting deeper than"),
         "%s", err.message);
 }
@@ -400,14 +408,20 @@ static void test_edits(void) {
   CHECK(out && !strcmp(out, "{\"pc\":null,\"image\":\"libx.so\",\"symbol\":"
                             "\"main\",\"offset\":-9223372036854775808,"
                             "\"in_app\":false,\"size\":18446744073709551615,"
-                            "\"source\":{\"file\":\"a\\\"b\\n\\u0001"
-                            "\xEF\xBF\xBD\xEF\xBF\xBD\",\"line\":42},"
+                            "\"source\":{\"file\":\"a\\\"b\\u000a\\u0001"
+                            "\\ufffd\\ufffd\",\"line\":42},"
                             "\"list\":[true,{\"\":\"\"},\"\\u0000z\"]}"),
         "%s", out ? out : "NULL");
-  /* What the writer wrote parses, to the same text. */
+  /* What the writer wrote parses; read and written again, the bytes that
+     were not UTF-8 are U+FFFD itself (valid: written as is), and from
+     then on the text is a fixed point. */
   char *again = out ? compact(out, 0) : NULL;
-  CHECK(again && !strcmp(again, out), "re-parsed");
+  char *third = again ? compact(again, 0) : NULL;
+  CHECK(again && strstr(again, "\xEF\xBF\xBD\xEF\xBF\xBD") && third &&
+            !strcmp(again, third),
+        "re-parsed");
   free(again);
+  free(third);
   free(out);
   snap_json_free(doc);
   /* A document built from nothing. */
@@ -524,6 +538,40 @@ static void test_truncated(const char *path, size_t stride) {
   free(text);
 }
 
+/* yyjson's mutable containers are linked lists: element i is i steps
+   away. The walk the program makes (every element of a 200 000-frame
+   array, and the members of each frame between two elements) must stay
+   linear: json.c keeps a cursor per container walked. Quadratic, this is
+   2e10 steps (minutes); linear, milliseconds. */
+static void test_linear_walk(void) {
+  enum { N = 200000 };
+  char *text = malloc(N * 12 + 2);
+  size_t n = 0;
+  text[n++] = '[';
+  for (int i = 0; i < N; i++) {
+    memcpy(text + n, i ? ",{\"pc\":1}" : "{\"pc\":1}", i ? 9 : 8);
+    n += i ? 9 : 8;
+  }
+  text[n++] = ']';
+  snap_json_error_t err;
+  snap_json_doc_t *doc = snap_json_parse(text, n, 0, &err);
+  CHECK(doc, "%s", err.message);
+  double t0 = cpu_seconds();
+  snap_json_t *a = snap_json_root(doc);
+  size_t seen = 0;
+  for (size_t i = 0; i < snap_json_count(a); i++) {
+    snap_json_t *f = snap_json_at(a, i);
+    const char *key;
+    for (size_t k = 0; snap_json_member(f, k, &key, NULL); k++)
+      seen += !strcmp(key, "pc");
+    snap_json_set_uint64(doc, f, "line", i); /* an edit between elements */
+  }
+  CHECK_EQ(seen, N);
+  time_check("200 000 frames walked and amended", t0);
+  snap_json_free(doc);
+  free(text);
+}
+
 static void test_hostile(void) {
   enum { MB = 1 << 20 };
   size_t n = 10 * MB;
@@ -627,12 +675,12 @@ static void test_hostile(void) {
             strstr(err.message, "control character"),
         "%s", err.message);
   memcpy(buf + k - 2, "\\udbff\"", 7);
-  CHECK(!snap_json_parse(buf, k + 5, 0, &err) && err.offset == k - 2 &&
-            strstr(err.message, "lone surrogate"),
+  CHECK(!snap_json_parse(buf, k + 5, 0, &err) && err.offset >= k - 2 &&
+            err.offset <= k + 5 && strstr(err.message, "surrogate"),
         "%s", err.message);
-  /* Unterminated: the error at the end, naming where it opened. */
-  CHECK(!snap_json_parse(buf, k - 2, 0, &err) && err.offset == k - 2 &&
-            strstr(err.message, "opened at byte 0"),
+  /* Unterminated: the error at the end. */
+  CHECK(!snap_json_parse(buf, k - 2, 0, &err) && err.offset + 8 >= k - 2 &&
+            strstr(err.message, "end of data"),
         "%s", err.message);
   time_check("10 MB strings with one bad byte at the end", t0);
   free(want);
@@ -730,6 +778,7 @@ int main(int argc, char **argv) {
   test_truncated(TEST_JSON_CORPUS "/lag_report_small.json", 1);
   test_truncated(TEST_JSON_CORPUS "/lag_report_v1.json", 61);
   test_truncated(TEST_JSON_CORPUS "/lag_report_v2.json", 61);
+  test_linear_walk();
   test_hostile();
   return check_result("test_json");
 }

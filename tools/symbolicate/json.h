@@ -2,17 +2,20 @@
  * json.h — the JSON reader and writer of stacksnap-symbolicate: a report
  * (possibly hostile) in, a tree to read and amend, the same report out.
  *
- * Owns: strict RFC 8259 parsing into a document (one arena, one free),
- * read access, the few edits the program makes (set a member, append to an
- * array) and serialisation to a growing buffer or a FILE *.
- * Must not: crash, recurse without bound, or accept what RFC 8259 rejects
- * on any input; call any OS API (plain C11 and libc: it builds wherever the
- * program does); print. Errors are values: NULL with a message, false, or
- * an errno from the writers.
+ * Owns: the program's view of a report: strict RFC 8259 parsing (yyjson
+ * 0.10.0, third_party/yyjson, with numbers kept as their text), read
+ * access, the few edits the program makes (set a member, append to an
+ * array) and serialisation to a growing buffer or a FILE * through the
+ * library's one JSON string rule (src/trace/tbuf.c).
+ * Must not: crash, recurse on input, or accept what RFC 8259 rejects on
+ * any input; print. Errors are values: NULL with a message, false, or an
+ * errno from the writers.
  *
- * Why our own: the program reads one small format, must survive any bytes,
- * and the project takes no new dependency (issue 15). Numbers keep their
- * source text, so 64-bit addresses and floats are written back unchanged.
+ * Why yyjson and not our own (issue 27): the tool is offline, no
+ * signal-safety rule keeps it hand-written, and yyjson's raw-number mode
+ * keeps 64-bit addresses exact, which is what our 1 324-line parser
+ * existed for. Numbers keep their source text, so 64-bit addresses and
+ * floats are written back unchanged.
  *
  * Not thread-safe per document: one thread reads or edits a document at a
  * time (distinct documents are independent).
@@ -26,17 +29,19 @@
 #include <stdio.h>
 
 /* The largest input snap_json_parse reads when the caller passes 0.
-   Memory peaks at ~20 bytes per input byte in the worst case, an array of
-   one-digit numbers (a node, its text and a slot each; measured: 642 MiB
-   for 32 MiB), so a hostile input at this default can take ~1.3 GiB; a
-   caller that cannot afford that passes a smaller maximum. A real report
-   (mostly strings) takes a few times its size. */
+   Memory peaks in the worst case, an array of one-digit numbers: yyjson's
+   16-byte value and its mutable copy's 32-byte node per two input bytes,
+   plus the numbers' copied text (measured: 738 MiB of peak RSS for
+   32 MiB), so a hostile input at this default can take ~1.5 GiB; a caller that
+   cannot afford that passes a smaller maximum. A real report (mostly strings)
+   takes a few times its size. */
 #define SNAP_JSON_DEFAULT_MAX_INPUT ((size_t)64 << 20)
 /* A hard ceiling on any caller's maximum: counts inside are 32-bit. */
 #define SNAP_JSON_MAX_INPUT_CEILING ((size_t)1 << 30)
 /* Arrays and objects nested deeper than this are refused (a report nests
-   about 6 deep). The parser and the writer are iterative: no depth costs
-   C stack. */
+   about 6 deep), by a scan before yyjson's reader (which does not
+   recurse); the writer recurses at most this deep plus the program's own
+   few levels. */
 #define SNAP_JSON_MAX_DEPTH 256
 
 typedef enum snap_json_type {
@@ -60,6 +65,9 @@ typedef struct snap_json_error {
   size_t offset, line, col;
   char message[160];
 } snap_json_error_t;
+
+/* "yyjson 0.10.0": what reads the reports (for --version). */
+const char *snap_json_reader_version(void);
 
 /* ---- Documents --------------------------------------------------------- */
 
@@ -129,7 +137,7 @@ bool snap_json_double(const snap_json_t *v, double *out);
    so a document stays a tree: no node has two parents, no cycle. Each
    function returns the node set or appended, or NULL (out of memory, or
    obj/array is not of that type: nothing changed then). Strings are copied
-   as given; bytes that are not UTF-8 are written out as U+FFFD. */
+   as given; bytes that are not UTF-8 are written out as \ufffd. */
 
 /* Sets member key of obj to a fresh null: the first member with that key
    gets the new value (its place in the order kept), else a member is
@@ -170,15 +178,18 @@ void snap_json_assign_array(snap_json_t *v);  /* empty */
 
 /* Flags of the writers. Compact: no whitespace at all. Pretty: 2-space
    indent, "key": value, one member or element a line, [] and {} when empty
-   (Python's json.dumps(indent=2, ensure_ascii=False) layout). */
+   (Python's json.dumps(indent=2, ensure_ascii=False) layout; its strings
+   differ only in writing \n, \t, \r, \b, \f as \u00XX). */
 #define SNAP_JSON_PRETTY 1u
 #define SNAP_JSON_FINAL_NEWLINE 2u /* end the text with "\n" */
 
 /* Serialises v (and all below it) into a malloc'd, NUL-terminated text,
    its length in *len (may be NULL). NULL when out of memory. The caller
-   frees it with free(). The text is always valid JSON: strings escape
-   '"', '\\' and control characters, keep valid UTF-8 as is and turn bytes
-   that are not UTF-8 into \ufffd. */
+   frees it with free(). The text is always valid JSON, by the library's
+   one string rule (snap__tbuf_json_string): '"' and '\\' escaped, control
+   characters as \u00XX, valid UTF-8 kept as is, each maximal subpart that
+   is not UTF-8 as \ufffd. NULL also past SNAP_JSON_MAX_DEPTH + 16 levels
+   (edits can only nest so far by hand). */
 char *snap_json_write_string(const snap_json_t *v, unsigned flags, size_t *len);
 /* The same text into f, then fflush(f). Returns 0, or the errno of the
    failed write or flush (ENOSPC for a full disk, EPIPE for a closed pipe

@@ -222,6 +222,22 @@ static int frame(pass_t *p, snap_json_t *f, size_t index) {
     p->sum->with_line++;
     ok = set_str(p, f, "source_file", nm.file) &&
          snap_json_set_uint64(p->doc, f, "source_line", nm.line);
+    /* The inlined calls there, innermost first (addr2line -i). */
+    snap_json_t *arr =
+        ok && nm.n_inlined ? snap_json_set_array(p->doc, f, "inlined") : NULL;
+    ok = ok && (!nm.n_inlined || arr);
+    for (size_t k = 0; ok && k < nm.n_inlined; k++) {
+      snap_json_t *e = snap_json_append(p->doc, arr);
+      if (e)
+        snap_json_assign_object(e);
+      ok = e &&
+           (!nm.inlined[k].function ||
+            set_str(p, e, "function", nm.inlined[k].function)) &&
+           (!nm.inlined[k].file ||
+            (set_str(p, e, "source_file", nm.inlined[k].file) &&
+             snap_json_set_uint64(p->doc, e, "source_line",
+                                  nm.inlined[k].line)));
+    }
   }
   return ok ? 0 : fail(p, "out of memory");
 }

@@ -103,6 +103,19 @@ static void frame_line(out_t *o, size_t i, const snap_json_t *fr) {
   if (file && snap_json_uint64(snap_json_get(fr, "source_line"), &u))
     say(o, " (%s:%" PRIu64 ")", file, u);
   say(o, "\n");
+  /* The inlined calls at the frame, innermost first: each function
+     inlined, and where it was called. */
+  const snap_json_t *in = snap_json_get(fr, "inlined");
+  for (size_t k = 0;
+       k < snap_json_count(in) && snap_json_is(in, SNAP_JSON_ARRAY); k++) {
+    const snap_json_t *e = snap_json_at(in, k);
+    const char *fn = esc(o, 0, str(e, "function")),
+               *at = esc(o, 1, str(e, "source_file"));
+    say(o, "%43s inlined %s", "", fn ? fn : "??");
+    if (at && snap_json_uint64(snap_json_get(e, "source_line"), &u))
+      say(o, ", called at %s:%" PRIu64, at, u);
+    say(o, "\n");
+  }
 }
 
 static bool is_frames(const snap_json_t *v) {

@@ -7,7 +7,8 @@
  * id, a cache of the files met (by device and inode: probed, or read)
  * and of the answer per image, the memory budget of the files read, and
  * the lookups (functions: src/platform/linux/elf_reader.c; file:line:
- * dwarf_lines.c).
+ * dwarf_lines.c, elfutils' libdw over the bytes read, so that libdw never
+ * opens a file by a name a report gave).
  *
  * A report is hostile (docs/security.md, "Reports as untrusted input"):
  * its build id must be plausible hex (image_probe.c) before it becomes
@@ -221,13 +222,20 @@ static void load(snap__symfinder_t *fd, snap__symfile_t *f, int file,
     snap__plat_build_id_text(id, id_len, f->build_id, sizeof f->build_id);
   f->parsed = snap__elf_parse(&f->elf, data, size) == 0;
   f->read = true;
-  f->lines_error = snap__dwarf_lines_open(data, size, &f->lines);
-  /* The line index owns what it returns; the symbols are copied out by
-     detach: the file's bytes (most of it DWARF) are needed no more. */
-  if (!f->parsed || snap__elf_detach(&f->elf) == 0)
-    free(data);
-  else
+  /* The symbols are copied out by detach; libdw reads the file's bytes
+     in place (and its compressed debug sections inflated, within what is
+     left of the budget): they stay while there is a line index. */
+  uint64_t inflated = 0;
+  f->lines_error = snap__dwarf_lines_open(data, size, fd->budget - fd->used,
+                                          &inflated, &f->lines);
+  if (f->lines)
+    fd->used += inflated;
+  if (f->parsed && !f->lines)
+    (void)snap__elf_detach(&f->elf);
+  if (f->lines || (f->parsed && !f->elf.owned))
     f->data = data;
+  else
+    free(data);
 }
 
 /* A --binary file, read and parsed once (NULL only when out of memory; a
@@ -575,6 +583,16 @@ void snap__symname(const snap__symfound_t *found, uint64_t vaddr,
       line.line > 0) {
     out->file = line.file;
     out->line = line.line;
+    snap__dwarf_inline_t in[SNAP__SYMNAME_MAX_INLINED];
+    size_t n = snap__dwarf_lines_inlined(found->lines->lines, vaddr, in,
+                                         SNAP__SYMNAME_MAX_INLINED);
+    out->n_inlined =
+        n < SNAP__SYMNAME_MAX_INLINED ? n : SNAP__SYMNAME_MAX_INLINED;
+    for (size_t i = 0; i < out->n_inlined; i++) {
+      out->inlined[i].function = in[i].function;
+      out->inlined[i].file = in[i].file;
+      out->inlined[i].line = in[i].line;
+    }
   }
 }
 

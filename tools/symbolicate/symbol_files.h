@@ -1,8 +1,8 @@
 /*
  * symbol_files.h — the files that name an image of a report: found by
  * build id, never by name alone, and read with the project's own ELF
- * reader (src/platform/linux/elf_reader.c) and DWARF line reader
- * (dwarf_lines.c).
+ * reader (src/platform/linux/elf_reader.c) and, for file:line, elfutils'
+ * libdw over the bytes read (dwarf_lines.c).
  */
 #ifndef SNAP_TOOLS_SYMBOL_FILES_H
 #define SNAP_TOOLS_SYMBOL_FILES_H
@@ -58,14 +58,25 @@ void snap__symfind(snap__symfinder_t *f, const char *path, const char *build_id,
                    snap__symfound_t *out);
 
 /* A frame's name from a file's symbols: function (NULL if none holds the
-   address), its start, and file:line (NULL / 0 when the file has no line
-   table for it). vaddr is the image offset (the file's virtual address:
-   the report's base is the load bias). Strings live with the finder. */
+   address), its start, file:line (NULL / 0 when the file has no line
+   table for it) and the inlined calls there. vaddr is the image offset (the
+   file's virtual address: the report's base is the load bias). Strings live
+   with the finder. */
+#define SNAP__SYMNAME_MAX_INLINED 16
+
 typedef struct snap__symname {
   const char *function;
   uint64_t function_start;
   const char *file;
   unsigned line;
+  /* The inlined calls at vaddr, innermost first (addr2line -i): each the
+     function inlined and the file:line it was called from. Valid until
+     the next snap__symname. */
+  size_t n_inlined;
+  struct {
+    const char *function, *file; /* NULL when the DWARF has none */
+    unsigned line;
+  } inlined[SNAP__SYMNAME_MAX_INLINED];
 } snap__symname_t;
 
 void snap__symname(const snap__symfound_t *found, uint64_t vaddr,
