@@ -155,7 +155,7 @@ def random_layout(rng, value):
 
 def library_dumps(value, **kw):
     """json.dumps(value, ensure_ascii=False, **kw) with the library's one
-    string rule (src/trace/tbuf.c, snap__tbuf_json_string): '"' and '\\'
+    string rule (src/report/text_buf.c, snap__tbuf_json_string): '"' and '\\'
     escaped, every other control character as \\u00XX (Python writes
     \\n, \\t, ... for five of them)."""
     import json.encoder as enc

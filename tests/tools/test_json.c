@@ -187,7 +187,7 @@ static void test_strings_and_objects(void) {
   CHECK(!snap_json_member(o, 4, NULL, NULL), "past the end");
   CHECK(!snap_json_get(snap_json_get(o, "nope"), "x"), "chain of absent");
   /* The writer: both duplicates, control characters as \u00XX (the
-     library's one rule, src/trace/tbuf.c), UTF-8 as is, '/' unescaped. */
+     library's one rule, src/report/text_buf.c), UTF-8 as is, '/' unescaped. */
   char *out = snap_json_write_string(o, 0, NULL);
   CHECK(out && !strcmp(out, "{\"\\u0000k\":\"a\\\"b\\\\c/"
                             "d\\u0008\\u000c\\u000a\\u000d\\u0009\\u001f"

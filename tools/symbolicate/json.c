@@ -1,7 +1,7 @@
 /*
  * json.c — stacksnap-symbolicate's JSON (json.h) on yyjson 0.10.0
  * (third_party/yyjson) for reading, and the library's string escaper
- * (src/trace/tbuf.c) for writing.
+ * (src/report/text_buf.c) for writing.
  *
  * Owns: the limits of a report read here (input size, nesting depth, no
  * NUL byte), error messages with line and column, an index cursor that

@@ -6,7 +6,7 @@
  * 0.10.0, third_party/yyjson, with numbers kept as their text), read
  * access, the few edits the program makes (set a member, append to an
  * array) and serialisation to a growing buffer or a FILE * through the
- * library's one JSON string rule (src/trace/tbuf.c).
+ * library's one JSON string rule (src/report/text_buf.c).
  * Must not: crash, recurse on input, or accept what RFC 8259 rejects on
  * any input; print. Errors are values: NULL with a message, false, or an
  * errno from the writers.
