@@ -48,10 +48,18 @@ static volatile uint64_t g_sink;
     g_sink = x;                                                                \
     return n;                                                                  \
   }
+// clang-format off: macro calls without semicolons, which it cannot settle
 LEAF(0)
-LEAF(1) LEAF(2) LEAF(3) LEAF(4) LEAF(5) LEAF(6)
-    LEAF(7) static uint64_t (*const k_leaves[8])(double) = {
-        leaf0, leaf1, leaf2, leaf3, leaf4, leaf5, leaf6, leaf7};
+LEAF(1)
+LEAF(2)
+LEAF(3)
+LEAF(4)
+LEAF(5)
+LEAF(6)
+LEAF(7)
+// clang-format on
+static uint64_t (*const k_leaves[8])(double) = {leaf0, leaf1, leaf2, leaf3,
+                                                leaf4, leaf5, leaf6, leaf7};
 
 __attribute__((noinline)) static uint64_t deep(int depth, int which,
                                                double until) {

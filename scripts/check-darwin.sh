@@ -120,8 +120,10 @@ check_window_imports() { # cfg dir [exe]
     { echo "check-darwin: $cfg: symbols/cache.c does not lock through snap__plat_lock_lock" >&2; fails=1; }
   grep -qx _snap__plat_lock_lock <<<"$sampler" ||
     { echo "check-darwin: $cfg: posix/sampler_lock.c does not take a snap__lock_t" >&2; fails=1; }
-  grep -qx _os_unfair_lock_lock <<<"$lock" && grep -qx _os_unfair_lock_unlock <<<"$lock" ||
-    { echo "check-darwin: $cfg: platform/darwin/lock.c is not an os_unfair_lock" >&2; fails=1; }
+  if ! { grep -qx _os_unfair_lock_lock <<<"$lock" && grep -qx _os_unfair_lock_unlock <<<"$lock"; }; then
+    echo "check-darwin: $cfg: platform/darwin/lock.c is not an os_unfair_lock" >&2
+    fails=1
+  fi
   # Only the wake-up users may wait on a semaphore: the watchdog's sleep,
   # the trace sampler's sleep between periods, a trace start's wait for
   # the last reader of the previous trace to leave.
@@ -589,7 +591,7 @@ package_compile() {
   clashes=$(tag_clashes "$sdk" "${ours[@]}")
   if [[ -n $clashes ]]; then
     echo "check-darwin: $cfg: these tags of ours are defined by the SDK's headers too (a clash under clang modules; name them for their file):" >&2
-    echo "$clashes" | sed 's/^/  /' >&2
+    while IFS= read -r line; do echo "  $line"; done <<<"$clashes" >&2
     return 1
   fi
   echo "check-darwin: $cfg: no struct/union/enum tag of ours is one of the SDK's"
@@ -636,15 +638,17 @@ for cfg in "${configs[@]}"; do
     # The CMake option SNAP_NO_PRIVATE_API, once: the library's objects
     # must hold none of the private names the default build's hold.
     echo "check-darwin: $cfg: SNAP_NO_PRIVATE_API=ON: configuring and building the library in $dir-no-private-api"
-    "$cmake_bin" -S "$src/tests/darwin/smoke" -B "$dir-no-private-api" \
+    if ! { "$cmake_bin" -S "$src/tests/darwin/smoke" -B "$dir-no-private-api" \
       -DCMAKE_TOOLCHAIN_FILE="$src/cmake/toolchain-$os.cmake" \
       -DCMAKE_OSX_ARCHITECTURES="$arch" -DCMAKE_OSX_SYSROOT="$sdk" \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSNAP_WERROR=ON -DSNAP_NO_PRIVATE_API=ON \
       >"$dir-no-private-api.configure.log" 2>&1 &&
       "$cmake_bin" --build "$dir-no-private-api" -j "$jobs" --target stacksnap_static \
-      >"$dir-no-private-api.build.log" 2>&1 ||
-      { tail -n 40 "$dir-no-private-api.configure.log" "$dir-no-private-api.build.log" >&2
-        echo "check-darwin: $cfg: SNAP_NO_PRIVATE_API=ON: build FAILED" >&2; exit 1; }
+        >"$dir-no-private-api.build.log" 2>&1; }; then
+      tail -n 40 "$dir-no-private-api.configure.log" "$dir-no-private-api.build.log" >&2
+      echo "check-darwin: $cfg: SNAP_NO_PRIVATE_API=ON: build FAILED" >&2
+      exit 1
+    fi
     for name in "${private_names[@]}"; do
       LC_ALL=C grep -rqaF --include='*.o' -- "$name" "$dir/stacksnap/CMakeFiles/stacksnap_static.dir" ||
         { echo "check-darwin: $cfg: no object of the default build holds $name (is the list of private names stale?)" >&2; exit 1; }

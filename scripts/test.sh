@@ -10,6 +10,9 @@
 #   arm64      gcc-aarch64-linux-gnu, tests under qemu-aarch64
 #   arm64-pac  the same with -mbranch-protection=standard (signed return
 #              addresses), under qemu -cpu max
+#   lint       scripts/lint.sh: every C file clang-format clean, every
+#              shell script shellcheck clean, every Python file pyflakes
+#              clean (first: it takes seconds)
 #   swift      the Swift toolchain (swift on PATH, or /opt/swift/usr/bin):
 #              `swift build` and `swift test` of Package.swift (SwiftPM
 #              compiles the C with the toolchain's own clang: that is this
@@ -166,6 +169,15 @@ if ((under_load_only)); then
   echo "$passed passed, $failed failed"
   ((failed == 0))
   exit
+fi
+echo "=== lint"
+if "$root/scripts/lint.sh"; then
+  passed=$((passed + 1))
+  echo "=== lint: passed"
+else
+  failed=$((failed + 1))
+  failed_names+=(lint)
+  echo "=== lint: FAILED"
 fi
 for name in gcc clang asan tsan arm64 arm64-pac; do
   # shellcheck disable=SC2086

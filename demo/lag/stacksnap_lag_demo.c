@@ -87,8 +87,8 @@ typedef struct options {
   bool trace; /* --trace: a sampling trace of the whole run */
 } options_t;
 
-static options_t g_opt = {NULL,  "all", 250, 8000, 10,
-                          2000,  80,    5,   false, false};
+static options_t g_opt = {NULL, "all", 250, 8000,  10,
+                          2000, 80,    5,   false, false};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {

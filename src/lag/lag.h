@@ -467,12 +467,12 @@ static inline uint64_t snap__stretch_busy_until(const snap__stretch_t *s,
 /* What the watchdog knows at a wake about the time since its last one:
    it worked (`work`), then slept, and woke `late` past the sleep's plan. */
 typedef struct snap__wake_facts {
-  uint64_t window;  /* wall time since the last wake */
-  uint64_t work;    /* of it, from the last wake to the sleep */
-  uint64_t late;    /* of it, past the sleep's plan (0: on time) */
-  int64_t ran;      /* the watchdog's own time on a CPU, waiting for one
-                       and waiting on samples, over the window; < 0 when the
-                       OS does not say (Apple) */
+  uint64_t window;   /* wall time since the last wake */
+  uint64_t work;     /* of it, from the last wake to the sleep */
+  uint64_t late;     /* of it, past the sleep's plan (0: on time) */
+  int64_t ran;       /* the watchdog's own time on a CPU, waiting for one
+                        and waiting on samples, over the window; < 0 when the
+                        OS does not say (Apple) */
   int64_t proc_ran;  /* the CPU time of all the process's threads over the
                         window; < 0 unknown */
   int64_t main_runq; /* the main thread's run-queue wait over the window;
@@ -487,10 +487,10 @@ typedef struct snap__wake_facts {
    waiting on a run queue (a stopped process's threads are on none): a
    main thread blocked while another thread computes is a process that
    runs (test_lag_starved's real-time worker), which the main thread's
-   CPU time alone took for a stop. Starved is not stopped: a watchdog waiting for a CPU on a busy machine
-   wakes late while the app runs (or waits) on, and that is lag time,
-   never discounted. Where the OS does not say (ran < 0) only the
-   lateness counts, as the old rule did. A remainder within the slack is
+   CPU time alone took for a stop. Starved is not stopped: a watchdog waiting
+   for a CPU on a busy machine wakes late while the app runs (or waits) on, and
+   that is lag time, never discounted. Where the OS does not say (ran < 0) only
+   the lateness counts, as the old rule did. A remainder within the slack is
    noise (timers, a page-in), not a stop. */
 static inline uint64_t snap__stolen_ns(const snap__wake_facts_t *f,
                                        uint64_t slack) {
@@ -500,8 +500,8 @@ static inline uint64_t snap__stolen_ns(const snap__wake_facts_t *f,
     unexplained = off > (uint64_t)f->ran ? off - (uint64_t)f->ran : 0;
   }
   if (f->proc_ran >= 0) {
-    uint64_t ran = (uint64_t)f->proc_ran +
-                   (f->main_runq > 0 ? (uint64_t)f->main_runq : 0);
+    uint64_t ran =
+        (uint64_t)f->proc_ran + (f->main_runq > 0 ? (uint64_t)f->main_runq : 0);
     uint64_t idle = f->window > ran ? f->window - ran : 0;
     if (unexplained > idle)
       unexplained = idle;
@@ -525,7 +525,7 @@ typedef struct snap__main_sample {
                         nothing, or the sample failed), its owner named
                         then */
   snap__loop_view_t loop; /* the loop's state once the capture returned */
-  int owner_rc;      /* a known owner looked at right after the sample: */
+  int owner_rc;           /* a known owner looked at right after the sample: */
   snap__plat_thread_look_t owner; /* SNAP_OK and what was seen, or why not */
   uintptr_t pcs[SNAP__DUMP_DEPTH];
 } snap__main_sample_t;
@@ -578,7 +578,7 @@ typedef struct snap__report_src {
   snap__main_sample_t *main;
   snap_thread_t self; /* the watchdog thread: never in a dump */
   unsigned threshold_ms, max_threads;
-  uint64_t dump_budget_ns; /* the whole-process dump's */
+  uint64_t dump_budget_ns;    /* the whole-process dump's */
   uint64_t rewrite_within_ns; /* an ongoing report's next rewrite is due
                                  at most this long after its refresh */
   bool report_when_traced;

@@ -21,15 +21,15 @@
  * schedstat run-queue wait: ~4 us on the 2-core CI VM (CPU clock 1.4 us,
  * pread of the kept schedstat 2 us), against ~27 ns for the rest of a
  * busy/idle pair (bench/bench_lag part 1, tight loop, readings included;
- * docs/lag.md "Where the time went"), so not every edge can pay it. A busy call reads only when the last reading
- * is EDGE_READ_NS old; the idle call that ends a stretch of at least the
- * lag threshold always reads, and records both readings for the watchdog.
- * The start reading is then at most EDGE_READ_NS before the stretch's
- * start: CPU time and run-queue wait that end inside [reading, start] are
- * at most that long (the main thread was running at the reading, so a
- * run-queue wait that ends after it also began after it), which bounds the
- * split's error by EDGE_READ_NS, at most 250 readings a second (~0.1 % of
- * a CPU) for a loop that iterates without pause.
+ * docs/lag.md "Where the time went"), so not every edge can pay it. A busy call
+ * reads only when the last reading is EDGE_READ_NS old; the idle call that ends
+ * a stretch of at least the lag threshold always reads, and records both
+ * readings for the watchdog. The start reading is then at most EDGE_READ_NS
+ * before the stretch's start: CPU time and run-queue wait that end inside
+ * [reading, start] are at most that long (the main thread was running at the
+ * reading, so a run-queue wait that ends after it also began after it), which
+ * bounds the split's error by EDGE_READ_NS, at most 250 readings a second (~0.1
+ * % of a CPU) for a loop that iterates without pause.
  *
  * Why a parked watchdog at all: a watchdog that polls wakes the CPU for
  * nothing while the app sleeps; a parked one costs nothing until the loop

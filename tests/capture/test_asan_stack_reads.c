@@ -128,8 +128,8 @@ static void sampled_from_another_thread(void) {
   int whole = 0;
   for (int i = 0; i < ROUNDS; i++) {
     uintptr_t pcs[DEPTH];
-    int n = snap_capture_thread((snap_thread_t)atomic_load(&t.tid), pcs,
-                                DEPTH, 0);
+    int n =
+        snap_capture_thread((snap_thread_t)atomic_load(&t.tid), pcs, DEPTH, 0);
     if (SNAP_TEST_TSAN) { /* see check.h */
       CHECK(n > 0 || n == SNAP_ETIMEDOUT, "sample %d: %d", i, n);
       continue;

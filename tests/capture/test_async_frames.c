@@ -118,8 +118,10 @@ int main(void) {
      (mid_ctx: resume_c, no parent), so the chain takes over there. */
   g_mode = SLOT_UNREADABLE;
   async_run(&mid_ctx);
-  CHECK(g_n_async == 4, "unreadable context: async walk has %d frames, "
-        "expected 4", g_n_async);
+  CHECK(g_n_async == 4,
+        "unreadable context: async walk has %d frames, "
+        "expected 4",
+        g_n_async);
   if (g_n_async == 4) {
     CHECK_EQ(g_async[1], async_ra_of_probe);
     CHECK_EQ(g_async[2], async_ra_of_leaf);

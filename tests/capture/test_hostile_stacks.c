@@ -147,11 +147,11 @@ __attribute__((noinline)) int fn_outer(volatile int *x) {
 static bool bounds_of(uintptr_t pc, uintptr_t *start, uintptr_t *end) {
   const snap__images_t *t = snap__images_acquire();
   const snap__image_t *img = snap__images_find(t, pc);
-  bool ok = img && ((img->func_index &&
-                     snap__plat_function_bounds(img->func_index,
-                                                img->func_index_size,
-                                                img->base, pc, start, end)) ||
-                    snap__cfi_function_bounds(img, pc, start, end));
+  bool ok =
+      img && ((img->func_index &&
+               snap__plat_function_bounds(img->func_index, img->func_index_size,
+                                          img->base, pc, start, end)) ||
+              snap__cfi_function_bounds(img, pc, start, end));
   snap__images_release(t);
   return ok;
 }

@@ -84,8 +84,7 @@ int main(void) {
   /* The start routine's range, from the dynamic symbol table. */
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
-  CHECK(dladdr1((void *)malloc_entry, &info, (void **)&sym,
-                RTLD_DL_SYMENT) &&
+  CHECK(dladdr1((void *)malloc_entry, &info, (void **)&sym, RTLD_DL_SYMENT) &&
             sym && sym->st_size > 0,
         "malloc_entry is not in the dynamic symbol table");
   if (check_failures)
@@ -103,8 +102,8 @@ int main(void) {
     if (s % 256 == 0 && s >= MIN_SAMPLES && now_s() - start > BUDGET_S)
       break;
     uintptr_t pcs[DEPTH];
-    int n = snap_capture_thread((snap_thread_t)atomic_load(&g_tid), pcs,
-                                DEPTH, 0);
+    int n =
+        snap_capture_thread((snap_thread_t)atomic_load(&g_tid), pcs, DEPTH, 0);
     if (n < 0) {
       failed++; /* a timeout on a loaded box: not this test's subject */
       continue;

@@ -35,10 +35,10 @@
 /* Non-HINT instructions (undefined without PAC): called only when
    pac_cpu_signs(). Encoded by hand: pac{da,db,ia} x17, x16. */
 #define SIGN_WITH(insn)                                                        \
-  static uintptr_t sign_##insn(uintptr_t p, uintptr_t modifier) {             \
+  static uintptr_t sign_##insn(uintptr_t p, uintptr_t modifier) {              \
     register uintptr_t x17 __asm__("x17") = p;                                 \
     register uintptr_t x16 __asm__("x16") = modifier;                          \
-    __asm__ volatile(SIGN_##insn : "+r"(x17) : "r"(x16));                     \
+    __asm__ volatile(SIGN_##insn : "+r"(x17) : "r"(x16));                      \
     return x17;                                                                \
   }
 #define SIGN_da ".inst 0xdac10a11"
@@ -113,7 +113,8 @@ int main(void) {
     signed_count += (raw[i] >> 48) != 0;
   printf("PAC build: %d, CPU signs: %d, saved return addresses signed: %d "
          "of %d (e.g. 0x%016lx)\n",
-         PAC_BUILD, pac_cpu_signs(), signed_count, LEVELS, (unsigned long)raw[0]);
+         PAC_BUILD, pac_cpu_signs(), signed_count, LEVELS,
+         (unsigned long)raw[0]);
   if (PAC_BUILD && pac_cpu_signs())
     CHECK(signed_count > 0, "a PAC build on a PAC CPU signed nothing");
   /* Frame i + 1 is the return address raw[i], stripped: signing only fills

@@ -59,7 +59,8 @@ static void die(const char *why) {
 
 /* A root class of its own: GCC's Object has no reference counting, and a
    -dealloc that ends the chain is the root's. */
-__attribute__((objc_root_class)) @interface CSObject {
+__attribute__((objc_root_class))
+@interface CSObject {
   Class isa;
   unsigned long extra_refs; /* references beyond the first */
 }
@@ -188,8 +189,7 @@ static void format_line(char *out, size_t size, int i, const void *addr,
   uintptr_t a = (uintptr_t)addr, offset;
   if (info->dli_fname) {
     const char *slash = strrchr(info->dli_fname, '/');
-    snprintf(image, sizeof image, "%.35s",
-             slash ? slash + 1 : info->dli_fname);
+    snprintf(image, sizeof image, "%.35s", slash ? slash + 1 : info->dli_fname);
   }
   if (info->dli_sname && strcmp(info->dli_sname, "<redacted>") == 0 &&
       cs_standin_have_uuid) {
@@ -233,8 +233,7 @@ static char **cs_backtrace_symbols(void *const *frames, int n) {
     lines[i] = text + (size_t)i * LINE_MAX_LEN;
     format_line(lines[i], LINE_MAX_LEN, i, frames[i], &info);
     if (i < CS_STANDIN_LINES)
-      snprintf(cs_standin_lines[i], sizeof cs_standin_lines[i], "%s",
-               lines[i]);
+      snprintf(cs_standin_lines[i], sizeof cs_standin_lines[i], "%s", lines[i]);
   }
   cs_standin_formatting = 0;
   cs_standin_nlines = n < CS_STANDIN_LINES ? n : CS_STANDIN_LINES;
@@ -250,14 +249,16 @@ static char **cs_backtrace_symbols(void *const *frames, int n) {
   char **_pcstrs;
   BOOL _wantSyms;
 }
-+ (id)arrayWithFrames:(void **)frames count:(unsigned long)count
++ (id)arrayWithFrames:(void **)frames
+                count:(unsigned long)count
               symbols:(BOOL)symbols;
 - (unsigned long)count;
 - (id)objectAtIndex:(unsigned long)index;
 @end
 
 @implementation _NSCallStackArray
-+ (id)arrayWithFrames:(void **)frames count:(unsigned long)count
++ (id)arrayWithFrames:(void **)frames
+                count:(unsigned long)count
               symbols:(BOOL)symbols {
   if (cs_standin_return_nil)
     return nil;
@@ -285,9 +286,8 @@ static char **cs_backtrace_symbols(void *const *frames, int n) {
     _pcstrs = cs_backtrace_symbols(&_frames[_ignore], (int)_cnt);
   if (_wantSyms && _pcstrs)
     return [CSString stringWithUTF8String:_pcstrs[index]];
-  return [CSNumber
-      numberWithUnsignedInteger:(unsigned long)(uintptr_t)_frames[_ignore +
-                                                                    index]];
+  return [CSNumber numberWithUnsignedInteger:(unsigned long)(uintptr_t)
+                                                 _frames[_ignore + index]];
 }
 
 - (void)dealloc {

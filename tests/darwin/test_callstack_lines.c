@@ -179,12 +179,12 @@ static const expect_t lookalikes[] = {
     /* UUID-like but not 8-4-4-4-12 hex. */
     {"3   MyApp                               0x0000000102a60010 "
      "8A9C1F2E-3B4D-3E5F-9A1B-2C3D4E5F6A7G + 16",
-     3, "MyApp", 0x0000000102a60010ull,
-     "8A9C1F2E-3B4D-3E5F-9A1B-2C3D4E5F6A7G", 16},
+     3, "MyApp", 0x0000000102a60010ull, "8A9C1F2E-3B4D-3E5F-9A1B-2C3D4E5F6A7G",
+     16},
     {"3   MyApp                               0x0000000102a60010 "
      "8A9C1F2E3B4D-3E5F-9A1B-2C3D4E5F6A7B- + 16",
-     3, "MyApp", 0x0000000102a60010ull,
-     "8A9C1F2E3B4D-3E5F-9A1B-2C3D4E5F6A7B-", 16},
+     3, "MyApp", 0x0000000102a60010ull, "8A9C1F2E3B4D-3E5F-9A1B-2C3D4E5F6A7B-",
+     16},
     /* The image's name with something after it. */
     {"3   MyApp                               0x0000000102a60010 MyAppMain + "
      "16",

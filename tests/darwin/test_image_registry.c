@@ -91,8 +91,8 @@ static bool make_image(image_t *im, uint64_t vmsize) {
   put32(h, SNAP__MH_MAGIC_64);
   put32(h + 4, 0x0100000c); /* arm64 */
   put32(h + 12, SNAP__MH_DYLIB);
-  put32(h + 16, 2);         /* ncmds */
-  put32(h + 20, 72 + 48);   /* sizeofcmds */
+  put32(h + 16, 2);       /* ncmds */
+  put32(h + 20, 72 + 48); /* sizeofcmds */
   unsigned char *c = h + 32;
   put32(c, SNAP__LC_SEGMENT_64);
   put32(c + 4, 72);
@@ -266,8 +266,7 @@ static void unload_and_enumerate(void) {
   int st = 0;
   waitpid(pid, &st, 0);
   bool died = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0 &&
-                                  WEXITSTATUS(st) != 3 &&
-                                  WEXITSTATUS(st) != 4);
+                                  WEXITSTATUS(st) != 3 && WEXITSTATUS(st) != 4);
   CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 3),
         "the registry failed in the child");
   CHECK(died, "the old parse of an unloaded image did not fault (status %#x)",

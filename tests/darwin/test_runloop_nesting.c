@@ -19,9 +19,14 @@
 #include "check.h"
 #include "platform/darwin/runloop_nesting.h"
 
-enum { E = SNAP__RL_ENTRY, BT = SNAP__RL_BEFORE_TIMERS,
-       BS = SNAP__RL_BEFORE_SOURCES, BW = SNAP__RL_BEFORE_WAITING,
-       AW = SNAP__RL_AFTER_WAITING, X = SNAP__RL_EXIT };
+enum {
+  E = SNAP__RL_ENTRY,
+  BT = SNAP__RL_BEFORE_TIMERS,
+  BS = SNAP__RL_BEFORE_SOURCES,
+  BW = SNAP__RL_BEFORE_WAITING,
+  AW = SNAP__RL_AFTER_WAITING,
+  X = SNAP__RL_EXIT
+};
 
 typedef struct ev {
   unsigned act;
@@ -71,7 +76,7 @@ static unsigned busy_for(watch_t w, unsigned now) {
 /* One outermost run: two iterations that sleep, then it returns. */
 static void plain_run(void) {
   snap__rl_nesting_t st;
-  const ev_t evs[] = {{E, 0},  {BT, 0},  {BS, 1},  {BW, 5},
+  const ev_t evs[] = {{E, 0},   {BT, 0},  {BS, 1},  {BW, 5},
                       {AW, 50}, {BT, 51}, {BS, 51}, {BW, 60}};
   watch_t w = replay(snap__rl_nesting_step, 0, false, evs, N(evs), &st);
   CHECK(!w.busy, "asleep at BeforeWaiting");
@@ -91,9 +96,9 @@ static void plain_run(void) {
    it returns at 2001 ms, and the outer handler works for 500 ms more. At
    2501 ms the watchdog must see a 500 ms busy stretch: a lag. */
 static const ev_t nested_sleeping[] = {
-    {E, 0},      {BT, 0},     {BS, 0},                   /* outer */
-    {E, 10},     {BT, 10},    {BS, 10},   {BW, 11},      /* nested, sleeps */
-    {AW, 2000},  {BT, 2000},  {BS, 2000}, {X, 2001},     /* wakes, returns */
+    {E, 0},     {BT, 0},    {BS, 0},               /* outer */
+    {E, 10},    {BT, 10},   {BS, 10},   {BW, 11},  /* nested, sleeps */
+    {AW, 2000}, {BT, 2000}, {BS, 2000}, {X, 2001}, /* wakes, returns */
 };
 
 static void nested_run_returns_into_busy_handler(void) {
@@ -117,8 +122,8 @@ static void nested_run_returns_into_busy_handler(void) {
    defect (this check holds of the old mapping, not of ours). */
 static void old_mapping_lost_the_lag(void) {
   snap__rl_nesting_t st;
-  watch_t w = replay(old_step, 0, false, nested_sleeping, N(nested_sleeping),
-                     &st);
+  watch_t w =
+      replay(old_step, 0, false, nested_sleeping, N(nested_sleeping), &st);
   CHECK(!w.busy && busy_for(w, 2501) == 0,
         "the old mapping is the defect this test is about");
 }
@@ -148,8 +153,8 @@ static void nested_polling_run(void) {
 /* Two levels: the innermost returning leaves two handlers working. */
 static void two_levels(void) {
   snap__rl_nesting_t st;
-  const ev_t evs[] = {{E, 0},   {BS, 0},  {E, 5},   {BS, 5},  {E, 6},
-                      {BS, 6},  {BW, 7},  {AW, 50}, {X, 51},  {BS, 52},
+  const ev_t evs[] = {{E, 0},   {BS, 0},  {E, 5},   {BS, 5}, {E, 6},
+                      {BS, 6},  {BW, 7},  {AW, 50}, {X, 51}, {BS, 52},
                       {BW, 53}, {AW, 90}, {X, 91}};
   watch_t w = replay(snap__rl_nesting_step, 0, false, evs, N(evs), &st);
   CHECK(w.busy, "two nested runs returned: the outermost handler is busy");

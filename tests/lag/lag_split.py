@@ -159,7 +159,7 @@ def main():
             # points may not exist. Under qemu the syscall file is the
             # host's: "other".
             if args.tsan and not sum(m["blocked_in"].values()):
-                print(f"  (TSan: no point samples while blocked)")
+                print("  (TSan: no point samples while blocked)")
             elif emulated:
                 if label not in (f"blocked (in {want})", "blocked (in other)"):
                     fail(f"{name}: label {label!r} under an emulator")

@@ -114,9 +114,8 @@ static int child(const char *copy) {
      function: no line of its own), and reads the C function's line table
      only once the file is cut. */
   uintptr_t seed = (uintptr_t)dlsym(h, "snap_elf_seed_entry");
-  snap_stack_release(snap_symbolicate(&g_pc[1], 1,
-                                      SNAP_SYMBOLICATE_EXACT_PC0 |
-                                          SNAP_SYMBOLICATE_SOURCE_LINES));
+  snap_stack_release(snap_symbolicate(
+      &g_pc[1], 1, SNAP_SYMBOLICATE_EXACT_PC0 | SNAP_SYMBOLICATE_SOURCE_LINES));
   int named = 0, unnamed = 0, wrong = 0;
   wrong += name_some(1, &named, &unnamed);
   printf("before: %d named, %d unnamed\n", named, unnamed);
@@ -169,7 +168,8 @@ int main(void) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
   unlink(copy);
-  CHECK(!WIFSIGNALED(status), "naming a rewritten library killed the "
+  CHECK(!WIFSIGNALED(status),
+        "naming a rewritten library killed the "
         "process: signal %d (%s)",
         WIFSIGNALED(status) ? WTERMSIG(status) : 0,
         WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "");

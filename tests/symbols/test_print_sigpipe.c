@@ -87,11 +87,10 @@ static void app_pending_sigpipe_survives(bool process_wide) {
     else
       closed_socket(fds);
     int rc = snap_print_callstack(fds[1], 32, 0);
-    CHECK(rc == SNAP_EIO, "%s, %s: rc %d", how, kind ? "socket" : "pipe",
-          rc);
+    CHECK(rc == SNAP_EIO, "%s, %s: rc %d", how, kind ? "socket" : "pipe", rc);
     close(fds[1]);
-    CHECK(sigpipe_pending(), "%s, %s: the app's pending SIGPIPE was taken",
-          how, kind ? "socket" : "pipe");
+    CHECK(sigpipe_pending(), "%s, %s: the app's pending SIGPIPE was taken", how,
+          kind ? "socket" : "pipe");
   }
 
   /* Take the app's one (sigwait returns at once: it is pending; Apple has
@@ -164,12 +163,11 @@ static void live_pipe_gets_everything(void) {
   rewind(tmp);
   size_t file_len = fread(file_text, 1, sizeof file_text, tmp);
   fclose(tmp);
-  CHECK(rc_file > 80 && rc_pipe == rc_file, "frames: file %d, pipe %d",
-        rc_file, rc_pipe);
+  CHECK(rc_file > 80 && rc_pipe == rc_file, "frames: file %d, pipe %d", rc_file,
+        rc_pipe);
   CHECK(file_len > 4096, "only %zu bytes: the pipe was never full", file_len);
   CHECK(d.len == file_len && memcmp(d.buf, file_text, file_len) == 0,
         "pipe got %zu bytes, the file %zu, or other bytes", d.len, file_len);
-
 }
 
 int main(void) {

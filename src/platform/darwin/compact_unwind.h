@@ -19,8 +19,7 @@
 /* Copies n bytes at offset off of the section into dst; false if they
    cannot be read (an image unmapped under us). Called only with
    off + n <= the section size. [signal-safe] */
-typedef bool (*snap__cu_read_fn)(void *ctx, uint32_t off, void *dst,
-                                 size_t n);
+typedef bool (*snap__cu_read_fn)(void *ctx, uint32_t off, void *dst, size_t n);
 
 /* The entry of the section (size bytes) that covers target, an offset from
    the image's base (its Mach-O header): [*start, *end), offsets from the

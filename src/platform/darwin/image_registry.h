@@ -65,8 +65,7 @@ typedef void (*snap__imgreg_cb)(const snap__imgreg_image_t *img, void *ctx);
    current set). img and everything it points to are valid during the
    callback only. Returns the number of images reported, or a negative
    SNAP_E* code (SNAP_ENOMEM: no memory for the copy). [setup] */
-int snap__imgreg_enumerate(snap__image_registry_t *r,
-                           snap__imgreg_read_fn read,
+int snap__imgreg_enumerate(snap__image_registry_t *r, snap__imgreg_read_fn read,
                            snap__imgreg_name_fn name, snap__imgreg_cb cb,
                            void *ctx);
 

@@ -35,9 +35,8 @@ typedef void (*snap__objc_fn)(void);
 
 /* The function to call as (receiver, selector, arguments...): objc_msgSend,
    which finds the method and jumps to it. */
-static inline snap__objc_fn snap__objc_method(snap__objc_fn dispatch,
-                                              const void *receiver,
-                                              SEL selector) {
+static inline snap__objc_fn
+snap__objc_method(snap__objc_fn dispatch, const void *receiver, SEL selector) {
   (void)receiver;
   (void)selector;
   return dispatch;
@@ -56,9 +55,8 @@ typedef unsigned char BOOL;
 
 /* objc_msg_lookup's answer for (receiver, selector): the method itself (a
    do-nothing function for a nil receiver, as objc_msgSend does nothing). */
-static inline snap__objc_fn snap__objc_method(snap__objc_fn dispatch,
-                                              const void *receiver,
-                                              SEL selector) {
+static inline snap__objc_fn
+snap__objc_method(snap__objc_fn dispatch, const void *receiver, SEL selector) {
   return ((snap__objc_fn(*)(const void *, SEL))dispatch)(receiver, selector);
 }
 #endif

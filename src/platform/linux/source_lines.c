@@ -46,12 +46,12 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Modules remembered before the session is begun anew (each holds a
    parsed ELF and, once used, its line tables). */

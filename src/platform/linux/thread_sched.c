@@ -343,7 +343,7 @@ int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
     *out = snap__plat_sched_unknown();
     return SNAP_ENOTHREAD;
   case '\0': break; /* unknown */
-  default:         /* T, t (stopped, traced), W, P, I ...: not running */
+  default:          /* T, t (stopped, traced), W, P, I ...: not running */
     out->state = SNAP__SCHED_BLOCKED;
     out->wait = SNAP__WAIT_OTHER;
     break;
