@@ -26,17 +26,17 @@
 
 #define ENTRIES 4
 
-typedef struct entry {
+typedef struct completed_entry {
   snap_thread_t thread; /* 0: empty */
   unsigned flags;
   uint64_t seen[sizeof(((snap__plat_blocked_t *)0)->seen) / sizeof(uint64_t)];
   int n;
   snap__plat_wait_regs_t wait;
   uintptr_t pcs[SNAP_MAX_FRAMES];
-} entry_t;
+} completed_entry_t;
 
 static snap__lazy_lock_t g_lock;
-static entry_t g_entries[ENTRIES];
+static completed_entry_t g_entries[ENTRIES];
 static unsigned g_next;
 
 void snap__completed_put(snap_thread_t thread, unsigned flags,
@@ -45,7 +45,7 @@ void snap__completed_put(snap_thread_t thread, unsigned flags,
   if (n <= 0 || n > SNAP_MAX_FRAMES)
     return;
   snap__plat_lazy_lock(&g_lock);
-  entry_t *e = NULL;
+  completed_entry_t *e = NULL;
   for (int i = 0; i < ENTRIES && !e; i++)
     if (g_entries[i].thread == thread)
       e = &g_entries[i];
@@ -66,7 +66,7 @@ int snap__completed_get(snap_thread_t thread, unsigned flags,
   int n = -1;
   snap__plat_lazy_lock(&g_lock);
   for (int i = 0; i < ENTRIES; i++) {
-    entry_t *e = &g_entries[i];
+    completed_entry_t *e = &g_entries[i];
     if (e->thread != thread)
       continue;
     if (e->flags == flags && memcmp(e->seen, now->seen, sizeof e->seen) == 0) {

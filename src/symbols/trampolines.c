@@ -57,17 +57,17 @@
 #define MAX_RESTORERS 16              /* more: per pc, everywhere */
 #define RESTORERS_NS 50000000u        /* 50 ms */
 
-typedef struct entry {
+typedef struct tramp_entry {
   uintptr_t start, end; /* the image's executable range */
   uint64_t ident, since;
   int n; /* trampolines in at[]; -1: ask per pc */
   uintptr_t at[MAX_AT];
-} entry_t;
+} tramp_entry_t;
 
 /* Guarded by g_lock. Entries sorted by start (ranges of one table never
    overlap). */
 static snap__lazy_lock_t g_lock;
-static entry_t *g_entries;
+static tramp_entry_t *g_entries;
 static int g_count, g_cap;
 static uint64_t g_generation; /* of the table the entries were pruned to */
 static bool g_pruned;
@@ -75,7 +75,7 @@ static uintptr_t g_restorers[MAX_RESTORERS];
 static int g_restorer_count; /* -1: too many to keep */
 static uint64_t g_restorers_ns;
 
-static bool same_image(const entry_t *e, const snap__image_t *img) {
+static bool same_image(const tramp_entry_t *e, const snap__image_t *img) {
   return e->start == img->start && e->end == img->end &&
          e->ident == img->ident && e->since == img->since;
 }
@@ -112,11 +112,11 @@ static void refresh_restorers(void) {
 
 /* The entry for a small image, searching its code when there is none yet;
    NULL when there is no room for one (the caller asks per pc). */
-static const entry_t *entry_for(const snap__image_t *img) {
+static const tramp_entry_t *entry_for(const snap__image_t *img) {
   int i = lower_bound(img->start);
   if (i < g_count && same_image(&g_entries[i], img))
     return &g_entries[i];
-  entry_t e = {img->start, img->end, img->ident, img->since, 0, {0}};
+  tramp_entry_t e = {img->start, img->end, img->ident, img->since, 0, {0}};
   e.n = snap__plat_find_sigreturns(img->start, img->end, e.at, MAX_AT);
   if (e.n > MAX_AT)
     e.n = -1;
@@ -126,7 +126,7 @@ static const entry_t *entry_for(const snap__image_t *img) {
   }
   if (g_count == g_cap) {
     int cap = g_cap ? 2 * g_cap : 32;
-    entry_t *grown = realloc(g_entries, sizeof *grown * (size_t)cap);
+    tramp_entry_t *grown = realloc(g_entries, sizeof *grown * (size_t)cap);
     if (!grown)
       return NULL;
     g_entries = grown, g_cap = cap;
@@ -153,7 +153,7 @@ static bool is_trampoline(const snap__image_t *img, uintptr_t pc) {
     return true;
   if (img->end - img->start > SCAN_MAX)
     return false;
-  const entry_t *e = entry_for(img);
+  const tramp_entry_t *e = entry_for(img);
   if (!e || e->n < 0)
     return snap__plat_is_sigreturn(pc);
   return listed(e->at, e->n, pc);

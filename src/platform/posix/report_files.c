@@ -31,7 +31,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
+#if defined(__APPLE__)
+#include <stdlib.h> /* arc4random_buf */
+#else
+#include <sys/random.h> /* getentropy */
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,5 +202,12 @@ int snap__plat_file_unlink(const char *path) {
 }
 
 int snap__plat_random(void *buf, size_t n) {
+#if defined(__APPLE__)
+  /* The iOS SDK has no <sys/random.h>; arc4random_buf is the kernel's
+     entropy on every Apple OS and cannot fail. */
+  arc4random_buf(buf, n);
+  return SNAP_OK;
+#else
   return n <= 256 && getentropy(buf, n) == 0 ? SNAP_OK : SNAP_EUNSUPPORTED;
+#endif
 }
