@@ -144,15 +144,9 @@ static void answer(namer_t *nm, int i, const char *name, size_t len,
   nm->cb(i, nm->buf, symbol_addr, nm->ctx);
 }
 
-#ifndef SNAP_NO_PRIVATE_API
-/* The function that runs selector `sel` for `recv`, as type T. */
-#define METHOD(T, recv, sel) ((T)snap__objc_method(g_objc.send, (recv), (sel)))
-
-/* Entries before and after ours in the class's buffer (see the head). */
-enum { SKIPPED = 2, SPARE = 2 };
-
-/* Whether a name whose function starts at sym can be q's: sym lies in the
-   function holding q->addr, or that function's bounds are unknown. */
+/* Whether a name (the class's or dladdr's) whose function starts at sym can be
+   q's: sym lies in the function holding q->addr, or that function's bounds are
+   unknown. */
 static bool starts_inside(const snap__plat_sym_query_t *q, uintptr_t sym) {
   uintptr_t start, end;
   if (!q->func_index ||
@@ -161,6 +155,13 @@ static bool starts_inside(const snap__plat_sym_query_t *q, uintptr_t sym) {
     return true;
   return sym >= start && sym < end;
 }
+
+#ifndef SNAP_NO_PRIVATE_API
+/* The function that runs selector `sel` for `recv`, as type T. */
+#define METHOD(T, recv, sel) ((T)snap__objc_method(g_objc.send, (recv), (sel)))
+
+/* Entries before and after ours in the class's buffer (see the head). */
+enum { SKIPPED = 2, SPARE = 2 };
 
 /* Names every pc still unnamed that has the line's address. */
 static void name_by_line(namer_t *nm, const snap__cs_line_t *l) {
