@@ -549,7 +549,7 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
 typedef struct snap__wait_since {
   uint64_t main_ns;   /* the main thread's: when it last ran before its
                          sample (report.c), else the stall's start */
-  uint64_t others_ns; /* the others' are not known: the stall's start */
+  uint64_t others_ns; /* the stall's start (no bound on the others' waits) */
 } snap__wait_since_t;
 
 /* Every thread of the process but `self` (the watchdog) into r->threads:

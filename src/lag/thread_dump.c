@@ -194,7 +194,7 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
         r->threads_total++;
     }
     npcs[k] = sample_into(&ts[k], pcs[k], flags);
-    judge(&ts[k], &looked, since->others_ns);
+    judge(&ts[k], &looked, 0); /* when its wait began: unknown */
     w = &ts[k].wait;
     k++;
   }
@@ -209,7 +209,7 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
         ts[k].error = SNAP_ETIMEDOUT; /* the budget is spent: not sampled */
       } else {
         npcs[k] = sample_into(&ts[k], pcs[k], flags);
-        judge(&ts[k], &looked, since->others_ns);
+        judge(&ts[k], &looked, 0); /* when its wait began: unknown */
       }
       k++;
     }

@@ -30,11 +30,12 @@
  * held when the wait began, and it stays held by that holder, or the
  * waiter would wake), so such an owner is "unknown", never named. When
  * the wait began is known to within a bound: the main thread's wait began
- * after the last moment the watchdog saw its CPU time grow; any other
- * thread's wait, not known, is taken to have begun before the stall did
- * (an owner that began during the stall is then not named even where it
- * may be the holder: the report never names a thread it cannot vouch
- * for). The thread's start is kept to a clock tick; it is compared by the
+ * after the last moment the watchdog saw its CPU time grow. Any other
+ * thread's wait has no known start, and none is assumed: taking the
+ * stall's start for it made the threads of a deadlock begun during the
+ * stall "unknown" to each other (the demo's deadlock3, on arm64), so for
+ * them only a dead owner is refused. The thread's start is kept to a
+ * clock tick; it is compared by the
  * earliest instant it may have begun, so an owner that began in the
  * tick of the bound is kept.
  *

@@ -78,6 +78,10 @@ if(SNAP_PLATFORM STREQUAL "linux")
   snap_test(test_lag_tid_reuse lag/test_lag_tid_reuse.c)
   set_tests_properties(test_lag_tid_reuse PROPERTIES SKIP_RETURN_CODE 77
                        RESOURCE_LOCK lag_processes)
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    set_property(TEST test_lag_tid_reuse APPEND PROPERTY ENVIRONMENT
+                 SNAP_TEST_EMULATED=1)
+  endif()
 endif()
 
 # Python 3 reads every report: an independent parser.
