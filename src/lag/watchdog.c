@@ -134,18 +134,23 @@ static const snap_stack_t *sample_in_stretch(wd_t *w) {
 /* Whether the lag of the watched stretch is the previous lag again, by
    what is known of it (snap__lag_identity): main, the stack just sampled,
    else the costliest point stack of its stretch (a lag seen late, or
-   whose stretch ended before the sample). */
+   whose stretch ended before the sample). The two costliest stacks
+   agreeing is enough too: one sample lands in whatever leaf the loop was
+   in at that instant (a clock read of the app's own, say), and two runs
+   of one lag then differ by that leaf alone (the demo's "repeat", under
+   TSan: two reports). */
 static bool same_as_prev(wd_t *w, const snap_stack_t *main) {
   const snap__lag_reports_t *reps = &w->reports;
   if (!reps->have_prev)
     return false;
   const snap_stack_t *prev =
       snap__lag_identity(reps->prev.main_stack, reps->prev.costliest.stack);
-  if (snap_stack_count(main))
-    return snap__same_path(main, prev);
   snap__costliest_t c;
   snap__ring_costliest(&w->ring, w->stretch.seq, w->stretch.since_ns, &c);
-  bool same = snap__same_path(c.stack, prev);
+  bool same = snap_stack_count(main) ? snap__same_path(main, prev)
+                                     : snap__same_path(c.stack, prev);
+  if (!same && snap_stack_count(main))
+    same = snap__same_path(c.stack, reps->prev.costliest.stack);
   snap_stack_release(c.stack);
   return same;
 }
