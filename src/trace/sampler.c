@@ -29,8 +29,8 @@
  * kernel entries and context switches, so a thread whose CPU time did not
  * move but which is running or runnable (TH_STATE_RUNNING) may have run
  * since: it is captured, not given its old stack. And a suspension leaves
- * a thread inside its system call, so a decoded call — a mach_msg too —
- * is a call it is in: blocked.
+ * a thread inside its system call, so a decoded call — a message wait
+ * too — is a call it is in: blocked.
  */
 #include <string.h>
 
@@ -164,9 +164,9 @@ static void record(snap__trace_t *tr, snap__trace_thr_t *th,
    woke it there); a signal that found it in another call (clock_gettime,
    a system call under qemu-user, which has no vDSO) found it running.
    Where a sample leaves the thread inside its call (Apple's
-   thread_suspend), any call decoded is one it is still in: blocked, and a
-   mach_msg (a run loop's idle wait, a synchronous XPC call: kind other)
-   too, which no OS flag ever marks there. */
+   suspension), any call decoded is one it is still in: blocked, and a
+   message wait (a run loop's idle wait, a synchronous XPC call: kind
+   other) too, which no OS flag ever marks there. */
 uint8_t snap__trace_capture_state(unsigned kind, bool os_blocked,
                                   snap__plat_trace_facts_t facts) {
   if (kind == SNAP_WAIT_NONE)

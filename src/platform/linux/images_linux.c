@@ -232,6 +232,36 @@ static int first_stamp(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1; /* the counters are global: one image is enough */
 }
 
+/* Why a symbol-cache hit asks this stamp, under the loader's lock (issue
+   26): a hit must not serve names of an image that was unloaded, nor of
+   whatever was loaded at its place,
+   once the dlclose or dlopen has returned. glibc tells that exactly only
+   through dl_iterate_phdr's load/unload counts (dlpi_adds, dlpi_subs),
+   read under its loader lock: on every call that is one lock and unlock of
+   a line all naming threads write, so hits from two threads do not scale
+   (bench_symbols part 3). The lock-free alternative measured beside it
+   ("identity hits", off by default): the thread's front serves a hit only
+   if _dl_find_object (lock-free, ~6-10 ns an image) still names, for every
+   image the names came from, the identity the table recorded under the
+   lock (mapping, unwind table and loader-record address). That catches
+   every unload and reload but one: a rebuilt library loaded again at the
+   same place with the same layout whose loader record reuses the freed
+   one's memory — likely for a plugin reloaded after a rebuild, since the
+   record is the same size and malloc hands the same block back — has the
+   same identity, and its old names would be served until a miss refreshes
+   the table. tests/symbols/test_dlclose_naming.c's two libraries are
+   exactly that case: run with identity hits on, 1.5 % of its checked
+   stacks (259 k of 17.3 M) came back with the unloaded library's names.
+   No lock-free answer closes that hole: glibc publishes no load/unload
+   counter outside the lock (r_debug has only a state, not a count;
+   _dl_find_object's version and the counts dl_iterate_phdr copies live in
+   its private data), and the library's build ID, which would tell the two
+   apart, is in memory a concurrent dlclose can unmap. So exact is the
+   default, made as cheap as it can be (the fork gate a hit passes writes
+   only the thread's own line: posix/lock_fork.c; a thread's front answers
+   its repeated call sites without falling through to the shared table:
+   cache.c), and identity hits stay a measured alternative
+   (snap__symbolicate_set_identity_hits). */
 uint64_t snap__plat_images_stamp(void) {
   uint64_t stamp = 0;
   walk_images(first_stamp, &stamp);
