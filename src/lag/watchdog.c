@@ -145,12 +145,13 @@ static bool same_as_prev(wd_t *w, const snap_stack_t *main) {
     return false;
   const snap_stack_t *prev =
       snap__lag_identity(reps->prev.main_stack, reps->prev.costliest.stack);
+  bool have_main = snap_stack_count(main) > 0;
+  if (have_main && snap__same_path(main, prev))
+    return true; /* the usual answer: the ring's stacks need no naming */
   snap__costliest_t c;
   snap__ring_costliest(&w->ring, w->stretch.seq, w->stretch.since_ns, &c);
-  bool same = snap_stack_count(main) ? snap__same_path(main, prev)
-                                     : snap__same_path(c.stack, prev);
-  if (!same && snap_stack_count(main))
-    same = snap__same_path(c.stack, reps->prev.costliest.stack);
+  bool same =
+      snap__same_path(c.stack, have_main ? reps->prev.costliest.stack : prev);
   snap_stack_release(c.stack);
   return same;
 }
