@@ -86,6 +86,7 @@ typedef struct wd {
   snap__plat_self_sched_t sched; /* this thread's own times, kept open */
   uint64_t slept_ns;             /* when the sleep began */
   uint64_t planned_ns;           /* when it is due */
+  uint64_t slices_late_ns;       /* its slices' lateness before the last one */
   bool from_park;                /* it ended a park by a post */
   uint32_t last_seq;             /* the loop's sequence at the last wake */
   uint32_t seen_seq; /* the latest stretch looked at (watched or missed) */
@@ -308,7 +309,8 @@ static uint64_t woken_late(wd_t *w, const snap__loop_view_t *v,
   int64_t runq_before = w->main_runq_ns;
   snap__wake_facts_t f = {.window = now - w->wake_ns,
                           .work = w->slept_ns - w->wake_ns,
-                          .late = now > planned ? now - planned : 0,
+                          .late = (now > planned ? now - planned : 0) +
+                                  w->slices_late_ns,
                           .ran = -1,
                           .proc_ran = -1,
                           .main_runq = -1};
@@ -466,11 +468,48 @@ static uint64_t check_cpu(wd_t *w, uint64_t now) {
   return snap__cpu_trigger_due(&w->cpu);
 }
 
+/* A sleep while the loop is busy, in slices of at most this: see
+   sleep_sliced. */
+#define SLEEP_SLICE_NS (10 * SNAP__MS)
+
+/* Sleeps until `until` or a post (true). A stop that lands in a sleep and
+   ends before the sleep's planned end makes no wake late: nothing the
+   watchdog reads at its wake tells it from the sleep (seen under 3 busy
+   loops: a stretch that had just begun looked calm, the watchdog slept
+   1 s, two stops of 250 ms landed in that sleep and a 3.1 s lag was
+   reported as 3.6 s, test_lag_stopped). So while the loop is busy, and
+   where the OS says how long the watchdog waited for a CPU (that
+   explains a slice's lateness: woken_late subtracts it), the sleep is
+   made of slices whose lateness is summed: a stop shows as a slice that
+   ended late, less at most a slice. The cost is a wake every slice, and
+   only while the loop is busy (as the sampling waits do,
+   snap__plat_sample). */
+static bool sleep_sliced(wd_t *w, bool busy, uint64_t until) {
+  bool slice = busy && w->ran_ns >= 0;
+  for (;;) {
+    uint64_t now = snap__plat_now_ns();
+    uint64_t end = slice && until > now && until - now > SLEEP_SLICE_NS
+                       ? now + SLEEP_SLICE_NS
+                       : until;
+    if (snap__plat_sem_timedwait(w->wake, end) == SNAP_OK)
+      return true;
+    if (end == until)
+      return false;
+    /* Lateness up to `until` only: past it, it is the sleep's own
+       (woken_late counts it from planned_ns). */
+    uint64_t woke = snap__plat_now_ns(), upto = min_u64(woke, until);
+    w->slices_late_ns += upto > end ? upto - end : 0;
+    if (woke >= until)
+      return false;
+  }
+}
+
 /* Sleeps until `next`, a post (a busy call that found it parked, or a
    stop), or a tick; parks (no deadline but `next`) after a whole tick with
    no busy call. Records when the wake is due, for woken_late. */
 static void sleep_until(wd_t *w, const snap__loop_view_t *v, uint64_t next) {
   w->from_park = false;
+  w->slices_late_ns = 0;
   w->slept_ns = snap__plat_now_ns();
   bool quiet = !v->busy && v->seq == w->last_seq; /* idle for a whole tick */
   if (quiet && snap__loop_park(v->seq)) {
@@ -484,7 +523,7 @@ static void sleep_until(wd_t *w, const snap__loop_view_t *v, uint64_t next) {
     uint64_t before = w->slept_ns;
     next = min_u64(next, before + (w->calm ? w->calm_tick_ns : w->tick_ns));
     w->planned_ns = next > before ? next : before;
-    if (snap__plat_sem_timedwait(w->wake, next) == SNAP_OK)
+    if (sleep_sliced(w, v->busy, next))
       w->planned_ns = snap__plat_now_ns(); /* posted early: not late */
   } else {
     w->planned_ns =
