@@ -355,10 +355,11 @@ void audit_writer_final(const char *reason, int sig);
 /* Before an exec: the same, with reason "exec", and not the last: if the
    exec fails the process goes on [signal-safe]. */
 void audit_writer_exec(void);
-/* A child: handlers says whether fork handlers ran (pthread_atfork's
-   child handler) or not (the marker page was wiped: a raw clone, _Fork).
-   Its own pid, table and file; without fork handlers, no naming ever
-   (the parent's locks were copied as they stood). [signal-safe] */
+/* A child: handlers says whether fork handlers ran (the EMBEDDER stage of
+   stacksnap's fork seam, after the library's own: platform.h) or not (the
+   marker page was wiped: a raw clone, _Fork). Its own pid, table and file;
+   without fork handlers, no naming ever (the parent's locks were copied as they
+   stood). [signal-safe] */
 void audit_writer_child(bool handlers);
 
 /* At start-up (config.c): the fork handlers, fatal.c's. */

@@ -177,7 +177,7 @@ static void after_fork_child(void) { g_main_tid = getpid(); }
 
 __attribute__((constructor)) static void threads_init(void) {
   record_main();
-  pthread_atfork(NULL, NULL, after_fork_child);
+  (void)snap__plat_on_fork(SNAP__FORK_THREADS, NULL, NULL, after_fork_child);
 }
 
 /* A stack this thread knows without reading a file: the main thread's, its
