@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decimal.h" /* stacksnap's: numbers in signal handlers */
 #include "stacksnap.h"
 
 #define AUDIT_EXPORT __attribute__((visibility("default")))
@@ -327,10 +328,6 @@ typedef struct audit_buf {
   size_t cap, len;
   bool full; /* something did not fit */
 } audit_buf_t;
-
-/* v in decimal at out, NUL-terminated (out has room for 21 bytes);
-   returns the digits written [signal-safe]. */
-size_t audit_decimal(char *out, uint64_t v);
 
 /* Each appends one whole line ending in '\n', or nothing (false) when it
    does not fit in what is left of b. [signal-safe] */

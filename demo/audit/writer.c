@@ -105,7 +105,7 @@ static void with_pid(char *out, const char *path, int pid) {
   size_t n = strlen(path);
   memcpy(out, path, n);
   out[n++] = '-';
-  audit_decimal(out + n, (uint64_t)pid);
+  snap__dec_u64(out + n, (uint64_t)pid);
 }
 
 /* Opens the output [signal-safe]. */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "decimal.h"
 #include "platform/linux/linux.h"
 
 ssize_t snap__linux_read_small(const char *path, char *buf, size_t size) {
@@ -75,17 +76,10 @@ const char *snap__linux_stat_field(const char *text, int index) {
 /* "/proc/self/task/<tid>/<leaf>" into path[64]. */
 void snap__linux_task_path(char *path, int tid, const char *leaf) {
   static const char head[] = "/proc/self/task/";
-  char digits[24];
-  int nd = 0;
-  unsigned t = (unsigned)tid;
-  do
-    digits[nd++] = (char)('0' + t % 10);
-  while ((t /= 10) != 0);
   char *p = path;
   memcpy(p, head, sizeof head - 1);
   p += sizeof head - 1;
-  while (nd > 0)
-    *p++ = digits[--nd];
+  p += snap__dec_u64(p, (unsigned)tid); /* at most 10 digits */
   *p++ = '/';
   size_t n = strlen(leaf);
   if (n > 64 - (size_t)(p - path) - 1)

@@ -25,23 +25,18 @@
 #include <errno.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "platform/linux/linux.h"
 
 /* "/proc/<pid>/task/<pid>/stat" into path[64]. */
 static void stat_path(char *path, unsigned pid) {
-  char digits[12];
-  int nd = 0;
-  do
-    digits[nd++] = (char)('0' + pid % 10);
-  while ((pid /= 10) != 0);
   char *p = path;
   for (int twice = 0; twice < 2; twice++) {
     static const char *const parts[2] = {"/proc/", "/task/"};
     size_t n = strlen(parts[twice]);
     memcpy(p, parts[twice], n);
     p += n;
-    for (int i = nd; i > 0; i--)
-      *p++ = digits[i - 1];
+    p += snap__dec_u64(p, pid); /* at most 10 digits */
   }
   memcpy(p, "/stat", sizeof "/stat");
 }
