@@ -1,9 +1,9 @@
 /*
  * proc_files.c — reading the small text files of /proc the Linux backend
  * asks about threads (stat, status, comm, schedstat, syscall): a
- * thread's path, one read, finding a field in a status file or a stat
- * line, the three numbers of a schedstat file, and the files kept open
- * between reads.
+ * thread's path, one read, finding a field in a status file, the three
+ * numbers of a schedstat file, and the files kept open between reads
+ * (a stat line is proc_stat.c's).
  *
  * Owns: one open/read-until-EOF/close loop (EINTR retried, the text
  * NUL-terminated), the "Key:<blanks>value" lookup and the schedstat parse,
@@ -56,21 +56,6 @@ const char *snap__linux_status_field(const char *text, const char *key) {
     return p;
   }
   return NULL;
-}
-
-/* The comm field (2) may hold spaces and ')': it ends at the last ')'. */
-const char *snap__linux_stat_field(const char *text, int index) {
-  const char *p = strrchr(text, ')');
-  if (index < 3 || !p || p[1] != ' ')
-    return NULL;
-  p += 2; /* field 3 */
-  for (int i = 3; i < index; i++) {
-    p = strchr(p, ' ');
-    if (!p)
-      return NULL;
-    p++;
-  }
-  return p;
 }
 
 /* "/proc/self/task/<tid>/<leaf>" into path[64]. */
