@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decimal.h" /* stacksnap's: numbers in signal handlers */
 #include "stacksnap.h"
 
 #define AUDIT_EXPORT __attribute__((visibility("default")))
@@ -328,10 +329,6 @@ typedef struct audit_buf {
   bool full; /* something did not fit */
 } audit_buf_t;
 
-/* v in decimal at out, NUL-terminated (out has room for 21 bytes);
-   returns the digits written [signal-safe]. */
-size_t audit_decimal(char *out, uint64_t v);
-
 /* Each appends one whole line ending in '\n', or nothing (false) when it
    does not fit in what is left of b. [signal-safe] */
 bool audit_line_process(audit_buf_t *b);
@@ -355,10 +352,11 @@ void audit_writer_final(const char *reason, int sig);
 /* Before an exec: the same, with reason "exec", and not the last: if the
    exec fails the process goes on [signal-safe]. */
 void audit_writer_exec(void);
-/* A child: handlers says whether fork handlers ran (pthread_atfork's
-   child handler) or not (the marker page was wiped: a raw clone, _Fork).
-   Its own pid, table and file; without fork handlers, no naming ever
-   (the parent's locks were copied as they stood). [signal-safe] */
+/* A child: handlers says whether fork handlers ran (the EMBEDDER stage of
+   stacksnap's fork seam, after the library's own: platform.h) or not (the
+   marker page was wiped: a raw clone, _Fork). Its own pid, table and file;
+   without fork handlers, no naming ever (the parent's locks were copied as they
+   stood). [signal-safe] */
 void audit_writer_child(bool handlers);
 
 /* At start-up (config.c): the fork handlers, fatal.c's. */

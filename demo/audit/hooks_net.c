@@ -41,8 +41,8 @@ static void add_str(char *out, size_t size, size_t *len, const char *s) {
 }
 
 static void add_dec(char *out, size_t size, size_t *len, unsigned v) {
-  char d[21];
-  add(out, size, len, d, audit_decimal(d, v));
+  char d[SNAP__DEC_MAX];
+  add(out, size, len, d, snap__dec_u64(d, v));
 }
 
 static void add_ipv4(char *out, size_t size, size_t *len,

@@ -35,30 +35,14 @@ static void put(audit_buf_t *b, const char *s, size_t n) {
 
 static void puts_(audit_buf_t *b, const char *s) { put(b, s, strlen(s)); }
 
-size_t audit_decimal(char *out, uint64_t v) {
-  char tmp[20];
-  size_t n = 0;
-  do
-    tmp[n++] = (char)('0' + v % 10);
-  while (v /= 10);
-  for (size_t i = 0; i < n; i++)
-    out[i] = tmp[n - 1 - i];
-  out[n] = '\0';
-  return n;
-}
-
 static void put_u64(audit_buf_t *b, uint64_t v) {
-  char tmp[21];
-  put(b, tmp, audit_decimal(tmp, v));
+  char tmp[SNAP__DEC_MAX];
+  put(b, tmp, snap__dec_u64(tmp, v));
 }
 
 static void put_i64(audit_buf_t *b, int64_t v) {
-  if (v < 0) {
-    put(b, "-", 1);
-    put_u64(b, (uint64_t)0 - (uint64_t)v);
-  } else {
-    put_u64(b, (uint64_t)v);
-  }
+  char tmp[SNAP__DEC_MAX];
+  put(b, tmp, snap__dec_i64(tmp, v));
 }
 
 static void put_hex(audit_buf_t *b, uint64_t v) {
@@ -101,7 +85,8 @@ static void put_str(audit_buf_t *b, const char *s) {
 }
 
 static void put_2(audit_buf_t *b, unsigned v) {
-  char d[2] = {(char)('0' + v / 10 % 10), (char)('0' + v % 10)};
+  char d[2];
+  snap__dec_fixed(d, v, 2);
   put(b, d, 2);
 }
 
@@ -136,9 +121,8 @@ static void put_iso(audit_buf_t *b, uint64_t ns) {
   put(b, ":", 1);
   put_2(b, sod % 60);
   unsigned us = (unsigned)(ns % 1000000000u / 1000);
-  char frac[8] = {'.'};
-  for (int i = 6; i >= 1; i--, us /= 10)
-    frac[i] = (char)('0' + us % 10);
+  char frac[7] = {'.'};
+  snap__dec_fixed(frac + 1, us, 6);
   put(b, frac, 7);
   put(b, "Z\"", 2);
 }

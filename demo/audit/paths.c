@@ -25,7 +25,7 @@ static bool dir_of(int dirfd, char *out, size_t size) {
   if (dirfd < 0)
     return false;
   char link[40] = "/proc/self/fd/";
-  audit_decimal(link + strlen(link), (uint64_t)dirfd);
+  snap__dec_u64(link + strlen(link), (uint64_t)dirfd);
   ssize_t len = readlink(link, out, size - 1);
   if (len <= 0 || (size_t)len >= size - 1 || out[0] != '/')
     return false; /* a socket, a pipe, or too long */

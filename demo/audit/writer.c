@@ -105,7 +105,7 @@ static void with_pid(char *out, const char *path, int pid) {
   size_t n = strlen(path);
   memcpy(out, path, n);
   out[n++] = '-';
-  audit_decimal(out + n, (uint64_t)pid);
+  snap__dec_u64(out + n, (uint64_t)pid);
 }
 
 /* Opens the output [signal-safe]. */
@@ -629,6 +629,6 @@ static void after_fork_child(void) { audit_writer_child(true); }
 void audit_writer_init(void) {
   g_real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
   g_real_Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
-  pthread_atfork(NULL, NULL, after_fork_child);
+  (void)snap__plat_on_fork(SNAP__FORK_EMBEDDER, NULL, NULL, after_fork_child);
   audit_fatal_init();
 }

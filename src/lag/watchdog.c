@@ -607,7 +607,8 @@ SNAP_EXPORT int snap_lag_start(const snap_lag_config_t *caller_cfg) {
     return SNAP_EBUSY;
   static bool fork_hooked; /* under g_state == 2 */
   if (!fork_hooked)
-    fork_hooked = snap__plat_on_fork_child(forget_in_child) == SNAP_OK;
+    fork_hooked = snap__plat_on_fork(SNAP__FORK_LAG, NULL, NULL,
+                                     forget_in_child) == SNAP_OK;
   wd_t *w = calloc(1, sizeof *w);
   if (!w) {
     atomic_store(&g_state, 0);

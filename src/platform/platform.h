@@ -469,6 +469,60 @@ typedef struct snap__lazy_lock {
 void snap__plat_lazy_lock(snap__lazy_lock_t *l);   /* [setup] */
 void snap__plat_lazy_unlock(snap__lazy_lock_t *l); /* [setup] */
 
+/* ---- Fork ---------------------------------------------------------------- */
+
+/* The one fork seam (posix/fork_hook.c): every fork handler of the library
+   is a stage here, and the stages' order below is the only order they run
+   in. fork_hook.c installs a single pthread_atfork at load time; the
+   stages' handlers are called from it:
+
+     prepare: last stage to first;  parent and child: first to last.
+
+   Why this order:
+   - LOCKS first in the child: it makes every lock of ours afresh (a thread
+     that held one is gone) and opens the fork gate, so every later child
+     handler may lock and call the rest of the library. Its prepare runs
+     LAST, for the same reason: it takes every lock and closes the gate, so
+     a prepare that ran after it and locked would wait on itself; the stages
+     above it may still lock in theirs. Its parent handler runs first and
+     releases them (in the reverse of the order prepare took them).
+   - THREADS next: which thread is the main thread (a child's only thread
+     is its new main thread), asked by the sampler and the watchdog; and
+     which threads are the library's own (none of them exists there).
+   - MEMORY: the safe-read path (pipes), which capture walks through.
+   - SAMPLER: requests and helper threads a sample of the parent had in
+     flight can never finish in the child.
+   - DEMANGLER, SOURCE_LINES: look-ups a parent thread had claimed.
+   - LAG, TRACE: the core's watchdog and trace, which use all of the
+     above (and not each other).
+   - EMBEDDER last: a program that links stacksnap in (demo/audit) and uses
+     all of it from its handler.
+   A handler registered at load time runs before (child) and after
+   (prepare) those an app registers later with pthread_atfork, as libc
+   orders them: an app's child handler finds the library reset. */
+typedef enum snap__fork_stage {
+  SNAP__FORK_LOCKS,        /* posix/lock_fork.c: locks and fork gate */
+  SNAP__FORK_THREADS,      /* linux/threads.c, darwin/threads_darwin.c */
+  SNAP__FORK_OUR_THREADS,  /* posix/thread_start.c: the library's own */
+  SNAP__FORK_MEMORY,       /* linux/memory.c: the safe-read pipes */
+  SNAP__FORK_SAMPLER,      /* linux/sample.c slots, darwin/rescuer.c */
+  SNAP__FORK_DEMANGLER,    /* posix/demangle.c */
+  SNAP__FORK_SOURCE_LINES, /* linux/source_lines.c: libdw's loading */
+  SNAP__FORK_LAG,          /* lag/watchdog.c */
+  SNAP__FORK_TRACE,        /* trace/trace_api.c */
+  SNAP__FORK_EMBEDDER,     /* a program that links stacksnap in */
+  SNAP__FORK_STAGES
+} snap__fork_stage_t;
+
+/* Makes prepare, parent and child (each may be NULL) stage's handlers; a
+   stage has one owner, and a second call replaces the first. Allocates
+   nothing and takes no lock (the one pthread_atfork is installed at load
+   time), so it may be called from constructors, lazily on first use and
+   with a lock of ours held. SNAP_OK, or SNAP_ENOMEM when libc refused the
+   pthread_atfork (then nothing runs at fork). [setup] */
+int snap__plat_on_fork(snap__fork_stage_t stage, void (*prepare)(void),
+                       void (*parent)(void), void (*child)(void));
+
 /* ---- Semaphores -------------------------------------------------------- */
 
 /* Wake-ups only (a thread that sleeps until another has news), never
@@ -628,9 +682,6 @@ void snap__plat_thread_join(snap__plat_thread_t *t);
    whose fn has not returned: the library's own, which the lag dump and
    the trace leave out. [signal-safe] */
 bool snap__plat_thread_is_ours(snap_thread_t t);
-/* Calls fn in the child after each fork() (threads other than the caller
-   do not exist there: state that names them must be reset). */
-int snap__plat_on_fork_child(void (*fn)(void));
 
 /* A symbol of an already loaded library (NULL if none): for adapters of
    loop libraries the app brings, so stacksnap never links them. */

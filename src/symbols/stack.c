@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "symbols/intern.h"
 
 /* A line is built twice per frame — measured, then written — on every
@@ -56,14 +57,10 @@ static void put_padded(line_out_t *o, const char *s, size_t width) {
     put(o, " ", 1);
 }
 
-static void put_dec(line_out_t *o, uintmax_t v, size_t width) {
-  char tmp[24];
-  int i = (int)sizeof tmp;
-  tmp[--i] = '\0';
-  do
-    tmp[--i] = (char)('0' + v % 10);
-  while ((v /= 10) != 0);
-  put_padded(o, tmp + i, width);
+static void put_dec(line_out_t *o, uint64_t v, size_t width) {
+  char tmp[SNAP__DEC_MAX];
+  snap__dec_u64(tmp, v);
+  put_padded(o, tmp, width);
 }
 
 static void put_hex16(line_out_t *o, uint64_t v) {
@@ -77,7 +74,7 @@ static void put_hex16(line_out_t *o, uint64_t v) {
    its length, without the terminating NUL (which it does not write). */
 static size_t format_line(char *dst, int i, const snap_frame_t *f) {
   line_out_t o = {dst, 0};
-  put_dec(&o, (uintmax_t)i, 4);
+  put_dec(&o, (uint64_t)i, 4);
   put_padded(&o, f->image, 35);
   put(&o, " 0x", 3);
   put_hex16(&o, (uint64_t)f->pc);
@@ -94,7 +91,7 @@ static size_t format_line(char *dst, int i, const snap_frame_t *f) {
     offset = f->pc;
   }
   put(&o, " + ", 3);
-  put_dec(&o, (uintmax_t)offset, 0);
+  put_dec(&o, (uint64_t)offset, 0);
   return o.len;
 }
 

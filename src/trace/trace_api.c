@@ -121,7 +121,8 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
     return SNAP_EBUSY;
   static bool hooked; /* under state 2 */
   if (!hooked)
-    hooked = snap__plat_on_fork_child(forget_in_child) == SNAP_OK;
+    hooked = snap__plat_on_fork(SNAP__FORK_TRACE, NULL, NULL,
+                                forget_in_child) == SNAP_OK;
   if (!g_wake_ready) {
     if ((rc = snap__plat_sem_init(&g_wake, 0)) != SNAP_OK) {
       atomic_store(&g_state, expect);

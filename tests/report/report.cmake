@@ -5,6 +5,8 @@
 # is the owner's alone unless configured. docs/security.md.
 # The grammar of our names and the modes a config may choose.
 snap_test(test_report_names report/test_report_names.c)
+# The one decimal formatter (src/decimal.c, issue 27) against printf.
+snap_test(test_decimal report/test_decimal.c)
 snap_test(test_report_fifo report/test_report_fifo.c)
 # Skipped (77) where it cannot spawn itself again (qemu-user).
 set_tests_properties(test_report_fifo PROPERTIES SKIP_RETURN_CODE 77)

@@ -104,7 +104,8 @@ bool snap__darwin_rescuer_up(void) {
   }
   static bool fork_hooked;
   if (!fork_hooked)
-    fork_hooked = snap__plat_on_fork_child(rescuer_forked) == SNAP_OK;
+    fork_hooked = snap__plat_on_fork(SNAP__FORK_SAMPLER, NULL, NULL,
+                                     rescuer_forked) == SNAP_OK;
   /* Bound now, while nothing is stopped (see the head comment). */
   struct timespec zero = {0, 0};
   nanosleep(&zero, NULL);

@@ -74,7 +74,7 @@ static void record_main(void) {
 
 __attribute__((constructor)) static void threads_init(void) {
   record_main();
-  pthread_atfork(NULL, NULL, after_fork_child);
+  (void)snap__plat_on_fork(SNAP__FORK_THREADS, NULL, NULL, after_fork_child);
 }
 
 int snap__plat_thread_list(snap_thread_t *out, int max) {

@@ -36,9 +36,22 @@ ssize_t snap__linux_read_small(const char *path, char *buf, size_t size);
 /* In a status file's text, the value of the line "key" ("TracerPid:"),
    blanks skipped; NULL if there is no such line. */
 const char *snap__linux_status_field(const char *text, const char *key);
-/* In a stat line (proc(5)), field `index` (1-based as proc(5) numbers
-   them, >= 3), or NULL. */
-const char *snap__linux_stat_field(const char *text, int index);
+/* A stat line of /proc (proc(5), fields numbered as there), as
+   proc_stat.c parses it: the fields the backend uses. */
+typedef struct snap__linux_stat {
+  int64_t pid;     /* 1 */
+  char comm[64];   /* 2, NUL-terminated (cut to fit): any bytes, ')' too */
+  char state;      /* 3: R S D T t Z X I ... */
+  int64_t ppid;    /* 4 */
+  uint64_t majflt; /* 12: major faults */
+  uint64_t utime, stime; /* 14, 15: CPU time, clock ticks */
+  int64_t num_threads;   /* 20 */
+  uint64_t starttime;    /* 22: clock ticks since boot */
+} snap__linux_stat_t;
+/* Parses text, a stat file's NUL-terminated contents: SNAP_OK, or
+   SNAP_EIO when it is not a whole stat line up to field 22 (out is then
+   zeroed). Safe against any comm. [signal-safe] */
+int snap__linux_stat_parse(const char *text, snap__linux_stat_t *out);
 /* A TID the kernel could have handed out (pid_max is at most 2^22). */
 static inline bool snap__linux_tid_ok(snap_thread_t thread) {
   return thread > 0 && thread <= 0x7fffffff;

@@ -125,5 +125,6 @@ __attribute__((constructor)) static void memory_init(void) {
     return;
   open_pipes();
   atomic_store(&g_use_pipes, true);
-  pthread_atfork(NULL, NULL, reopen_pipes_in_child);
+  (void)snap__plat_on_fork(SNAP__FORK_MEMORY, NULL, NULL,
+                           reopen_pipes_in_child);
 }

@@ -1,9 +1,9 @@
 /*
  * proc_files.c — reading the small text files of /proc the Linux backend
  * asks about threads (stat, status, comm, schedstat, syscall): a
- * thread's path, one read, finding a field in a status file or a stat
- * line, the three numbers of a schedstat file, and the files kept open
- * between reads.
+ * thread's path, one read, finding a field in a status file, the three
+ * numbers of a schedstat file, and the files kept open between reads
+ * (a stat line is proc_stat.c's).
  *
  * Owns: one open/read-until-EOF/close loop (EINTR retried, the text
  * NUL-terminated), the "Key:<blanks>value" lookup and the schedstat parse,
@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "decimal.h"
 #include "platform/linux/linux.h"
 
 ssize_t snap__linux_read_small(const char *path, char *buf, size_t size) {
@@ -57,35 +58,13 @@ const char *snap__linux_status_field(const char *text, const char *key) {
   return NULL;
 }
 
-/* The comm field (2) may hold spaces and ')': it ends at the last ')'. */
-const char *snap__linux_stat_field(const char *text, int index) {
-  const char *p = strrchr(text, ')');
-  if (index < 3 || !p || p[1] != ' ')
-    return NULL;
-  p += 2; /* field 3 */
-  for (int i = 3; i < index; i++) {
-    p = strchr(p, ' ');
-    if (!p)
-      return NULL;
-    p++;
-  }
-  return p;
-}
-
 /* "/proc/self/task/<tid>/<leaf>" into path[64]. */
 void snap__linux_task_path(char *path, int tid, const char *leaf) {
   static const char head[] = "/proc/self/task/";
-  char digits[24];
-  int nd = 0;
-  unsigned t = (unsigned)tid;
-  do
-    digits[nd++] = (char)('0' + t % 10);
-  while ((t /= 10) != 0);
   char *p = path;
   memcpy(p, head, sizeof head - 1);
   p += sizeof head - 1;
-  while (nd > 0)
-    *p++ = digits[--nd];
+  p += snap__dec_u64(p, (unsigned)tid); /* at most 10 digits */
   *p++ = '/';
   size_t n = strlen(leaf);
   if (n > 64 - (size_t)(p - path) - 1)

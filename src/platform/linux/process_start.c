@@ -17,7 +17,7 @@
  * read for it. qemu leaves the task path to the kernel.
  * Gone: no such file (ESRCH/ENOENT), or state Z/X with at most one thread
  * (a zombie leader with live threads is a live process whose main thread
- * exited). Fields are found by snap__linux_stat_field.
+ * exited). The line is parsed by proc_stat.c.
  *
  * Files are read into stack buffers; no stdio, no allocation. Must not:
  * be called from the stopped window (reads of /proc block).
@@ -25,23 +25,18 @@
 #include <errno.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "platform/linux/linux.h"
 
 /* "/proc/<pid>/task/<pid>/stat" into path[64]. */
 static void stat_path(char *path, unsigned pid) {
-  char digits[12];
-  int nd = 0;
-  do
-    digits[nd++] = (char)('0' + pid % 10);
-  while ((pid /= 10) != 0);
   char *p = path;
   for (int twice = 0; twice < 2; twice++) {
     static const char *const parts[2] = {"/proc/", "/task/"};
     size_t n = strlen(parts[twice]);
     memcpy(p, parts[twice], n);
     p += n;
-    for (int i = nd; i > 0; i--)
-      *p++ = digits[i - 1];
+    p += snap__dec_u64(p, pid); /* at most 10 digits */
   }
   memcpy(p, "/stat", sizeof "/stat");
 }
@@ -54,13 +49,11 @@ int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
   stat_path(path, (unsigned)pid);
   if (snap__linux_read_small(path, stat, sizeof stat) < 0)
     return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
-  const char *state = snap__linux_stat_field(stat, 3);
-  const char *threads = snap__linux_stat_field(stat, 20);
-  const char *start = snap__linux_stat_field(stat, 22);
-  if (!state || !threads || !start || *start < '0' || *start > '9')
+  snap__linux_stat_t st;
+  if (snap__linux_stat_parse(stat, &st) != SNAP_OK)
     return SNAP_EIO;
-  if ((*state == 'Z' || *state == 'X' || *state == 'x') &&
-      (threads[0] == '1' || threads[0] == '0') && threads[1] == ' ')
+  if ((st.state == 'Z' || st.state == 'X' || st.state == 'x') &&
+      st.num_threads <= 1)
     return SNAP_ENOTHREAD; /* exited, not yet reaped */
   char boot[64];
   ssize_t bn = snap__linux_read_small("/proc/sys/kernel/random/boot_id", boot,
@@ -69,7 +62,8 @@ int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
     return SNAP_EIO;
   while (bn > 0 && (boot[bn - 1] == '\n' || boot[bn - 1] == ' '))
     boot[--bn] = '\0';
-  size_t sn = strspn(start, "0123456789");
+  char start[SNAP__DEC_MAX];
+  size_t sn = snap__dec_u64(start, st.starttime);
   if ((size_t)bn + 1 + sn + 1 > size)
     return SNAP_EINVAL;
   memcpy(buf, boot, (size_t)bn);

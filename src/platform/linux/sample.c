@@ -233,7 +233,8 @@ static int install(void) {
     if (sigaction(g_signo, &sa, &g_previous) != 0) {
       rc = SNAP_EUNSUPPORTED;
     } else {
-      pthread_atfork(NULL, NULL, reset_slots_in_child);
+      (void)snap__plat_on_fork(SNAP__FORK_SAMPLER, NULL, NULL,
+                               reset_slots_in_child);
       atomic_store_explicit(&g_installed, true, memory_order_release);
     }
   }

@@ -270,7 +270,8 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
     return SNAP_EINVAL;
   int state = 0;
   if (atomic_compare_exchange_strong(&g_state, &state, 2)) {
-    (void)pthread_atfork(NULL, NULL, state_fork_child); /* once: 0 -> 2 */
+    (void)snap__plat_on_fork(SNAP__FORK_SOURCE_LINES, NULL, NULL,
+                             state_fork_child); /* once: 0 -> 2 */
     state = load_libdw() ? 1 : -1;
     atomic_store(&g_state, state);
   }

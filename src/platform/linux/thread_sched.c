@@ -87,21 +87,11 @@ static int read_stat(int tid, char *letter, int64_t *majflt) {
     return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
   if (n == 0)
     return SNAP_ENOTHREAD; /* it exited between open and read */
-  const char *p = strrchr(buf, ')');
-  if (!p || p[1] != ' ' || !p[2])
+  snap__linux_stat_t st;
+  if (snap__linux_stat_parse(buf, &st) != SNAP_OK)
     return SNAP_EIO;
-  *letter = p[2];
-  p += 3;
-  /* Fields 4 (ppid) to 11 (cmajflt's neighbour cminflt), then 12. */
-  for (int field = 4; field <= 11; field++) {
-    while (*p == ' ')
-      p++;
-    if (*p == '-') /* tty_nr and tpgid may be negative */
-      p++;
-    if (decimal(&p) < 0)
-      return SNAP_EIO;
-  }
-  *majflt = decimal(&p);
+  *letter = st.state;
+  *majflt = st.majflt > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)st.majflt;
   return SNAP_OK;
 }
 

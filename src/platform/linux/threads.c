@@ -177,7 +177,7 @@ static void after_fork_child(void) { g_main_tid = getpid(); }
 
 __attribute__((constructor)) static void threads_init(void) {
   record_main();
-  pthread_atfork(NULL, NULL, after_fork_child);
+  (void)snap__plat_on_fork(SNAP__FORK_THREADS, NULL, NULL, after_fork_child);
 }
 
 /* A stack this thread knows without reading a file: the main thread's, its
@@ -325,10 +325,7 @@ int snap__plat_thread_list(snap_thread_t *out, int max) {
    far, the two clocks' difference now; a thread that began before the
    monotonic clock's zero reads 1 (earlier than anything it is compared
    with), never 0 (unknown). */
-static uint64_t began_mono_ns(const char *field22) {
-  if (!field22 || *field22 < '0' || *field22 > '9')
-    return 0;
-  uint64_t ticks = strtoull(field22, NULL, 10);
+static uint64_t began_mono_ns(uint64_t ticks) {
   long hz = sysconf(_SC_CLK_TCK);
   struct timespec boot;
   if (hz <= 0 || hz > 1000000000L || ticks > UINT64_MAX / 1000000000u ||
@@ -353,11 +350,11 @@ int snap__plat_thread_look(snap_thread_t thread,
     return errno == ENOENT || errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EIO;
   if (n == 0)
     return SNAP_ENOTHREAD; /* the thread exited between open and read */
-  const char *state = snap__linux_stat_field(buf, 3);
-  if (!state || !*state)
+  snap__linux_stat_t st;
+  if (snap__linux_stat_parse(buf, &st) != SNAP_OK)
     return SNAP_EIO;
-  out->running = *state == 'R';
-  out->began_ns = began_mono_ns(snap__linux_stat_field(buf, 22));
+  out->running = st.state == 'R';
+  out->began_ns = began_mono_ns(st.starttime);
   return SNAP_OK;
 }
 

@@ -94,7 +94,9 @@ static void cxx_fork_child(void) {
 }
 
 static pthread_once_t cxx_hook_once = PTHREAD_ONCE_INIT;
-static void cxx_hook(void) { (void)pthread_atfork(NULL, NULL, cxx_fork_child); }
+static void cxx_hook(void) {
+  (void)snap__plat_on_fork(SNAP__FORK_DEMANGLER, NULL, NULL, cxx_fork_child);
+}
 
 static char *demangle_cxx(const char *mangled) {
   pthread_once(&cxx_hook_once, cxx_hook);

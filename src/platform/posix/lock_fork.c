@@ -9,7 +9,8 @@
  * section in flight to end); the parent handler releases them; the child
  * handler initialises each one afresh (snap__lock_raw_init), since the
  * data is consistent and the owner the lock recorded is not a thread of
- * the child.
+ * the child. These are the LOCKS stage of the fork seam (fork_hook.c):
+ * prepare last, parent and child first.
  *
  * Deadlock-free because no code of ours holds two of these locks at once
  * or calls out of the library while holding one (platform.h, Locks): a
@@ -208,8 +209,11 @@ static void child(void) {
   }
 }
 
+/* The fork seam's first stage (platform.h, Fork): in the child, every
+   other stage's handler may lock; in prepare, ours runs after theirs. */
 static void hook(void) {
-  g_hooked = pthread_atfork(prepare, parent, child) == 0;
+  g_hooked =
+      snap__plat_on_fork(SNAP__FORK_LOCKS, prepare, parent, child) == SNAP_OK;
 }
 
 bool snap__lock_register(snap__lock_t *l) {

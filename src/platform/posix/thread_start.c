@@ -82,7 +82,9 @@ static void forget_ours(void) {
 }
 
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
-static void on_fork_once(void) { (void)snap__plat_on_fork_child(forget_ours); }
+static void on_fork_once(void) {
+  (void)snap__plat_on_fork(SNAP__FORK_OUR_THREADS, NULL, NULL, forget_ours);
+}
 
 static void *trampoline(void *p) {
   start_rec_t *shared = p;
