@@ -12,11 +12,14 @@
  *     first row past pc, tracking only what the walker uses: the CFA rule and
  *     where the return address and the frame pointer were saved.
  *
- * Why our own and not libunwind or libgcc: both find tables by iterating
- * the dynamic loader's image list, which takes the loader lock — a thread
- * stopped inside dlopen would deadlock the walk. Here the tables were
- * located outside the stopped window (images.c) and the walk only reads
- * them.
+ * Why our own and not libgcc or libunwind: the walk starts from given
+ * registers (another thread's, stopped at any instruction), and libgcc's
+ * unwinder starts only from its own caller (_Unwind_Backtrace); and both
+ * read an image's tables as trusted memory, unchecked: a malformed table,
+ * or one a dlclose unmaps mid-walk, faults in the stopped window. Here
+ * every read is bounded, and the tables were located outside the stopped
+ * window (images.c). (Not the loader lock: libgcc >= 12 finds FDEs
+ * through glibc's lock-free _dl_find_object.)
  *
  * Safety: every byte read is checked against [unwind_lo, unwind_hi), the
  * read-only segment holding the tables; malformed tables end in
