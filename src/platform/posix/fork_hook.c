@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
 
 int snap__plat_on_fork_child(void (*fn)(void)) {
   return pthread_atfork(NULL, NULL, fn) == 0 ? SNAP_OK : SNAP_ENOMEM;
