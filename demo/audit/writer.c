@@ -630,5 +630,4 @@ void audit_writer_init(void) {
   g_real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
   g_real_Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
   pthread_atfork(NULL, NULL, after_fork_child);
-  audit_fatal_init();
 }
