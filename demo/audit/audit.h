@@ -8,7 +8,9 @@
  *                  marker page that tells a copied child it is one)
  *   paths.c        making a path absolute; matching it to the prefixes
  *   records.c      the table of calls, one slot per (stack, function,
- *                  resource, result): the hooks' hot path, lock-free
+ *                  resource, result): lock-free
+ *   calls.c        one hooked call recorded: the hooks' hot path (capture,
+ *                  count in the table, wake the writer on a new slot)
  *   naming.c       the records, one per (call site, function, resource,
  *                  result): slots named and grouped on the helper thread,
  *                  or written raw (pcs and images) where naming is unsafe
@@ -21,6 +23,22 @@
  *   hooks_file.c   the interposed file functions
  *   hooks_net.c    the interposed network and name-resolution functions
  *   hooks_exec.c   the interposed exec functions (a flush first)
+ *   start.c        the constructor: config, writer, fatal, in that order
+ *
+ * The parts' order: each calls only parts above it in this list, so
+ * their dependencies are a DAG (a part never calls back up into one that
+ * calls it, and each can be read, and tested, with only what it names):
+ *
+ *   config.c                                (nothing)
+ *   records.c      config
+ *   naming.c       config, records
+ *   lines.c        config, records, naming
+ *   paths.c        config, lines (audit_decimal)
+ *   writer.c       config, records, naming, lines
+ *   calls.c        config, records, writer
+ *   fatal.c        config, writer
+ *   hooks_*.c      config, paths, lines, calls, writer
+ *   start.c        config, writer, fatal
  *
  * Rules every part keeps: a hook never changes what the host sees (the
  * real function's result and errno come back unchanged); nothing this
@@ -168,6 +186,10 @@ static inline int audit_enter(void) {
 }
 static inline void audit_leave(int prev) { audit_busy = prev; }
 
+/* Reads the settings and the process's identity (start.c, first, under the
+   guard). */
+void audit_config_init(void);
+
 /* CLOCK_REALTIME in ns [signal-safe]. */
 uint64_t audit_now_ns(void);
 /* The calling thread's id [signal-safe]. */
@@ -181,17 +203,6 @@ int audit_getpid(void);
    handler told". NULL where the kernel has no such pages: then each check
    asks the kernel for the pid. */
 extern _Atomic int *audit_marker;
-
-/* Called first by every hook and flush: in a copied child that no fork
-   handler saw, makes it a child with its own table and file
-   (audit_writer_child) [signal-safe]. */
-void audit_writer_child(bool handlers);
-static inline void audit_check_process(void) {
-  if (audit_marker
-          ? atomic_load_explicit(audit_marker, memory_order_relaxed) == 0
-          : audit_getpid() != atomic_load(&audit_pid))
-    audit_writer_child(false);
-}
 
 /* True when this process is the one the table belongs to: false in a
    vfork child (it shares the parent's memory: its calls count in the
@@ -258,14 +269,17 @@ static inline const char *audit_slot_argument(const audit_slot_t *s) {
   return s->argument == UINT32_MAX ? NULL : audit_text_pool + s->argument;
 }
 
-/* Records one call of fn that ended in result on resource (an absolute
-   path, a peer, a host); argument is the path as passed when it differs,
-   else NULL. Captures the caller's stack and counts it in its slot;
-   calls that cannot be kept (the table or its pools full) are counted in
-   audit_calls_not_kept. Call under the guard (audit_enter); keeps
-   errno. [signal-safe] */
-void audit_record_call(int fn, const char *resource, const char *argument,
-                       int result, int result_errno);
+/* The parts of a call calls.c puts together [signal-safe]: the key of
+   (pcs, fn, result, resource); the slot of that key, found or claimed and
+   filled (-1: none could be had; *fresh: it is new); and one call counted
+   on slot s by thread tid at now. */
+uint64_t audit_slot_key(const uintptr_t *pcs, int n, int fn, int result,
+                        const char *resource);
+int audit_slot_find_or_add(uint64_t h, const uintptr_t *pcs, int n,
+                           bool truncated, int fn, int result, int result_errno,
+                           const char *resource, const char *argument,
+                           bool *fresh);
+void audit_slot_count(audit_slot_t *s, uint64_t now, int tid);
 /* In a child: forget the parent's slots (their memory is reused). */
 void audit_slots_forget(void);
 
@@ -359,9 +373,30 @@ void audit_writer_exec(void);
    stood). [signal-safe] */
 void audit_writer_child(bool handlers);
 
-/* At start-up (config.c): the fork handlers, fatal.c's. */
+/* At start-up (start.c): the fork handler, the real exit functions. */
 void audit_writer_init(void);
 
+/* Called first by every hook and flush: in a copied child that no fork
+   handler saw, makes it a child with its own table and file
+   (audit_writer_child) [signal-safe]. */
+static inline void audit_check_process(void) {
+  if (audit_marker
+          ? atomic_load_explicit(audit_marker, memory_order_relaxed) == 0
+          : audit_getpid() != atomic_load(&audit_pid))
+    audit_writer_child(false);
+}
+
+/* ---- calls.c ---------------------------------------------------------------
+ */
+
+/* Records one call of fn that ended in result on resource (an absolute
+   path, a peer, a host); argument is the path as passed when it differs,
+   else NULL. Captures the caller's stack and counts it in its slot;
+   calls that cannot be kept (the table or its pools full) are counted in
+   audit_calls_not_kept. Call under the guard (audit_enter); keeps
+   errno. [signal-safe] */
+void audit_record_call(int fn, const char *resource, const char *argument,
+                       int result, int result_errno);
 /* ---- fatal.c ----------------------------------------------------------------
  */
 

@@ -2,7 +2,7 @@
  * config.c — the audit's settings, read once at start-up and copied, and
  * the process's identity.
  *
- * Owns: the constructor (it runs before the program's main): reading
+ * Owns: audit_config_init (start.c's constructor calls it first): reading
  * STACKSNAP_AUDIT_OUT, _PREFIX and _APP into this library's own memory (a
  * program may rewrite its environment later: perl does, and a pointer
  * kept from getenv() then names garbage), the copy of standard error
@@ -10,7 +10,8 @@
  * code range (its frames are dropped from the stacks it records), the
  * marker page a copied child finds wiped, and the small helpers every
  * part uses (the clock, the thread id, the pid).
- * Must not: record anything (the guard is held throughout), or fail the
+ * Must not: call any other part (it is the bottom of audit.h's order);
+ * record anything (start.c holds the guard throughout), or fail the
  * host: a setting that cannot be used is ignored, and the audit goes on
  * with the default.
  */
@@ -111,8 +112,7 @@ static void read_settings(void) {
   }
 }
 
-__attribute__((constructor)) static void audit_start(void) {
-  audit_busy = AUDIT_OWN;
+void audit_config_init(void) {
   audit_cfg.start_ns = audit_now_ns();
   atomic_store(&audit_pid, (int)getpid());
   map_marker();
@@ -127,12 +127,9 @@ __attribute__((constructor)) static void audit_start(void) {
     audit_cfg.stderr_fd = fd >= 0 ? fd : fcntl(2, F_DUPFD_CLOEXEC, 10);
   }
   snap_image_info_t self = {.size = sizeof self};
-  if (snap_image_lookup((uintptr_t)audit_start, &self) == SNAP_OK) {
+  if (snap_image_lookup((uintptr_t)audit_config_init, &self) == SNAP_OK) {
     audit_cfg.self_base = self.base;
     audit_cfg.self_start = self.start;
     audit_cfg.self_end = self.end;
   }
-  audit_writer_init();
-  atomic_store_explicit(&audit_ready, true, memory_order_release);
-  audit_busy = 0;
 }

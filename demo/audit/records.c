@@ -5,7 +5,8 @@
  * handler that interrupted malloc (or this very code), or in a vfork
  * child, so nothing here allocates, locks or names.
  *
- * A call is one capture (snap_capture_self: no allocation, no lock), a
+ * A call (calls.c) is one capture (snap_capture_self: no allocation, no
+ * lock), a
  * hash of its pcs with the function, result and resource, and a probe of
  * an open-addressing table of preallocated slots. A slot is claimed with a
  * compare-and-swap on its state (empty -> filling), filled (its pcs and
@@ -17,8 +18,11 @@
  * atomics. What cannot be kept (the table 7/8 full, a pool full) is
  * counted in audit_calls_not_kept, never dropped silently.
  *
- * Owns: the slots, the pools, the counters of calls.
- * Must not: allocate, lock, do I/O, name a pc, or change errno.
+ * Owns: the slots, the pools, the counters of calls. The call that
+ * captures a stack and counts it here is calls.c's (it also wakes the
+ * writer, which reads this table: the table stays below the writer).
+ * Must not: allocate, lock, do I/O, name a pc, or change errno; call up
+ * into the writer.
  */
 #include "audit.h"
 
@@ -57,8 +61,8 @@ static uint64_t mix(uint64_t h, uint64_t v) {
    the whole stack anyway), at a fixed cost per call. */
 #define HASH_INNER 16
 #define HASH_OUTER 8
-static uint64_t key_hash(const uintptr_t *pcs, int n, int fn, int result,
-                         const char *resource) {
+uint64_t audit_slot_key(const uintptr_t *pcs, int n, int fn, int result,
+                        const char *resource) {
   uint64_t h = mix(1469598103934665603u, (uint64_t)n);
   for (int i = 0; i < n; i++) {
     if (i == HASH_INNER && n > HASH_INNER + HASH_OUTER)
@@ -106,7 +110,7 @@ static uint32_t copy_text(const char *s) {
 /* Counts one call on slot s by the calling thread at now. The thread is
    named once per slot: an entry is claimed, written, then its tid stored
    (release), so a writer reads a whole entry or skips it. */
-static void count(audit_slot_t *s, uint64_t now, int tid) {
+void audit_slot_count(audit_slot_t *s, uint64_t now, int tid) {
   /* Plain loads first: a repeated call takes no locked instruction but
      the count's. Two threads may store last out of order by a moment; the
      writers keep first <= last. */
@@ -143,10 +147,10 @@ static void count(audit_slot_t *s, uint64_t now, int tid) {
 
 /* Finds the slot of the key or claims and fills one; its index, or -1
    when none could be had. fresh: the slot is new. */
-static int find_or_add(uint64_t h, const uintptr_t *pcs, int n, bool truncated,
-                       int fn, int result, int result_errno,
-                       const char *resource, const char *argument,
-                       bool *fresh) {
+int audit_slot_find_or_add(uint64_t h, const uintptr_t *pcs, int n,
+                           bool truncated, int fn, int result, int result_errno,
+                           const char *resource, const char *argument,
+                           bool *fresh) {
   *fresh = false;
   size_t i = (size_t)(h % AUDIT_MAX_SLOTS);
   size_t probes = 0;
@@ -205,42 +209,6 @@ static int find_or_add(uint64_t h, const uintptr_t *pcs, int n, bool truncated,
     return (int)i;
   }
   return -1;
-}
-
-void audit_record_call(int fn, const char *resource, const char *argument,
-                       int result, int result_errno) {
-  int saved = errno;
-  uint64_t now = audit_now_ns();
-  int tid = audit_gettid();
-  atomic_fetch_add_explicit(&audit_calls, 1, memory_order_relaxed);
-
-  /* Our own frames (the hook, this function, stacksnap's capture: all in
-     this library) lead the pcs: drop them, so the stack starts at the
-     hooked function's caller. */
-  uintptr_t pcs[AUDIT_MAX_FRAMES + 16];
-  int n = snap_capture_self(pcs, AUDIT_MAX_FRAMES + 16, 0, 0);
-  if (n < 0)
-    n = 0;
-  int skip = 0;
-  while (skip < n && pcs[skip] > audit_cfg.self_start &&
-         pcs[skip] <= audit_cfg.self_end)
-    skip++;
-  int keep = n - skip;
-  bool truncated = keep > AUDIT_MAX_FRAMES;
-  if (truncated)
-    keep = AUDIT_MAX_FRAMES;
-  uint64_t h = key_hash(pcs + skip, keep, fn, result, resource);
-  bool fresh;
-  int i = find_or_add(h, pcs + skip, keep, truncated, fn, result, result_errno,
-                      resource, argument, &fresh);
-  if (i < 0) {
-    atomic_fetch_add_explicit(&audit_calls_not_kept, 1, memory_order_relaxed);
-  } else {
-    count(&audit_slots[i], now, tid);
-    if (fresh)
-      audit_writer_announce(fn, pcs, n, n < AUDIT_MAX_FRAMES + 16);
-  }
-  errno = saved;
 }
 
 void audit_slots_forget(void) {

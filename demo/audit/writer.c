@@ -630,5 +630,4 @@ void audit_writer_init(void) {
   g_real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
   g_real_Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
   (void)snap__plat_on_fork(SNAP__FORK_EMBEDDER, NULL, NULL, after_fork_child);
-  audit_fatal_init();
 }

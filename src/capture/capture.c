@@ -58,6 +58,7 @@
 #include "capture/walk.h"
 #include "images/images.h"
 #include "platform/platform.h"
+#include "platform/thread_facts.h"
 
 static bool valid_args(const uintptr_t *pcs, int max, unsigned flags) {
   return pcs && max > 0 && !(flags & ~SNAP_CAPTURE_ALL_FLAGS);

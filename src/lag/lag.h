@@ -18,6 +18,8 @@
 #include <stdint.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
+#include "platform/thread_facts.h"
 #include "stacksnap.h"
 
 #define SNAP__MS ((uint64_t)1000000) /* nanoseconds */

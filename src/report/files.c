@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/process.h"
 #include "report/report.h"
 
 /* Temp names tried before giving up: each is taken only if a planter

@@ -24,6 +24,8 @@
 #include <stdatomic.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
+#include "platform/thread_facts.h"
 #include "report/report.h"
 #include "stacksnap.h"
 

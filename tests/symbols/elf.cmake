@@ -144,7 +144,10 @@ if(SNAP_FUZZ_SECONDS GREATER 0)
     set(elf_fuzz_seconds 30)
   endif()
   add_executable(fuzz_elf symbols/fuzz_elf.c
-    ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_reader.c)
+    ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_reader.c
+    ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_functions.c
+    ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_plt.c
+    ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_notes.c)
   target_include_directories(fuzz_elf PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
   target_compile_definitions(fuzz_elf PRIVATE _GNU_SOURCE)
   target_compile_options(fuzz_elf PRIVATE -fsanitize=fuzzer -fno-omit-frame-pointer -Wno-missing-prototypes)

@@ -1,7 +1,7 @@
 /*
  * test_elf_scan.c — a lazy parse's scanning lookup answers exactly as the
- * sorted index does (elf_reader.c: snap__elf_parse_lazy, snap__elf_lookup,
- * snap__elf_index).
+ * sorted index does (elf_reader.c: snap__elf_parse_lazy, snap__elf_index;
+ * elf_functions.c: snap__elf_lookup).
  *
  * The oracle is the index itself: each file is parsed both ways, then
  * every function's first byte, last byte and end, one byte each side of

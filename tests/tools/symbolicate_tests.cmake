@@ -65,7 +65,10 @@ if(SNAP_FUZZ_SECONDS GREATER 0)
   set(symb ${PROJECT_SOURCE_DIR}/tools/symbolicate)
   add_executable(fuzz_image_probe tools/fuzz_image_probe.c ${symb}/image_probe.c
                  ${symb}/text_escape.c
-                 ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_reader.c)
+                 ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_reader.c
+                 ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_functions.c
+                 ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_plt.c
+                 ${PROJECT_SOURCE_DIR}/src/platform/linux/elf_notes.c)
   target_include_directories(fuzz_image_probe PRIVATE ${symb}
                              ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
   target_compile_definitions(fuzz_image_probe PRIVATE _GNU_SOURCE)

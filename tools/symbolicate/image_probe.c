@@ -10,7 +10,7 @@
  * 4 GiB file costs a few small reads, and nothing of what they held is
  * shown.
  *
- * The walk mirrors snap__elf_build_id (src/platform/linux/elf_reader.c):
+ * The walk mirrors snap__elf_build_id (src/platform/linux/elf_notes.c):
  * SHT_NOTE sections first, then PT_NOTE segments, the same note layout, so
  * that the probe and the full reader agree on every file within the
  * bounds (the fuzzer checks that they do).
@@ -76,7 +76,7 @@ static uint64_t align_up(uint64_t v, uint64_t a) {
   return (v + a - 1) & ~(a - 1);
 }
 
-/* As elf_reader.c's scan_notes, over a piece. */
+/* As elf_notes.c's snap__elf_scan_notes, over a piece. */
 static bool scan_notes(probe_t *p, uint64_t off, uint64_t len, uint64_t align) {
   uint8_t *d = piece(p, off, len, MAX_NOTE);
   if (!d)

@@ -6,7 +6,7 @@
  * file cut on disk meanwhile cannot fault us), the search order by build
  * id, a cache of the files met (by device and inode: probed, or read)
  * and of the answer per image, the memory budget of the files read, and
- * the lookups (functions: src/platform/linux/elf_reader.c; file:line:
+ * the lookups (functions: src/platform/linux/elf_functions.c; file:line:
  * dwarf_lines.c, elfutils' libdw over the bytes read, so that libdw never
  * opens a file by a name a report gave).
  *

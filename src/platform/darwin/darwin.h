@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "platform/platform.h"
+#include "platform/thread_facts.h"
 
 #ifdef __APPLE__ /* the Linux tests compile files that include this */
 #include <mach/mach.h>

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "platform/darwin/darwin.h"
+#include "platform/process.h"
 
 int snap__plat_process_start(int64_t pid, char *buf, size_t size) {
   if (pid <= 0 || pid > 0x7fffffff || !buf || size == 0)

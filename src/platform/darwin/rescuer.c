@@ -41,6 +41,7 @@
 
 #include "platform/darwin/darwin.h"
 #include "platform/posix/locks.h"
+#include "platform/process.h"
 
 #define RESCUE_BOUND_NS (50u * 1000u * 1000u) /* a window held this long */
 #define RESCUE_TICK_NS (10u * 1000u * 1000u)

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "platform/darwin/darwin.h"
+#include "platform/process.h"
 
 /* A value a mach port name can have (they are 32-bit). */
 static bool port_ok(snap_thread_t thread) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "platform/platform.h"
+#include "platform/thread_facts.h"
 
 /* Fills regs from a ucontext_t the kernel handed to a signal handler.
    [signal-safe] */

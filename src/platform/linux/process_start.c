@@ -27,6 +27,7 @@
 
 #include "decimal.h"
 #include "platform/linux/linux.h"
+#include "platform/process.h"
 
 /* "/proc/<pid>/task/<pid>/stat" into path[64]. */
 static void stat_path(char *path, unsigned pid) {

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 #include "platform/linux/linux.h"
+#include "platform/process.h"
 
 extern void *swift_task_getCurrent(void) __attribute__((weak));
 

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "platform/linux/linux.h"
+#include "platform/process.h"
 
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread) {
   if (!snap__linux_tid_ok(thread))

@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
 
 void *snap__plat_find_symbol(const char *name) {
   if (!name || !name[0])

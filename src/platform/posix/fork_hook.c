@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
 
 typedef void (*fork_fn)(void);
 

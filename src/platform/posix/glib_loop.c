@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
 
 #ifdef SNAP_HAVE_GLIB
 #include <glib.h>

@@ -7,5 +7,6 @@
 #include <unistd.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
 
 int64_t snap__plat_process_id(void) { return (int64_t)getpid(); }

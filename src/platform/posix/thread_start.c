@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "platform/platform.h"
+#include "platform/process.h"
 
 _Static_assert(sizeof(pthread_t) <= sizeof(snap__plat_thread_t),
                "pthread_t must fit in snap__plat_thread_t");

@@ -22,6 +22,7 @@ add_executable(snap_emu_host_walk ${snap_emu_dir}/host_walk.c
   ${PROJECT_SOURCE_DIR}/src/capture/rule_cache.c
   ${PROJECT_SOURCE_DIR}/src/capture/live_images.c
   ${PROJECT_SOURCE_DIR}/src/capture/cfi.c
+  ${PROJECT_SOURCE_DIR}/src/capture/cfi_program.c
   ${PROJECT_SOURCE_DIR}/src/platform/darwin/compact_unwind.c)
 target_include_directories(snap_emu_host_walk PRIVATE ${snap_emu_dir}
   ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)

@@ -81,7 +81,8 @@ ENTRY_NAMES = {BOUNDED: "bounded", READERS: "readers", PLATFORM: "platform"}
 
 # The walker's core files and the seam (relative to the source tree).
 CORE = ["walk", "cursor", "frame_records", "async_frames", "link_register",
-        "cfi_step", "signal_frames", "rule_cache", "live_images", "cfi"]
+        "cfi_step", "signal_frames", "rule_cache", "live_images", "cfi",
+        "cfi_program"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---- Addresses --------------------------------------------------------
