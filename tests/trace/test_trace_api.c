@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 static char g_dir[] = "/tmp/snap_trace_api.XXXXXX";
 
@@ -30,16 +31,10 @@ static int write_fmt(const char *name, unsigned format) {
   return snap_trace_write(path, format, 0, 0);
 }
 
+/* A named frame for the folded stacks to show (see the check below). */
 __attribute__((noinline)) static void busy_ms(unsigned ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  volatile uint64_t x = 1;
-  do {
-    for (int i = 0; i < 10000; i++)
-      x = x * 3 + 1;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
-           ms);
+  spin_ms(ms);
+  __asm__ volatile("" ::: "memory"); /* not a tail call */
 }
 
 /* The text of the one lag report in dir (NULL when not exactly one). */
