@@ -28,7 +28,9 @@ import sys
 import tempfile
 import time
 
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import fail, failures  # noqa: E402
+
 TSAN = False
 EMULATED = False  # --run-with: the syscall file speaks of the host
 # Scenarios whose main thread blocks (TSan may withhold its samples).
@@ -36,11 +38,6 @@ WAITING = {"demo_wait_for_lock", "demo_slow_io", "demo_hang",
            "demo_wait_for_usleep_lock"}
 # Scenario functions that compute; the others wait (a lock, a read).
 COMPUTING = {"demo_heavy_compute", "demo_repeat_compute"}
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
 
 
 class Demo:
