@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define NOINLINE __attribute__((noinline))
 #define SAMPLES 100000
@@ -61,12 +62,6 @@ NOINLINE void *malloc_entry(void *arg) {
   return NULL;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void print_short(const uintptr_t *pcs, int n) {
   for (int i = 0; i < n; i++) {
     Dl_info info;
@@ -97,9 +92,9 @@ int main(void) {
     sched_yield();
 
   int taken = 0, failed = 0, short_ = 0, printed = 0;
-  double start = now_s();
+  double start = mono_s();
   for (int s = 0; s < SAMPLES; s++) {
-    if (s % 256 == 0 && s >= MIN_SAMPLES && now_s() - start > BUDGET_S)
+    if (s % 256 == 0 && s >= MIN_SAMPLES && mono_s() - start > BUDGET_S)
       break;
     uintptr_t pcs[DEPTH];
     int n =
@@ -125,7 +120,7 @@ int main(void) {
   pthread_join(t, NULL);
 
   printf("test_malloc_samples: %d samples, %d short, %d failed, %.1f s\n",
-         taken, short_, failed, now_s() - start);
+         taken, short_, failed, mono_s() - start);
   CHECK(taken >= MIN_SAMPLES, "only %d samples taken", taken);
   if (!SNAP_TEST_TSAN)
     CHECK(short_ == 0, "%d of %d samples did not reach malloc_entry", short_,

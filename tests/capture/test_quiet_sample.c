@@ -51,6 +51,7 @@
 #include "check.h"
 #include "oracle.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define SLEEP_MS 40
 #define ROUNDS 100
@@ -74,26 +75,6 @@ typedef struct sleeper {
 } sleeper_t;
 
 static sleeper_t g_sleepers[KINDS];
-
-static long long now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* How long the calling thread has waited for a CPU since it started:
-   schedstat's second field (the kernel's run_delay), -1 if unknown. */
-static long long runqueue_wait_ns(void) {
-  char buf[128];
-  FILE *f = fopen("/proc/thread-self/schedstat", "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  unsigned long long run, wait;
-  return sscanf(buf, "%llu %llu", &run, &wait) == 2 ? (long long)wait : -1;
-}
 
 /* One blocking call, no retry: 0, or -1 when it ended early (EINTR). */
 __attribute__((noinline)) int quiet_block_once(sleeper_t *s) {
@@ -128,9 +109,9 @@ __attribute__((noinline)) void quiet_sleeper_loop(sleeper_t *s) {
   s->nbt = bt ? bt(s->bt, 64) : 0;
   while (!atomic_load(&s->stop)) {
     bool counting = atomic_load(&s->counting);
-    long long q0 = runqueue_wait_ns(), t0 = now_ns();
+    long long q0 = runq_wait_ns(0), t0 = mono_ns();
     int rc = quiet_block_once(s);
-    long long dt = now_ns() - t0, q1 = runqueue_wait_ns();
+    long long dt = mono_ns() - t0, q1 = runq_wait_ns(0);
     /* Early is judged on the wall time alone: waiting for a CPU only ever
        makes a call later. The run-queue wait read around the call also
        covers the schedstat reads themselves, so on a loaded box taking
@@ -250,10 +231,10 @@ static void part1(bool native) {
         continue;
       uint64_t kept_b, sig_b, kept_a, sig_a;
       snap__capture_quiet_counts(&kept_b, &sig_b);
-      long long t0 = now_ns();
+      long long t0 = mono_ns();
       int n =
           snap_capture_thread(all[i], pcs, SNAP_MAX_FRAMES, SNAP_CAPTURE_QUIET);
-      long long dt = now_ns() - t0;
+      long long dt = mono_ns() - t0;
       snap__capture_quiet_counts(&kept_a, &sig_a);
       bool tsan_signalled = SNAP_TEST_TSAN && sig_a > sig_b;
       for (int k = 0; k < KINDS; k++) {
@@ -405,8 +386,8 @@ static void part2(void) {
   if (!dladdr((void *)quiet_flipper_loop, &self))
     self.dli_fbase = NULL;
   static uintptr_t pcs[SNAP_MAX_FRAMES];
-  long long deadline = now_ns() + 8000000000LL; /* slow configurations */
-  for (int i = 0; i < SAMPLES && now_ns() < deadline; i++) {
+  long long deadline = mono_ns() + 8000000000LL; /* slow configurations */
+  for (int i = 0; i < SAMPLES && mono_ns() < deadline; i++) {
     flipper_t *f = &fl[i % FLIPPERS];
     uint64_t kept_before, kept_after, sig;
     snap__capture_quiet_counts(&kept_before, &sig);

@@ -43,6 +43,7 @@
 #include "capture/capture.h"
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 enum {
   C_NORMAL,
@@ -258,12 +259,6 @@ static bool owner_known_case(int c) {
          c == C_COND_RETAKE;
 }
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static bool g_last_quiet; /* the last sample was a quiet walk */
 
 /* Samples the waiter until it is seen in the wanted kind (a signal sample
@@ -273,7 +268,7 @@ static int sample_until(world_t *w, unsigned flags, unsigned kind,
                         snap_wait_t *out) {
   static uintptr_t pcs[SNAP_MAX_FRAMES];
   int n = -1;
-  long long deadline = now_ms() + 10000; /* a loaded, emulated box */
+  long long deadline = mono_ms() + 10000; /* a loaded, emulated box */
   do {
     memset(out, 0, sizeof *out);
     out->size = sizeof *out;
@@ -288,7 +283,7 @@ static int sample_until(world_t *w, unsigned flags, unsigned kind,
          out->owner_state == SNAP_OWNER_KNOWN))
       break;
     usleep(2000);
-  } while (now_ms() < deadline);
+  } while (mono_ms() < deadline);
   return n;
 }
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../test_clock.h"
 #include "stacksnap.h"
 
 static int g_log = -1;
@@ -29,19 +30,13 @@ static void on_report(const char *path, void *ctx) {
     _exit(3);
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Three call paths, so annealing does not fold them into one. */
 #define CHURN(name)                                                            \
   void name(double s);                                                         \
   __attribute__((noinline)) void name(double s) {                              \
     volatile unsigned x = 1;                                                   \
-    double end = now_s() + s;                                                  \
-    while (now_s() < end)                                                      \
+    double end = mono_s() + s;                                                 \
+    while (mono_s() < end)                                                     \
       for (int i = 0; i < 1000; i++)                                           \
         x = x * 1103515245u + 12345u;                                          \
   }
@@ -74,10 +69,10 @@ int main(int argc, char **argv) {
   fputs("ready\n", stdout);
   fflush(stdout);
   double seconds = atof(argv[3]);
-  double end = now_s() + seconds;
+  double end = mono_s() + seconds;
   unsigned seed = (unsigned)getpid();
   void (*const work[])(double) = {churn_a, churn_b, churn_c};
-  for (int i = 0; now_s() < end; i++) {
+  for (int i = 0; mono_s() < end; i++) {
     snap_lag_loop_busy();
     work[i % 3]((double)(rand_r(&seed) % 150) / 1000.0); /* 0..150 ms */
     snap_lag_loop_idle();

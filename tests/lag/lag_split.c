@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../test_clock.h"
 #include "stacksnap.h"
 
 #define NOINLINE __attribute__((noinline))
@@ -49,37 +50,8 @@ void split_sleep(void);
 void split_starved(void);
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static int64_t own_cpu_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* Computes until this thread has used cpu_ns more CPU time. */
-static NOINLINE uint64_t burn(int64_t cpu_ns) {
-  int64_t end = own_cpu_ns() + cpu_ns;
-  volatile uint64_t x = 1;
-  while (own_cpu_ns() < end)
-    for (int i = 0; i < 1000; i++)
-      x = x * 6364136223846793005u + 1442695040888963407u;
-  return x;
-}
-
-/* Sleeps ns, resuming after the watchdog's sampling signal. */
-static void sleep_ns(int64_t ns) {
-  struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR)
-    ;
-}
-
 NOINLINE void split_compute(void) {
-  burn(400 * 1000000LL);
+  compute_ms(400);
   KEEP_FRAME();
 }
 
@@ -112,17 +84,8 @@ NOINLINE void split_sleep(void) {
 }
 
 NOINLINE void split_starved(void) {
-  burn(150 * 1000000LL);
+  compute_ms(150);
   KEEP_FRAME();
-}
-
-static int64_t runq_ns(void) {
-  FILE *f = fopen("/proc/thread-self/schedstat", "r");
-  unsigned long long on_cpu = 0, waited = 0;
-  int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
-  if (f)
-    fclose(f);
-  return n == 2 ? (int64_t)waited : -1;
 }
 
 typedef struct figures {
@@ -132,10 +95,8 @@ typedef struct figures {
 
 static void take(figures_t *f) {
   getrusage(RUSAGE_THREAD, &f->ru);
-  f->runq = runq_ns();
-  struct timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  f->unix_ms = (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+  f->runq = runq_wait_ns(0);
+  f->unix_ms = unix_ms();
   f->wall = mono_ns();
 }
 

@@ -25,12 +25,8 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import fail, failures  # noqa: E402
 
 
 def load_script(path):

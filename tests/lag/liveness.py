@@ -35,13 +35,8 @@ import sys
 import tempfile
 import time
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 def token(pid):
@@ -189,8 +184,6 @@ def main():
               f"{what} (pid {pid}, pid_start {start}): expected a {kind} "
               f"report, found {sorted(os.listdir(rdir))}")
 
-    for f in failures:
-        print("FAIL:", f)
     if failures:
         print(f"liveness: kept {work}")
         return 1

@@ -25,6 +25,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 static char g_dir[256];
 
@@ -56,25 +57,6 @@ static int count_suffix(const char *suffix) {
   if (d)
     closedir(d);
   return n;
-}
-
-static int64_t unix_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static void spin_ms(int ms) {
-  struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
-  do
-    clock_gettime(CLOCK_MONOTONIC, &b);
-  while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
-}
-
-static void sleep_ms(int ms) {
-  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&t, NULL);
 }
 
 static atomic_int g_reports, g_stop_rc = 1;
@@ -478,12 +460,6 @@ static void test_adapters_absent(void) {
 #else
   CHECK_EQ(snap_lag_attach_cfrunloop(NULL), SNAP_EUNSUPPORTED);
 #endif
-}
-
-static int64_t mono_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* The first "<start>-lag.json" in dir, read whole into buf; false if none. */

@@ -31,6 +31,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #ifdef TEST_SLOW_DISK
 /* The library's fsync calls land here (--wrap=fsync). */
@@ -58,18 +59,6 @@ static void on_write(const char *path, bool final, void *ctx) {
   }
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns) {
-  struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  while (nanosleep(&t, &t) != 0 && errno == EINTR)
-    ;
-}
-
 static long duration_of(const char *path) {
   char text[16384] = "";
   FILE *f = fopen(path, "r");
@@ -88,11 +77,11 @@ __attribute__((noinline)) static uint64_t lag(int depth) {
     __asm__ volatile("" ::: "memory");
     return r;
   }
-  uint64_t t0 = now_ns();
+  uint64_t t0 = mono_ns();
   snap_lag_loop_busy();
   sleep_ns(600 * 1000000ull);
   snap_lag_loop_idle();
-  return now_ns() - t0;
+  return mono_ns() - t0;
 }
 
 int main(void) {
@@ -110,8 +99,8 @@ int main(void) {
   for (int round = 0; round < 5; round++) {
     int before = atomic_load(&g_finals);
     uint64_t len = lag(round * 3);
-    uint64_t tail_end = now_ns() + 300 * 1000000ull;
-    while (now_ns() < tail_end) {
+    int64_t tail_end = mono_ns() + 300 * 1000000ll;
+    while (mono_ns() < tail_end) {
       snap_lag_loop_busy();
       sleep_ns(1000000);
       snap_lag_loop_idle();

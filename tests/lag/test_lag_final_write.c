@@ -51,20 +51,9 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 static char g_root[256]; /* scenario directories go below */
-
-static int64_t mono_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms) {
-  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
-  while (nanosleep(&t, &t) != 0 && errno == EINTR)
-    ;
-}
 
 /* ---- Callbacks ----------------------------------------------------------- */
 

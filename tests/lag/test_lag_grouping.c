@@ -40,24 +40,13 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define MS 1000000LL
 
 static atomic_int g_hold_final; /* the next final write's callback holds */
 static atomic_int g_holding;
 static atomic_int g_release;
-
-static void sleep_ns(int64_t ns) {
-  struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR)
-    ;
-}
-
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 static void on_write(const char *path, bool final, void *ctx) {
   (void)path;
@@ -74,16 +63,7 @@ static void on_write(const char *path, bool final, void *ctx) {
 
 /* The watchdog thread's run-queue wait so far (schedstat), -1 unknown. */
 static pid_t g_dog;
-static int64_t dog_runq(void) {
-  char path[96];
-  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)g_dog);
-  FILE *f = g_dog ? fopen(path, "r") : NULL;
-  unsigned long long on_cpu = 0, waited = 0;
-  int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
-  if (f)
-    fclose(f);
-  return n == 2 ? (int64_t)waited : -1;
-}
+static int64_t dog_runq(void) { return g_dog ? runq_wait_ns(g_dog) : -1; }
 
 static pid_t find_dog_once(void) {
   DIR *d = opendir("/proc/self/task");

@@ -68,23 +68,12 @@
 #include "check.h"
 #include "oracle.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define LOCK_MS 800  /* the lock cases' wait */
 #define OTHER_MS 500 /* the others' */
 
 static bool g_emulated;
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void sleep_ms(unsigned ms) {
-  struct timespec left = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR)
-    ;
-}
 
 static int gettid_(void) { return (int)syscall(SYS_gettid); }
 
@@ -455,7 +444,7 @@ static void run_case(const lock_case_t *c) {
     pthread_join(t, NULL); /* gone, g_mu still held by it */
     CHECK_EQ(pthread_create(&rescuer, NULL, rescuer_main, NULL), 0);
   }
-  uint64_t t0 = now_ns();
+  uint64_t t0 = mono_ns();
 #ifdef TEST_HAVE_GLIB
   if (c->glib) {
     GMainLoop *loop = g_main_loop_new(NULL, FALSE);
@@ -470,7 +459,7 @@ static void run_case(const lock_case_t *c) {
     main_wait(c);
     snap_lag_loop_idle();
   }
-  uint64_t waited_ms = (now_ns() - t0) / 1000000u;
+  uint64_t waited_ms = (mono_ns() - t0) / 1000000u;
   if (c->kind != C_SLEEP)
     pthread_join(c->kind == C_EXITED ? rescuer : t, NULL);
   CHECK(!atomic_load(&g_armed), "%s: no report written", c->name);

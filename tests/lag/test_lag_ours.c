@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 static char g_path[600];
 static atomic_int g_finals;
@@ -36,12 +37,6 @@ static void on_write(const char *path, bool final, void *ctx) {
     snprintf(g_path, sizeof g_path, "%s", path);
     atomic_fetch_add(&g_finals, 1);
   }
-}
-
-static void sleep_ms(long ms) {
-  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&t, &t) != 0 && errno == EINTR)
-    ;
 }
 
 /* Whether a thread of this process is named name now (/proc). */

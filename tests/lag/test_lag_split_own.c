@@ -38,6 +38,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define MS 1000000LL
 
@@ -45,27 +46,6 @@ static atomic_int g_hold;    /* the next report callback holds */
 static atomic_int g_holding; /* a callback is holding */
 static atomic_int g_release;
 static atomic_int g_finals;
-
-static int64_t clock_ns(clockid_t c) {
-  struct timespec t;
-  clock_gettime(c, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static int64_t runq_ns(void) {
-  FILE *f = fopen("/proc/thread-self/schedstat", "r");
-  unsigned long long on_cpu = 0, waited = 0;
-  int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
-  if (f)
-    fclose(f);
-  return n == 2 ? (int64_t)waited : -1;
-}
-
-static void sleep_ns(int64_t ns) {
-  struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR)
-    ;
-}
 
 static void on_write(const char *path, bool final, void *ctx) {
   (void)path;
@@ -84,11 +64,8 @@ static void on_write(const char *path, bool final, void *ctx) {
 }
 
 __attribute__((noinline)) void own_compute(int64_t cpu_ns) {
-  int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + cpu_ns;
-  volatile uint64_t x = 1;
-  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end)
-    for (int i = 0; i < 1000; i++)
-      x = x * 6364136223846793005u + 1442695040888963407u;
+  compute_ns(cpu_ns);
+  __asm__ volatile("" ::: "memory"); /* not a tail call: the frame stays */
 }
 
 typedef struct truth {
@@ -103,7 +80,7 @@ typedef struct truth {
 static truth_t stretch(void (*fn)(int64_t), int64_t arg) {
   truth_t t;
   int64_t wq0 = clock_ns(CLOCK_MONOTONIC);
-  int64_t q0 = runq_ns();
+  int64_t q0 = runq_wait_ns(0);
   t.unix_ms = clock_ns(CLOCK_REALTIME) / MS;
   int64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   int64_t w0 = clock_ns(CLOCK_MONOTONIC);
@@ -112,7 +89,7 @@ static truth_t stretch(void (*fn)(int64_t), int64_t arg) {
   snap_lag_loop_idle();
   int64_t w1 = clock_ns(CLOCK_MONOTONIC);
   int64_t c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-  int64_t q1 = runq_ns();
+  int64_t q1 = runq_wait_ns(0);
   int64_t wq1 = clock_ns(CLOCK_MONOTONIC);
   t.cpu = c1 - c0;
   t.wall = w1 - w0;

@@ -48,6 +48,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 static char g_dir[256];
 static pid_t g_dog; /* the watchdog thread */
@@ -61,12 +62,6 @@ static bool g_realtime;
 static _Atomic int g_idle; /* the loop went idle (missed case) */
 static bool g_spin;        /* the worker may spin until then: main runs
                               on another CPU */
-
-static uint64_t now_ns(clockid_t clk) {
-  struct timespec t;
-  clock_gettime(clk, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static pid_t find_thread(const char *name) {
   DIR *d = opendir("/proc/self/task");
@@ -85,17 +80,6 @@ static pid_t find_thread(const char *name) {
   if (d)
     closedir(d);
   return found;
-}
-
-static int64_t run_queue_wait(pid_t tid) {
-  char path[128];
-  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)tid);
-  FILE *f = fopen(path, "r");
-  unsigned long long on_cpu, waited;
-  int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
-  if (f)
-    fclose(f);
-  return n == 2 ? (int64_t)waited : -1;
 }
 
 static void pin(pid_t tid, int cpu) {
@@ -124,11 +108,9 @@ static void *worker(void *arg) {
      that, SCHED_IDLE alone still gives it a slice now and then. */
   struct sched_param rt = {.sched_priority = 1};
   g_realtime = sched_setscheduler(0, SCHED_FIFO, &rt) == 0;
-  int64_t before = run_queue_wait(g_dog);
-  uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+  int64_t before = runq_wait_ns(g_dog);
+  compute_ms(400);
   volatile uint64_t x = 1;
-  while (now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 < 400000000u)
-    x = x * 6364136223846793005u + 1;
   if (g_missed) { /* the lag ends before the watchdog gets a CPU: keep
                       the CPU (spinning, not blocking) until it did */
     pthread_mutex_lock(&g_mu);
@@ -137,9 +119,9 @@ static void *worker(void *arg) {
     while (!g_spin && g_phase < 3) /* one CPU: main needs it */
       pthread_cond_wait(&g_cv, &g_mu);
     pthread_mutex_unlock(&g_mu);
-    uint64_t t = now_ns(CLOCK_MONOTONIC);
+    int64_t t = mono_ns();
     while (g_spin && !atomic_load(&g_idle) &&
-           now_ns(CLOCK_MONOTONIC) - t < 5000000000u) /* a bound, no hang */
+           mono_ns() - t < 5000000000) /* a bound, no hang */
       x = x * 6364136223846793005u + 1;
   }
   set_policy(g_dog, SCHED_OTHER);
@@ -147,7 +129,7 @@ static void *worker(void *arg) {
     set_policy(0, SCHED_OTHER);
   if (g_missed) { /* the kernel counts the wait once the watchdog runs */
     usleep(50000);
-    int64_t after = run_queue_wait(g_dog);
+    int64_t after = runq_wait_ns(g_dog);
     g_starved_ns = before >= 0 && after >= before ? after - before : -1;
     return NULL;
   }
@@ -156,7 +138,7 @@ static void *worker(void *arg) {
   struct timespec left = {0, 400000000};
   while (nanosleep(&left, &left) != 0)
     ;
-  int64_t after = run_queue_wait(g_dog);
+  int64_t after = runq_wait_ns(g_dog);
   g_starved_ns = before >= 0 && after >= before ? after - before : -1;
   pthread_mutex_lock(&g_mu);
   g_phase = 2;
@@ -235,14 +217,14 @@ static void run_case(bool missed) {
 
   set_policy(g_dog, SCHED_IDLE);
   snap_lag_loop_busy();
-  uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+  int64_t t0 = mono_ns();
   pthread_mutex_lock(&g_mu);
   g_phase = 1;
   pthread_cond_broadcast(&g_cv);
   while (g_phase < 2)
     pthread_cond_wait(&g_cv, &g_mu);
   pthread_mutex_unlock(&g_mu);
-  uint64_t t1 = now_ns(CLOCK_MONOTONIC);
+  int64_t t1 = mono_ns();
   snap_lag_loop_idle();
   atomic_store(&g_idle, 1);
   pthread_mutex_lock(&g_mu);

@@ -42,6 +42,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define SKIP 77
 
@@ -52,12 +53,6 @@ static char g_dir[64];
 static char g_error[200]; /* why the setup failed, "" if it did not */
 
 static int gettid_(void) { return (int)syscall(SYS_gettid); }
-
-static void sleep_ms(unsigned ms) {
-  struct timespec left = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR)
-    ;
-}
 
 static bool read_text(const char *path, char *buf, size_t size) {
   FILE *f = fopen(path, "r");

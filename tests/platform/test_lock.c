@@ -31,18 +31,13 @@
 #include "check.h"
 #include "platform/platform.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define FORK_SECONDS 3
 #define MAX_FORKS 300
 #define CHILD_ALARM_SECONDS 20
 
 static atomic_bool g_stop;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int lock_word(snap__lock_t *l) {
   int word;
@@ -79,8 +74,8 @@ static void test_fork_child_unlocked(void) {
   for (int i = 0; i < 2; i++)
     pthread_create(&t[i], NULL, hammer, NULL);
   int forks = 0, hung = 0, failed = 0;
-  double end = now_s() + FORK_SECONDS;
-  while (forks < MAX_FORKS && now_s() < end) {
+  double end = mono_s() + FORK_SECONDS;
+  while (forks < MAX_FORKS && mono_s() < end) {
     pid_t pid = fork();
     if (pid == 0) {
       alarm(CHILD_ALARM_SECONDS); /* default action: killed by SIGALRM */

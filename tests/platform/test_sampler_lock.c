@@ -30,6 +30,7 @@
 #include "oracle.h"
 #include "platform/posix/locks.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #define RUN_SECONDS 10
 #define HANG_SECONDS 60
@@ -47,19 +48,13 @@ static atomic_bool g_stop;
 static atomic_int g_ready, g_done;
 static double g_end; /* both samplers stop at the same instant */
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Exported (ENABLE_EXPORTS) so dladdr names it in the other's samples. */
 void *sampler_main(void *arg);
 
 __attribute__((noinline)) void sampler_loop(sampler_t *me) {
   sampler_t *other = &g_s[1 - me->id];
   snap_thread_t target = atomic_load(&other->self);
-  while (now_s() < g_end) {
+  while (mono_s() < g_end) {
     uintptr_t pcs[MAX_FRAMES];
     int n = snap_capture_thread(target, pcs, MAX_FRAMES, 0);
     atomic_fetch_add(&g_progress, 1);
@@ -119,14 +114,14 @@ void *sampler_main(void *arg) {
 static void *watchdog_main(void *arg) {
   (void)arg;
   long last = -1;
-  double since = now_s();
+  double since = mono_s();
   while (!atomic_load(&g_stop)) {
     usleep(200 * 1000);
     long p = atomic_load(&g_progress);
     if (p != last) {
       last = p;
-      since = now_s();
-    } else if (now_s() - since > HANG_SECONDS) {
+      since = mono_s();
+    } else if (mono_s() - since > HANG_SECONDS) {
       fprintf(stderr,
               "test_sampler_lock: FAIL: no sample finished for %d s "
               "(%ld done): the samplers hang\n",
@@ -140,7 +135,7 @@ static void *watchdog_main(void *arg) {
 
 int main(void) {
   pthread_t t[2], dog;
-  g_end = now_s() + RUN_SECONDS;
+  g_end = mono_s() + RUN_SECONDS;
   pthread_create(&dog, NULL, watchdog_main, NULL);
   for (int i = 0; i < 2; i++) {
     g_s[i].id = i;

@@ -39,6 +39,7 @@
 
 #include "check.h"
 #include "platform/posix/locks.h"
+#include "test_clock.h"
 
 #define RUN_SECONDS 3
 #define HANG_SECONDS 30
@@ -118,14 +119,6 @@ static int resume_op(void *ctx, snap_thread_t t) {
 
 static const snap__sampler_ops_t g_ops = {count_op, resume_op, NULL};
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000u); }
-
 /* Waits until thread t is parked (or 5 s). */
 static bool wait_parked(int t) {
   for (int i = 0; i < 5000 && !xparked(t); i++)
@@ -159,7 +152,7 @@ static void *ours_once(void *arg) {
   if (o->rc != SNAP_OK)
     return NULL;
   snap__sampler_window_open(T_OURS, (snap_thread_t)o->target, xcount(o->target),
-                            now_ns());
+                            mono_ns());
   xsuspend(o->target);
   if (o->after_suspend)
     meet_wait(o->after_suspend);
@@ -215,7 +208,7 @@ static void case_mutual(void) {
   CHECK(xparked(T_OURS) && xparked(T_OTHER),
         "mutual: the stand-in should hold both without a rescue");
   /* Too young for the rescue yet? Not after 300 ms > 20 ms. */
-  int r = snap__sampler_rescue_step(&g_ops, now_ns(), BOUND_NS);
+  int r = snap__sampler_rescue_step(&g_ops, mono_ns(), BOUND_NS);
   CHECK_EQ(r, 1);
   pthread_join(tp, NULL);
   pthread_join(to, NULL);
@@ -224,7 +217,7 @@ static void case_mutual(void) {
   CHECK_EQ(xcount(T_OTHER), 0);
   CHECK_EQ(snap__sampler_rescues() - rescues0, 1);
   /* Nothing left to rescue. */
-  CHECK_EQ(snap__sampler_rescue_step(&g_ops, now_ns() + 10 * BOUND_NS, 0), 0);
+  CHECK_EQ(snap__sampler_rescue_step(&g_ops, mono_ns() + 10 * BOUND_NS, 0), 0);
   printf("mutual suspension: both parked 300 ms without rescue; one rescue "
          "step freed them\n");
 }
@@ -240,12 +233,12 @@ static void case_other_held_forever(void) {
   CHECK(wait_parked(T_OURS) && wait_parked(T_OTHER), "held: both should park");
   CHECK_EQ(xcount(T_MAIN), 1); /* the app's thread is held by ours */
   sleep_ms(30);
-  CHECK_EQ(snap__sampler_rescue_step(&g_ops, now_ns(), BOUND_NS), 1);
+  CHECK_EQ(snap__sampler_rescue_step(&g_ops, mono_ns(), BOUND_NS), 1);
   CHECK_EQ(xcount(T_MAIN), 0); /* the app's thread runs again */
   /* A privacy hook wants a sample now: no wait on a parked holder. */
-  uint64_t t0 = now_ns();
+  uint64_t t0 = mono_ns();
   int rc = snap__sampler_enter_bounded();
-  uint64_t waited = now_ns() - t0;
+  uint64_t waited = mono_ns() - t0;
   CHECK(rc == SNAP_EBUSY, "hook: enter gave %d, not SNAP_EBUSY", rc);
   if (rc == SNAP_OK)
     snap__sampler_leave();
@@ -267,7 +260,7 @@ static void case_other_held_forever(void) {
 static void case_no_rescue(void) {
   standin_init();
   CHECK_EQ(snap__sampler_enter_bounded(), SNAP_OK);
-  uint64_t t0 = now_ns();
+  uint64_t t0 = mono_ns();
   snap__sampler_window_open(T_OURS, T_MAIN, 0, t0);
   xsuspend(T_MAIN);
   xsuspend(T_OURS); /* held by the other profiler */
@@ -329,7 +322,7 @@ static void *rescuer_loop(void *arg) {
   (void)arg;
   while (!atomic_load(&g_rescuer_stop)) {
     sleep_ms(2);
-    (void)snap__sampler_rescue_step(&g_ops, now_ns(), BOUND_NS);
+    (void)snap__sampler_rescue_step(&g_ops, mono_ns(), BOUND_NS);
   }
   return NULL;
 }
@@ -340,16 +333,16 @@ static void case_loops(void) {
   pthread_create(&r, NULL, rescuer_loop, NULL);
   pthread_create(&a, NULL, ours_loop, NULL);
   pthread_create(&b, NULL, other_loop, NULL);
-  uint64_t end = now_ns() + RUN_SECONDS * 1000000000ull;
+  int64_t end = mono_ns() + RUN_SECONDS * 1000000000ll;
   long last = -1;
-  uint64_t since = now_ns();
-  while (now_ns() < end) {
+  uint64_t since = mono_ns();
+  while (mono_ns() < end) {
     sleep_ms(50);
     long p = atomic_load(&g_progress);
     if (p != last) {
       last = p;
-      since = now_ns();
-    } else if (now_ns() - since > HANG_SECONDS * 1000000000ull) {
+      since = mono_ns();
+    } else if (mono_ns() - since > HANG_SECONDS * 1000000000ull) {
       fprintf(stderr,
               "test_sampler_rescue: FAIL: no progress for %d s: "
               "the samplers hang\n",

@@ -39,6 +39,7 @@
 #include "check.h"
 #include "platform/linux/linux.h"
 #include "platform/platform.h"
+#include "test_clock.h"
 
 static _Atomic int g_tid;
 static _Atomic bool g_stop;
@@ -59,12 +60,6 @@ static const char *wait_name(int w) {
   static const char *const n[] = {"none",  "lock", "io",
                                   "sleep", "wait", "other"};
   return w >= 0 && w < SNAP__WAIT_COUNT ? n[w] : "?";
-}
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 static int g_spin_cpu = -1;
@@ -123,12 +118,7 @@ static void *reader(void *arg) {
   if (fd >= 0)
     close(fd);
   /* CPU work, so the CPU time is worth comparing. */
-  struct timespec c0, c1;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-  do
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-  while ((c1.tv_sec - c0.tv_sec) * 1000000000L + (c1.tv_nsec - c0.tv_nsec) <
-         20000000L);
+  compute_ms(20);
   getrusage(RUSAGE_THREAD, &g_ru);
   atomic_store(&g_ru_ready, true);
   char c;
@@ -147,8 +137,8 @@ static int start(pthread_t *t, void *(*fn)(void *)) {
 
 /* Waits (up to 20 s: qemu, TSan, a loaded box) until tid reads blocked. */
 static bool wait_blocked(int tid, snap__plat_sched_t *s) {
-  uint64_t end = now_ns() + 20000000000u;
-  while (now_ns() < end) {
+  int64_t end = mono_ns() + 20000000000;
+  while (mono_ns() < end) {
     if (snap__plat_thread_sched((snap_thread_t)tid, s) == SNAP_OK &&
         s->state == SNAP__SCHED_BLOCKED &&
         (s->wait != SNAP__WAIT_OTHER || g_emulated))
@@ -276,11 +266,11 @@ int main(void) {
         (long long)runq_before);
   /* The cost of one call, on a blocked thread (the longest path: the
      syscall file too). */
-  uint64_t t0 = now_ns();
+  uint64_t t0 = mono_ns();
   enum { N = 2000 };
   for (int i = 0; i < N; i++)
     snap__plat_thread_sched((snap_thread_t)tid, &s);
-  uint64_t per_blocked = (now_ns() - t0) / N;
+  uint64_t per_blocked = (mono_ns() - t0) / N;
   CHECK(write(g_pipe[1], "x", 1) == 1, "write");
   pthread_join(t, NULL);
   unlink(g_path);
@@ -331,7 +321,7 @@ int main(void) {
   tid = start(&t, spinner);
   int counts[SNAP__SCHED_STATE_COUNT] = {0};
   int64_t cpu_first = -1, cpu_last = -1;
-  t0 = now_ns();
+  t0 = mono_ns();
   for (int i = 0; i < 200; i++) {
     CHECK_EQ(snap__plat_thread_sched((snap_thread_t)tid, &s), SNAP_OK);
     if (s.state < SNAP__SCHED_STATE_COUNT)
@@ -343,10 +333,10 @@ int main(void) {
   }
   uint64_t per_running = 0;
   {
-    uint64_t t1 = now_ns();
+    uint64_t t1 = mono_ns();
     for (int i = 0; i < N; i++)
       snap__plat_thread_sched((snap_thread_t)tid, &s);
-    per_running = (now_ns() - t1) / N;
+    per_running = (mono_ns() - t1) / N;
   }
   atomic_store(&g_stop, true);
   pthread_join(t, NULL);

@@ -17,24 +17,7 @@
 #include <unistd.h>
 
 #include "stacksnap.h"
-
-static inline uint64_t ft_now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static inline int64_t ft_unix_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static inline void ft_sleep_ms(unsigned ms) {
-  struct timespec t = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&t, &t) != 0 && errno == EINTR)
-    ;
-}
+#include "test_clock.h"
 
 /* dir + "/" + name into a static-free buffer of the caller. */
 static inline const char *ft_path(char *buf, size_t size, const char *dir,
@@ -98,7 +81,7 @@ static inline bool ft_plant_ongoing(const char *dir, int64_t ms) {
    loop observer), then idle for a while so the watchdog sees it end. */
 static inline void ft_lag(unsigned ms) {
   snap_lag_loop_busy();
-  ft_sleep_ms(ms);
+  sleep_ms(ms);
   snap_lag_loop_idle();
 }
 

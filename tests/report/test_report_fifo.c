@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   char dir[600], path[1200], outside[700];
   snprintf(dir, sizeof dir, "%s/reports", base);
   CHECK(mkdir(dir, 0700) == 0, "mkdir");
-  int64_t ms = ft_unix_ms() - 60000; /* a minute ago: kept by retention */
+  int64_t ms = unix_ms() - 60000; /* a minute ago: kept by retention */
   char fifo_report[64], fifo_trace[64], link_report[64], real_report[64];
   snprintf(fifo_report, sizeof fifo_report, "%lld-lag.json", (long long)ms);
   snprintf(fifo_trace, sizeof fifo_trace, "%lld-trace.pftrace", (long long)ms);
@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
       exited = true;
       break;
     }
-    ft_sleep_ms(10);
+    sleep_ms(10);
   }
   if (!exited && pid > 0) {
     kill(pid, SIGKILL);

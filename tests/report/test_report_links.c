@@ -122,10 +122,10 @@ int main(void) {
     for (int i = 0; i < 60; i++) { /* idle stretches: the lag has ended */
       snap_lag_loop_busy();
       snap_lag_loop_idle();
-      ft_sleep_ms(10);
+      sleep_ms(10);
     }
     for (int i = 0; i < 1000 && atomic_load(&g_finals) == before; i++)
-      ft_sleep_ms(10);
+      sleep_ms(10);
     CHECK(atomic_load(&g_finals) > before, "round %d: no final write", round);
   }
   CHECK_EQ(snap_lag_stop(), SNAP_OK);

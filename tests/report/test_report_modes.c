@@ -26,7 +26,7 @@ static unsigned start_and_report(const char *dir, unsigned mode) {
 #else
   (void)mode;
 #endif
-  int64_t ms = ft_unix_ms() - 60000;
+  int64_t ms = unix_ms() - 60000;
   bool planted = ft_type(dir) == S_IFDIR && ft_plant_ongoing(dir, ms);
   CHECK_EQ(snap_lag_start(&c), SNAP_OK);
   CHECK_EQ(snap_lag_stop(), SNAP_OK);
@@ -61,7 +61,7 @@ int main(void) {
   snap_trace_config_t tc;
   snap_trace_config_default(&tc);
   CHECK_EQ(snap_trace_start(&tc), SNAP_OK);
-  ft_sleep_ms(20);
+  sleep_ms(20);
   CHECK_EQ(snap_trace_stop(), SNAP_OK);
   ft_path(path, sizeof path, dir, "t.pftrace");
   CHECK_EQ(snap_trace_write(path, SNAP_TRACE_PERFETTO, 0, 0), SNAP_OK);

@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
   snap_trace_config_t tc;
   snap_trace_config_default(&tc);
   CHECK_EQ(snap_trace_start(&tc), SNAP_OK);
-  ft_sleep_ms(20);
+  sleep_ms(20);
   CHECK_EQ(snap_trace_stop(), SNAP_OK);
 
   if (dev) {

@@ -28,7 +28,9 @@ set_tests_properties(check_podspec check_podspec_self_test PROPERTIES LABELS dar
 # has no record at all (measured with Swift 6.3: docs/apple.md).
 find_program(SNAP_SWIFTC NAMES swiftc HINTS /opt/swift/usr/bin)
 if(NOT SNAP_SWIFTC OR SNAP_SANITIZE OR CMAKE_CROSSCOMPILING)
-  message(STATUS "stacksnap: test_swift_async: not registered (swiftc: ${SNAP_SWIFTC}, sanitizers: '${SNAP_SANITIZE}')")
+  set(why "swiftc: ${SNAP_SWIFTC}, sanitizers: ${SNAP_SANITIZE}, cross: ${CMAKE_CROSSCOMPILING}")
+  message(STATUS "stacksnap: test_swift_async: skipped (${why})")
+  snap_skipped_test(test_swift_async "no native Swift build here (${why})")
   return()
 endif()
 message(STATUS "stacksnap: test_swift_async: ${SNAP_SWIFTC}")

@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #ifndef SNAP_CHURN_SECONDS
 #define SNAP_CHURN_SECONDS 3
@@ -40,12 +41,6 @@ static atomic_int g_which = -1;
 static _Atomic uintptr_t g_fn[NFN];
 static atomic_bool g_stop;
 static atomic_ulong g_checked, g_frames, g_misses, g_wrong;
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void *churn(void *arg) {
   (void)arg;
@@ -125,8 +120,8 @@ int main(void) {
   CHECK_EQ(pthread_create(&c, NULL, churn, NULL), 0);
   for (int i = 0; i < NAMERS; i++)
     CHECK_EQ(pthread_create(&n[i], NULL, namer, (void *)(uintptr_t)i), 0);
-  double end = now_s() + SNAP_CHURN_SECONDS;
-  while (now_s() < end) {
+  double end = mono_s() + SNAP_CHURN_SECONDS;
+  while (mono_s() < end) {
     struct timespec ts = {0, 10000000};
     nanosleep(&ts, NULL);
   }

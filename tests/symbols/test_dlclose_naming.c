@@ -27,6 +27,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 #ifndef SNAP_CHURN_SECONDS
 #define SNAP_CHURN_SECONDS 8
@@ -48,12 +49,6 @@ static atomic_uint g_seq;
 static atomic_int g_which = -1; /* -1: none loaded */
 static _Atomic uintptr_t g_base;
 static atomic_bool g_stop;
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void load_nm(int lib) {
   char cmd[1024];
@@ -118,8 +113,8 @@ int main(void) {
   snap_symbol_cache_stats_t st = {.size = sizeof st};
   CHECK(snap_symbol_cache_stats(&st) == SNAP_OK, "snap_symbol_cache_stats");
   hits_before = st.hits;
-  double end = now_s() + SNAP_CHURN_SECONDS;
-  for (unsigned long round = 0; now_s() < end; round++) {
+  double end = mono_s() + SNAP_CHURN_SECONDS;
+  for (unsigned long round = 0; mono_s() < end; round++) {
     unsigned s1 = atomic_load(&g_seq);
     int lib = atomic_load(&g_which);
     uintptr_t base = atomic_load(&g_base);

@@ -37,6 +37,7 @@
 
 #include "check.h"
 #include "platform/platform.h"
+#include "test_clock.h"
 #include "xorshift.h"
 
 #ifndef ELF_BIG_LIB
@@ -153,12 +154,6 @@ static bool name_of(uintptr_t addr, uintptr_t base, const char *path) {
   CHECK_EQ(snap__plat_symbolize(&q, 1, on_name, NULL), SNAP_OK);
   CHECK(g_calls <= 1, "%d callbacks for one query", g_calls);
   return g_calls == 1;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* xorshift64*: a fixed seed, so a failure reproduces. */
@@ -308,10 +303,10 @@ static void check_big_library(void) {
 
   /* First use: map + parse + sort of 50 000 symbols. */
   const nmsym_t *some = &t.s[t.n / 2];
-  double t0 = now_s();
+  double t0 = mono_s();
   name_of(lm->l_addr + some->addr, lm->l_addr, lm->l_name);
   printf("timing: first use of the 50k-function library %.2f ms\n",
-         (now_s() - t0) * 1e3);
+         (mono_s() - t0) * 1e3);
   check_random("50k library", &t, "tT", &no_ranges, lm->l_addr, lm->l_name,
                1000);
 
@@ -325,9 +320,9 @@ static void check_big_library(void) {
                                     .image_path = lm->l_name};
   }
   g_calls = 0;
-  t0 = now_s();
+  t0 = mono_s();
   snap__plat_symbolize(q, N, on_name, NULL);
-  double dt = now_s() - t0;
+  double dt = mono_s() - t0;
   CHECK(g_calls >= N * 9 / 10, "batch named %d of %d", g_calls, N);
   printf("timing: %.0f ns per lookup (batch of %d)\n", dt * 1e9 / N, N);
 
@@ -461,10 +456,10 @@ static void check_libc(void) {
   if (!libc.ok)
     return;
   nmtab_t t = nm_load(ELF_LIBC_NM, !ELF_LIBC_FROM_DEBUG);
-  double t0 = now_s();
+  double t0 = mono_s();
   name_of(libc.base + t.s[t.n / 2].addr, libc.base, libc.path);
   printf("timing: first use of libc (with its debug file search) %.2f ms\n",
-         (now_s() - t0) * 1e3);
+         (mono_s() - t0) * 1e3);
 #if ELF_LIBC_FROM_DEBUG
   /* Local functions exist only in libc6-dbg's .symtab. */
   check_random("libc internal (t)", &t, "t", &no_ranges, libc.base, libc.path,

@@ -37,6 +37,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 #include "xorshift.h"
 
 #define FORKS 150
@@ -52,12 +53,6 @@ static bool g_dlopen; /* SNAP_TEST_FORK_DLOPEN: see namer() */
 static atomic_long g_named;
 static uintptr_t g_pick[PICKS]; /* function starts in the big library */
 static int g_pick_index[PICKS];
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Names this thread's stack (base[0..n), captured once by the caller)
    with frames 0 and 1 at random functions of the big library. The namer
@@ -169,7 +164,7 @@ static long cpu_ticks(pid_t pid) {
 
 /* 0 exited well, 1 hung (killed), 2 failed otherwise; *secs: its time. */
 static int wait_child(pid_t pid, double *secs) {
-  double start = now_s(), last_progress = start;
+  double start = mono_s(), last_progress = start;
   long last_ticks = -1;
   int status = 0;
   for (;;) {
@@ -178,7 +173,7 @@ static int wait_child(pid_t pid, double *secs) {
       break;
     if (w < 0 && errno != EINTR)
       return 2;
-    double t = now_s();
+    double t = mono_s();
     long ticks = cpu_ticks(pid);
     if (ticks != last_ticks) {
       last_ticks = ticks;
@@ -201,7 +196,7 @@ static int wait_child(pid_t pid, double *secs) {
     }
     usleep(2000);
   }
-  *secs = now_s() - start;
+  *secs = mono_s() - start;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
 }
 

@@ -3,9 +3,7 @@
 # tests/CMakeLists.txt (Linux part: SNAP_CLANG is set there). Without libdw
 # for the target (tools/symbolicate/dwarf.cmake) the test says skipped.
 if(NOT TARGET snap_symbolicate_dwarf)
-  add_test(NAME test_dwarf_lines COMMAND ${CMAKE_COMMAND} -E echo
-           "skipped: no libdw for the target: stacksnap-symbolicate not built")
-  set_tests_properties(test_dwarf_lines PROPERTIES SKIP_REGULAR_EXPRESSION "skipped:")
+  snap_skipped_test(test_dwarf_lines "no libdw for the target: stacksnap-symbolicate not built")
   return()
 endif()
 #

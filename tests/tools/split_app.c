@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../test_clock.h"
 #include "stacksnap.h"
 
 uint64_t split_lib_run(uint64_t (*fn)(int), int n);
@@ -31,18 +32,12 @@ static void on_write(const char *path, bool final, void *ctx) {
   }
 }
 
-static uint64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 /* The lag: CPU work until 600 ms of wall time have passed (a starved
    process computes less, but still lags as long). */
 __attribute__((noinline)) static uint64_t app_static_spin(int n) {
   volatile uint64_t x = (uint64_t)n;
-  uint64_t end = now_ms() + 600;
-  while (now_ms() < end)
+  int64_t end = mono_ms() + 600;
+  while (mono_ms() < end)
     for (int i = 0; i < 10000; i++)
       x = x * 6364136223846793005ull + 1442695040888963407ull;
   return x;
@@ -76,11 +71,9 @@ int main(int argc, char **argv) {
     snap_lag_loop_busy();
     sink += app_static_outer(round);
     snap_lag_loop_idle();
-    uint64_t until = now_ms() + 10000;
-    while (!atomic_load(&g_final) && now_ms() < until) {
-      struct timespec t = {0, 10 * 1000000L};
-      nanosleep(&t, NULL);
-    }
+    int64_t until = mono_ms() + 10000;
+    while (!atomic_load(&g_final) && mono_ms() < until)
+      sleep_ms(10);
   }
   snap_lag_stop();
   if (!atomic_load(&g_final)) {

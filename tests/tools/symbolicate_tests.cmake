@@ -9,9 +9,7 @@ if(NOT TARGET stacksnap-symbolicate)
   # No libdw for the target (tools/symbolicate/dwarf.cmake): said skipped.
   foreach(t test_split_roundtrip test_symbolicate_hostile test_symbolicate_rss
             test_symbolicate_libc test_symbolicate_cli)
-    add_test(NAME ${t} COMMAND ${CMAKE_COMMAND} -E echo
-             "skipped: no libdw for the target: stacksnap-symbolicate not built")
-    set_tests_properties(${t} PROPERTIES SKIP_REGULAR_EXPRESSION "skipped:")
+    snap_skipped_test(${t} "no libdw for the target: stacksnap-symbolicate not built")
   endforeach()
   return()
 endif()

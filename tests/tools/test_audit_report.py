@@ -45,18 +45,11 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import fail, failures, ok  # noqa: E402
+
 SCRIPT = None
 WORK = None
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
-
-def ok(msg):
-    print("ok", msg, flush=True)
 
 
 def expect(cond, msg):

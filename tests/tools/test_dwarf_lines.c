@@ -28,6 +28,7 @@
  * DWL_LLVM_ADDR2LINE — compile definitions from dwarf_tests.cmake.
  */
 #include "check.h"
+#include "test_clock.h"
 #include "xorshift.h"
 
 #include "../../tools/symbolicate/dwarf_lines.h"
@@ -56,12 +57,6 @@ static unsigned char *read_all(const char *path, size_t *len) {
   fclose(f);
   *len = (size_t)n;
   return buf;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---- The test's own small ELF walk (section headers, .symtab) ---------- */
@@ -181,10 +176,10 @@ static void oracle_file(const char *path, uint64_t *rng, tally_t *all) {
     return;
   addrs_t a = {0};
   pick_addresses(f, len, &a, rng);
-  double t0 = now_s();
+  double t0 = mono_s();
   snap__dwarf_lines_t *dl = NULL;
   int rc = snap__dwarf_lines_open(f, len, UINT64_MAX, NULL, &dl);
-  double t1 = now_s();
+  double t1 = mono_s();
   CHECK(rc == SNAP_DWL_OK, "%s: %s", path, snap__dwarf_lines_strerror(rc));
   if (rc != SNAP_DWL_OK) {
     free(f);

@@ -42,17 +42,10 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import fail, failures, ok  # noqa: E402
+
 SVG = "{http://www.w3.org/2000/svg}"
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
-
-def ok(msg):
-    print("ok", msg, flush=True)
 
 
 def run(script, args, stdin=None, env=None):

@@ -28,14 +28,8 @@
 
 #include "check.h"
 #include "json.h"
+#include "test_clock.h"
 #include "xorshift.h"
-
-/* CPU time, not wall time: the box is shared. */
-static double cpu_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Generous: "well under a second" natively, but ASan and qemu are ~20x
    slower. A quadratic parser would need minutes on these sizes. */
@@ -483,7 +477,7 @@ static void test_write_errors(void) {
 /* ---- Hostile input ------------------------------------------------------ */
 
 static void time_check(const char *what, double t0) {
-  double t = cpu_seconds() - t0;
+  double t = clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0;
   printf("  %-44s %.3f s CPU\n", what, t);
   CHECK(t < HOSTILE_CPU_LIMIT, "%s took %.1f s CPU", what, t);
 }
@@ -503,7 +497,7 @@ static void test_truncated(const char *path, size_t stride) {
   size_t last = len;
   while (last && strchr(" \t\r\n", text[last - 1]))
     last--;
-  double t0 = cpu_seconds();
+  double t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   size_t bad = 0;
   size_t cuts = 0;
   for (size_t cut = 0; cut <= len;
@@ -556,7 +550,7 @@ static void test_linear_walk(void) {
   snap_json_error_t err;
   snap_json_doc_t *doc = snap_json_parse(text, n, 0, &err);
   CHECK(doc, "%s", err.message);
-  double t0 = cpu_seconds();
+  double t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   snap_json_t *a = snap_json_root(doc);
   size_t seen = 0;
   for (size_t i = 0; i < snap_json_count(a); i++) {
@@ -582,7 +576,7 @@ static void test_hostile(void) {
 
   /* A million '[': refused at the depth limit, no stack used. */
   memset(buf, '[', MB);
-  t0 = cpu_seconds();
+  t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   CHECK(!snap_json_parse(buf, MB, 0, &err) &&
             strstr(err.message, "nesting deeper than") &&
             err.offset == SNAP_JSON_MAX_DEPTH,
@@ -594,7 +588,7 @@ static void test_hostile(void) {
     uint64_t r = snap_xorshift(&rng);
     memcpy(buf + i, &r, 8);
   }
-  t0 = cpu_seconds();
+  t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   snap_json_doc_t *doc = snap_json_parse(buf, n, 0, &err);
   CHECK(!doc && err.message[0], "random bytes parsed");
   snap_json_free(doc);
@@ -602,7 +596,7 @@ static void test_hostile(void) {
   static const char alphabet[] = "[]{},:\"\\u0123456789abcdefABCDEF.eE+-"
                                  " \n\t\rtruefalsenull\xC3\xA9\xF0\x9F";
   int parsed = 0;
-  t0 = cpu_seconds();
+  t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   for (size_t start = 0; start < 2000; start++) {
     /* Many short texts: a long one fails within a few bytes. */
     size_t len = 1 + snap_xorshift(&rng) % 64;
@@ -648,7 +642,7 @@ static void test_hostile(void) {
     w += decoded_len[p];
   }
   buf[k++] = '"';
-  t0 = cpu_seconds();
+  t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   doc = snap_json_parse(buf, k, 0, &err);
   CHECK(doc, "10 MB string: %s", err.message);
   size_t got_len = 0;
@@ -666,7 +660,7 @@ static void test_hostile(void) {
   /* The same with one bad byte at its end: the error is there. */
   buf[k - 1] = '\xFF';
   buf[k++] = '"';
-  t0 = cpu_seconds();
+  t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   CHECK(!snap_json_parse(buf, k, 0, &err) && err.offset == k - 2 &&
             strstr(err.message, "invalid UTF-8"),
         "%s", err.message);
@@ -687,7 +681,7 @@ static void test_hostile(void) {
 
   /* Numbers of 10000 digits: kept exactly; no integer; as a double,
      overflow refused and underflow rounded to 0. */
-  t0 = cpu_seconds();
+  t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   static const char *const forms[] = {"%s", "-%s", "0.%s", "1e%s", "1e-%s"};
   char digits[10001];
   for (int i = 0; i < 10000; i++)

@@ -41,13 +41,10 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import fail, failures  # noqa: E402
+
 STATICS = {"app_static_spin", "app_static_outer", "lib_static_relay"}
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
 
 
 def run(cmd, **kw):

@@ -41,13 +41,8 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
-SKIP = 77
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import SKIP, fail, failures  # noqa: E402
 
 
 def build_id(path):

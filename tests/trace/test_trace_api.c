@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
+#include "test_clock.h"
 
 static char g_dir[] = "/tmp/snap_trace_api.XXXXXX";
 
@@ -30,16 +31,19 @@ static int write_fmt(const char *name, unsigned format) {
   return snap_trace_write(path, format, 0, 0);
 }
 
+/* Named frames for the files to show. busy_ms computes until this thread
+   has used ms of CPU time: a sample of a running thread needs it on a CPU,
+   so CPU time, not wall time, is what the sampler can have seen of it on
+   a loaded box (the folded stacks name it: see the check below). lag_ms
+   stays on the CPU for ms of wall time: a lag's length is the clock's. */
 __attribute__((noinline)) static void busy_ms(unsigned ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  volatile uint64_t x = 1;
-  do {
-    for (int i = 0; i < 10000; i++)
-      x = x * 3 + 1;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
-           ms);
+  compute_ms(ms);
+  __asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) static void lag_ms(unsigned ms) {
+  spin_ms(ms);
+  __asm__ volatile("" ::: "memory"); /* not a tail call */
 }
 
 /* The text of the one lag report in dir (NULL when not exactly one). */
@@ -74,7 +78,7 @@ static void lag_report_trace(void) {
     CHECK_EQ(snap_lag_start(&lc), SNAP_OK);
     usleep(50000);
     snap_lag_loop_busy();
-    busy_ms(300);
+    lag_ms(300);
     snap_lag_loop_idle();
     usleep(200000);
     CHECK_EQ(snap_lag_stop(), SNAP_OK);
@@ -193,7 +197,7 @@ int main(void) {
   printf("first trace: %llu samples, %llu spans, %llu marks, %llu failed\n",
          (unsigned long long)st.samples, (unsigned long long)st.spans,
          (unsigned long long)st.marks, (unsigned long long)st.failed);
-  CHECK(st.samples > 10, "only %llu samples in 150 ms at 1 kHz",
+  CHECK(st.samples > 10, "only %llu samples in 150 ms of CPU at 1 kHz",
         (unsigned long long)st.samples);
   CHECK_EQ(st.marks, 1u);
   CHECK(st.bytes_reserved <= c.max_bytes, "%llu bytes reserved over the cap",

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "test_clock.h"
 #include "trace/synth.h"
 #include "xorshift.h"
 
@@ -45,14 +46,6 @@ static const struct {
     {"folded", snap__trace_export_folded},
 };
 
-/* CPU time, not wall time: the box is shared, and the exporters are one
-   thread that neither sleeps nor waits. */
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void write_file(const char *name, const char *ext, const void *p,
                        size_t n) {
   if (!out_dir)
@@ -67,7 +60,9 @@ static void write_file(const char *name, const char *ext, const void *p,
   CHECK(fclose(f) == 0, "close %s", path);
 }
 
-/* Every format of s; timed: the best of `rounds` per format, printed. */
+/* Every format of s; timed: the best of `rounds` per format, printed, in
+   CPU time, not wall time: the box is shared, and the exporters are one
+   thread that neither sleeps nor waits. */
 static void export_all(const char *name, const synth_t *y, bool timed,
                        int rounds) {
   for (size_t i = 0; i < sizeof formats / sizeof *formats; i++) {
@@ -75,9 +70,9 @@ static void export_all(const char *name, const synth_t *y, bool timed,
     snap__tbuf_t b = {0};
     for (int r = 0; r < rounds; r++) {
       snap__tbuf_free(&b);
-      double t = now_ms();
+      double t = ((double)thread_cpu_ns() / 1e6);
       int rc = formats[i].fn(&y->s, &b);
-      t = now_ms() - t;
+      t = ((double)thread_cpu_ns() / 1e6) - t;
       CHECK(rc == SNAP_OK && !b.failed, "%s.%s: rc %d", name, formats[i].ext,
             rc);
       if (t < best)
@@ -344,9 +339,10 @@ static void bench(unsigned seconds) {
          y.s.n_frames);
   snap__trace_slice_t *sl = NULL;
   size_t n = 0;
-  double t = now_ms();
+  double t = ((double)thread_cpu_ns() / 1e6);
   CHECK(snap__trace_slices(&y.s, &sl, &n) == SNAP_OK, "bench slices");
-  printf("bench: slices  %8.1f ms CPU %10zu slices\n", now_ms() - t, n);
+  printf("bench: slices  %8.1f ms CPU %10zu slices\n",
+         ((double)thread_cpu_ns() / 1e6) - t, n);
   CHECK_EQ(n, seconds * 1000 + 39 + 4 * (seconds * 100 + 39));
   free(sl);
   /* Three rounds for the figure (the native Python run's 30 s); one in

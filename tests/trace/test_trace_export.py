@@ -28,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 try:
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 except ImportError as e:  # never a skip: CI must have them
@@ -37,14 +40,6 @@ except ImportError as e:  # never a skip: CI must have them
 
 MS = 1000000
 T0 = 1700000000000000000
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        if len(failures) <= 40:  # a broken file fails every event
-            print("FAIL:", what)
 
 
 # The pattern's slices per thread, in (begin, depth) order: name, depth,

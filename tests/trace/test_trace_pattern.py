@@ -34,13 +34,8 @@ import tempfile
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-failures = []
-
-
-def check(ok, msg):
-    if not ok:
-        failures.append(msg)
-        print("FAIL: " + msg)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 def perfetto_slices(path):

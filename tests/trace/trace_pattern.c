@@ -33,14 +33,7 @@
 
 #include "check.h"
 #include "stacksnap.h"
-
-static uint64_t unix_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static volatile uint64_t g_sink;
+#include "test_clock.h"
 
 /* Each phase's begin and end, read inside its function: the time its
    frame is on the stack (a preemption between the caller's clock read and
@@ -53,15 +46,6 @@ static phase_t g_ph[4];
 static int g_at;
 #define PHASE_BEGIN(n) (g_ph[g_at].name = (n), g_ph[g_at].begin = unix_ns())
 #define PHASE_END() (g_ph[g_at++].end = unix_ns())
-
-/* Computes until `ms` of wall time have passed. */
-__attribute__((noinline)) static void spin_ms(unsigned ms) {
-  uint64_t end = unix_ns() + (uint64_t)ms * 1000000u, x = g_sink | 1;
-  while (unix_ns() < end)
-    for (int i = 0; i < 1000; i++)
-      x = x * 6364136223846793005u + 1442695040888963407u;
-  g_sink = x;
-}
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_held;

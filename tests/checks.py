@@ -1,0 +1,55 @@
+"""checks.py — the Python tests' few assertions, one copy (the C tests'
+counterpart is check.h).
+
+A failed check is printed at once ("FAIL: ...", flushed, so it sits beside
+the output of the program under test) and kept in `failures`; a test ends
+with `return result(name)` or reads `failures` itself. A test that cannot
+run on this machine calls skip(why): it exits with SKIP (77), which ctest
+counts as "Skipped" (SKIP_RETURN_CODE on the test), never as passed.
+
+Each test imports it from the directory above its own:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from checks import check, fail, failures  # noqa: E402
+"""
+
+import sys
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE, set on every test that may skip
+
+failures = []
+
+# A broken file can fail every event it holds: the first ones say it.
+PRINTED_AT_MOST = 40
+
+
+def fail(msg):
+    failures.append(msg)
+    if len(failures) <= PRINTED_AT_MOST:
+        print("FAIL:", msg, flush=True)
+
+
+def check(cond, msg):
+    """fail(msg) unless cond; returns cond, for `if check(...)`."""
+    if not cond:
+        fail(msg)
+    return cond
+
+
+def ok(msg):
+    print("ok", msg, flush=True)
+
+
+def skip(why):
+    """This test cannot run here: say why, and tell ctest so."""
+    print("skipped:", why, flush=True)
+    sys.exit(SKIP)
+
+
+def result(name):
+    """The exit code of a test that is done: 0, or 1 after any failure."""
+    if failures:
+        print(f"{name}: {len(failures)} check(s) failed", flush=True)
+        return 1
+    print(f"{name}: all checks passed", flush=True)
+    return 0

@@ -1,0 +1,104 @@
+/*
+ * test_clock.h — the test suite's clocks, sleeps and busy loops, one copy.
+ *
+ * Tests measure their ground truth with their own clocks (the box is shared:
+ * wall time alone says little about a loaded machine), so every test reads
+ * the same few clocks the same way:
+ *   mono_*      CLOCK_MONOTONIC: intervals and deadlines;
+ *   unix_*      CLOCK_REALTIME: to compare with the library's timestamps
+ *               (reports and traces carry Unix time);
+ *   thread_cpu_ns / clock_ns(CLOCK_*_CPUTIME_ID): what this thread (or
+ *               process) really ran, which load does not stretch.
+ * A sleep sleeps its whole length: the library's sampling signal lands in
+ * sleeping test threads, and an interrupted nanosleep resumes with what is
+ * left. Two busy loops, because a test means one of two things by "busy":
+ *   spin_ms     on the CPU until ms of wall time have passed (a lag of a
+ *               known length on the clock);
+ *   compute_ns  until this thread has used ns of CPU time (a known amount
+ *               of work, however long a loaded box takes to give it).
+ * And the run-queue clock: runq_wait_ns, how long a thread has waited for
+ * a CPU (Linux's schedstat), the witness of what load took from a test.
+ * POSIX only (Linux and macOS run the tests that include it).
+ */
+#ifndef SNAP_TEST_CLOCK_H
+#define SNAP_TEST_CLOCK_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+static inline int64_t clock_ns(clockid_t clk) {
+  struct timespec t;
+  clock_gettime(clk, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Seconds of any clock, for figures printed or compared in seconds. */
+static inline double clock_s(clockid_t clk) {
+  return (double)clock_ns(clk) / 1e9;
+}
+
+static inline int64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+static inline int64_t mono_ms(void) { return mono_ns() / 1000000; }
+static inline double mono_s(void) { return clock_s(CLOCK_MONOTONIC); }
+static inline int64_t unix_ns(void) { return clock_ns(CLOCK_REALTIME); }
+static inline int64_t unix_ms(void) { return unix_ns() / 1000000; }
+static inline int64_t thread_cpu_ns(void) {
+  return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* Sleeps ns, resuming after signals (EINTR) until the whole time is gone. */
+static inline void sleep_ns(int64_t ns) {
+  if (ns <= 0)
+    return;
+  struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR)
+    ;
+}
+
+static inline void sleep_ms(int64_t ms) { sleep_ns(ms * 1000000); }
+
+/* Some work the compiler cannot drop; the result feeds a volatile sink. */
+static volatile uint64_t test_clock_sink;
+static inline void test_clock_work(void) {
+  uint64_t x = test_clock_sink | 1;
+  for (int i = 0; i < 1000; i++)
+    x = x * 6364136223846793005u + 1442695040888963407u;
+  test_clock_sink = x;
+}
+
+/* On the CPU until ms of wall (monotonic) time have passed. */
+static inline void spin_ms(int64_t ms) {
+  int64_t end = mono_ns() + ms * 1000000;
+  while (mono_ns() < end)
+    test_clock_work();
+}
+
+/* Computes until this thread has used cpu_ns more CPU time. */
+static inline void compute_ns(int64_t cpu_ns) {
+  int64_t end = thread_cpu_ns() + cpu_ns;
+  while (thread_cpu_ns() < end)
+    test_clock_work();
+}
+
+static inline void compute_ms(int64_t ms) { compute_ns(ms * 1000000); }
+
+/* How long thread tid (0: the calling thread) has waited for a CPU since
+   it started: schedstat's second field, the kernel's run_delay; -1 where
+   unknown (no schedstat: not Linux, or a kernel without it). */
+static inline int64_t runq_wait_ns(int tid) {
+  char path[96];
+  if (tid)
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+  else
+    snprintf(path, sizeof path, "/proc/thread-self/schedstat");
+  FILE *f = fopen(path, "r");
+  unsigned long long on_cpu = 0, waited = 0;
+  int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
+  if (f)
+    fclose(f);
+  return n == 2 ? (int64_t)waited : -1;
+}
+
+#endif
