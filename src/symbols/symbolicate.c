@@ -153,7 +153,12 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                            .pcs = pcs,
                            .images = rec,
                            .generation = snap__images_generation(t)};
-  snap__trampolines_mark(t, pcs, n, sigret);
+  /* A pc's trampoline mark only decides whether it and the pc after it
+     are exact. One pc that is exact already (the way a single address is
+     named: snap_symbolicate(&addr, 1, SNAP_SYMBOLICATE_EXACT_PC0)) has no
+     use for it: skip the trampoline table's lock (sigret stays false). */
+  if (n > 1 || (n == 1 && pcs[0] && !(flags & SNAP_SYMBOLICATE_EXACT_PC0)))
+    snap__trampolines_mark(t, pcs, n, sigret);
   for (int i = 0; i < n; i++) {
     uintptr_t pc = pcs[i];
     bool exact = pc == 0 || sigret[i] || (i > 0 && sigret[i - 1]) ||
