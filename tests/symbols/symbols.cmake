@@ -18,6 +18,10 @@ if(SNAP_SANITIZE OR CMAKE_CROSSCOMPILING)
   target_compile_definitions(test_symbol_cache PRIVATE SNAP_TEST_CACHE_STACKS=200000)
 endif()
 
+# The shared table's index keeps every entry reachable through growth,
+# shrinking and deletions (issue 26: open addressing replaced uthash).
+snap_test(test_cache_index symbols/test_cache_index.c)
+
 # The cache's per-thread fronts count in its cap; a lower cap empties them,
 # also a waiting thread's (issue 12, "the bounded cache").
 snap_test(test_cache_fronts symbols/test_cache_fronts.c)
