@@ -42,7 +42,10 @@
  * libc.so.6 itself (linking libunwind would replace backtrace()); every
  * method of part 1 is timed from the same frame through one call site; the
  * repeats of part 1 are interleaved and the median kept, so a burst of
- * noise from other processes hits one repeat of every method.
+ * noise from other processes hits one repeat of every method. Parts 1 and
+ * 2 time with the thread's CPU clock (bench_clock.h, thread_cpu_ns): on
+ * a shared machine a pass is often preempted for longer than it runs,
+ * and wall time then measured the other processes.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -136,13 +139,13 @@ typedef struct site_result {
    depth for every method. */
 __attribute__((noinline)) static uint64_t run_syms(long iters, int *frames) {
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     const snap_stack_t *s = snap_callstack_symbols(MAX_FRAMES, 0);
     n = snap_stack_count(s);
     snap_stack_release(s);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -150,14 +153,14 @@ __attribute__((noinline)) static uint64_t run_syms(long iters, int *frames) {
 __attribute__((noinline)) static uint64_t run_syms_app(long iters,
                                                        int *frames) {
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     const snap_stack_t *s =
         snap_callstack_symbols(MAX_FRAMES, SNAP_CAPTURE_APP_ONLY);
     n = snap_stack_count(s);
     snap_stack_release(s);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -165,12 +168,12 @@ __attribute__((noinline)) static uint64_t run_syms_app(long iters,
 __attribute__((noinline)) static uint64_t run_capture(long iters, int *frames) {
   uintptr_t pcs[MAX_FRAMES];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = snap_capture_self(pcs, MAX_FRAMES, 0, 0);
     __asm__ volatile("" ::"r"(pcs) : "memory");
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -179,12 +182,12 @@ __attribute__((noinline)) static uint64_t run_capture_app(long iters,
                                                           int *frames) {
   uintptr_t pcs[MAX_FRAMES];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = snap_capture_self(pcs, MAX_FRAMES, 0, SNAP_CAPTURE_APP_ONLY);
     __asm__ volatile("" ::"r"(pcs) : "memory");
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -192,13 +195,13 @@ __attribute__((noinline)) static uint64_t run_capture_app(long iters,
 __attribute__((noinline)) static uint64_t run_bt_syms(long iters, int *frames) {
   void *ptrs[MAX_FRAMES];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = g_backtrace(ptrs, MAX_FRAMES);
     char **names = g_backtrace_symbols(ptrs, n);
     free(names);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -209,14 +212,14 @@ __attribute__((noinline)) static uint64_t run_absl_syms(long iters,
   void *ptrs[MAX_FRAMES];
   char name[256];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = peer_absl_stacktrace(ptrs, MAX_FRAMES);
     for (int k = 0; k < n; k++) /* pc - 1: the call, as backtrace_symbols */
       (void)peer_absl_symbolize((const char *)ptrs[k] - 1, name, sizeof name);
     __asm__ volatile("" ::"r"(name) : "memory");
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -255,7 +258,7 @@ __attribute__((noinline)) static uint64_t run_libbt_syms(long iters,
                                                          int *frames) {
   bt_site_t site;
   const char *name = NULL;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     site.n = 0;
     backtrace_simple(g_bt_site, 0, bt_site_pc, bt_site_error, &site);
@@ -264,7 +267,7 @@ __attribute__((noinline)) static uint64_t run_libbt_syms(long iters,
                         &name);
     __asm__ volatile("" ::"r"(name) : "memory");
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = site.n;
   return t1 - t0;
 }
@@ -350,8 +353,8 @@ static bool part1_repeated_site(void) {
 #endif
   recurse(DEPTH, &r);
 
-  printf("1. Repeated call site, depth %d: ns per call (median of %d "
-         "interleaved repeats of ~%.0f ms)\n",
+  printf("1. Repeated call site, depth %d: ns per call, the thread's CPU "
+         "time (median of %d interleaved repeats of ~%.0f ms)\n",
          DEPTH, REPEATS, REPEAT_NS / 1e6);
   printf("  %-44s %10s %7s %7s\n", "method", "ns", "frames", "spread");
   for (int m = 0; m < M_COUNT; m++) {
@@ -632,7 +635,7 @@ static bool name_is(const char *got, const image_spec_t *img, int func) {
    is right when it gives the start of the function the address lies in. */
 static double snap_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     /* EXACT_PC0: the address is the pc to name, not a return address. */
     const snap_stack_t *s =
@@ -641,20 +644,20 @@ static double snap_pass(const addr_set_t *a, int *correct) {
     ok += f && f->symbol && f->symbol_addr == a->want[k];
     snap_stack_release(s);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
 
 static double dladdr_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     Dl_info info;
     ok += dladdr((void *)a->addr[k], &info) && info.dli_sname &&
           (uintptr_t)info.dli_saddr == a->want[k];
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -677,13 +680,13 @@ static void bt_syminfo(void *data, uintptr_t pc, const char *symname,
 
 static double bt_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     uintptr_t start = 0;
     backtrace_syminfo(g_bt, a->addr[k], bt_syminfo, bt_error, &start);
     ok += start == a->want[k];
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -697,11 +700,11 @@ static const image_spec_t *g_absl_img; /* names to check abseil's against */
 static double absl_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
   char name[256];
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++)
     ok += peer_absl_symbolize((const void *)a->addr[k], name, sizeof name) &&
           name_is(name, g_absl_img, a->func[k]);
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = a->func[0] < 0 ? -1 : ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -738,7 +741,7 @@ static bool dwfl_open(void *h, const char *path) {
 
 static double dwfl_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     Dwarf_Addr addr = a->addr[k];
     Dwfl_Module *mod = dwfl_addrmodule(g_dwfl, addr);
@@ -748,7 +751,7 @@ static double dwfl_pass(const addr_set_t *a, int *correct) {
           dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL) &&
           addr - off == a->want[k];
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -918,7 +921,7 @@ static bool part2_cold_lookup(void) {
          "snap_cached with the default cache (a miss that probes and fills\n"
          "   it). \"100k big\": 100 k functions %u bytes apart; libLLVM: "
          "Debian's, its exported\n   functions (nm -D). Median of up to %d "
-         "passes, ns per address\n",
+         "passes, ns per address (the thread's CPU time)\n",
          ADDRS, BENCH_FUNCS_BIG_PAD, MAX_PASSES);
   printf("  %-9s", "funcs");
   for (int l = 0; l < L_COUNT; l++)
@@ -1035,12 +1038,6 @@ static atomic_int g_active; /* workers taking part in the round */
 static uint64_t thread_waits(void) {
   struct rusage ru;
   return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_nvcsw : 0;
-}
-
-static uint64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void *worker_main(void *arg) {
