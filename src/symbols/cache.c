@@ -184,6 +184,8 @@ static bool caching(void) {
          atomic_load_explicit(&g_limit, memory_order_relaxed) > 0;
 }
 
+bool snap__cache_keeps(void) { return caching(); }
+
 /* What s takes from the allocator (its one block; views count apart). */
 static size_t stack_bytes(const snap_stack_t *s) {
   return snap__plat_alloc_size(s, s->bytes);

@@ -122,9 +122,10 @@ static int note_image(snap__stack_image_t *rec, int nrec, uintptr_t addr,
 /* The stack block of name_stack: a stack of up to ~20 frames. */
 #define LOCAL_BLOCK 3072
 
-/* Names pcs[0..n) into a new stack that also carries its key. */
+/* Names pcs[0..n) into a new stack that also carries its key; cached:
+   the cache will be offered it (else it keeps its own strings: stack.h). */
 static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
-                                uint64_t hash) {
+                                uint64_t hash, bool cached) {
   /* One zeroed block for the five arrays (a cold lookup is a few hundred
      ns: five allocations were a good part of it), on the stack for a stack
      of a few frames (then none); pointer-aligned parts first, the bools
@@ -200,7 +201,7 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
       if (frames[i].in_app)
         frames[kept++] = frames[i];
   }
-  s = snap__stack_pack(frames, kept, &key);
+  s = snap__stack_pack(frames, kept, &key, !cached);
   for (size_t i = 0; i < 2 * cells; i++)
     free(owned[i]);
   if (block != local)
@@ -241,7 +242,7 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
     *out = hit;
     return SNAP_OK;
   }
-  snap_stack_t *s = name_stack(pcs, n, flags, hash);
+  snap_stack_t *s = name_stack(pcs, n, flags, hash, snap__cache_keeps());
   if (!s)
     return SNAP_ENOMEM; /* name_stack fails only when an allocation does */
   *out = snap__cache_put(s);
@@ -257,7 +258,8 @@ int snap__symbolicate_uncached(const uintptr_t *pcs, int n, unsigned flags,
       (flags & ~NAMING_FLAGS))
     return SNAP_EINVAL;
   (void)snap__images_refresh_if_stale();
-  snap_stack_t *s = name_stack(pcs, n, flags, snap__stack_hash(pcs, n, flags));
+  snap_stack_t *s =
+      name_stack(pcs, n, flags, snap__stack_hash(pcs, n, flags), false);
   if (!s)
     return SNAP_ENOMEM;
   *out = s;

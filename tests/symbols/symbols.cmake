@@ -22,6 +22,11 @@ endif()
 # shrinking and deletions (issue 26: open addressing replaced uthash).
 snap_test(test_cache_index symbols/test_cache_index.c)
 
+# A stack the cache will not keep carries its own names, the same as an
+# interned one's, and holds nothing shared (issue 26).
+snap_test(test_uncached_strings symbols/test_uncached_strings.c)
+set_target_properties(test_uncached_strings PROPERTIES ENABLE_EXPORTS ON)
+
 # The cache's per-thread fronts count in its cap; a lower cap empties them,
 # also a waiting thread's (issue 12, "the bounded cache").
 snap_test(test_cache_fronts symbols/test_cache_fronts.c)
