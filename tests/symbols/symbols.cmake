@@ -18,6 +18,10 @@ if(SNAP_SANITIZE OR CMAKE_CROSSCOMPILING)
   target_compile_definitions(test_symbol_cache PRIVATE SNAP_TEST_CACHE_STACKS=200000)
 endif()
 
+# The shared strings against a model, through growth and churn (issue 26:
+# open addressing replaced the hash chains).
+snap_test(test_intern symbols/test_intern.c)
+
 # The shared table's index keeps every entry reachable through growth,
 # shrinking and deletions (issue 26: open addressing replaced uthash).
 snap_test(test_cache_index symbols/test_cache_index.c)
