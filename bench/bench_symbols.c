@@ -436,14 +436,15 @@ enum {
   L_SNAP_REUSED,
   L_SNAP_CACHED,
   L_BT,
+  L_BT_DEMANGLE,
   L_DLADDR,
   L_DWFL,
   L_ABSL,
   L_COUNT
 };
 static const char *const k_lookup_names[L_COUNT] = {
-    "snap",   "snap_reused", "snap_cached", "libbacktrace",
-    "dladdr", "libdwfl",     "absl"};
+    "snap",        "snap_reused", "snap_cached", "libbacktrace",
+    "bt_demangle", "dladdr",      "libdwfl",     "absl"};
 
 typedef struct lookup_result {
   double ns[L_COUNT];       /* median ns per address; < 0: n/a */
@@ -690,6 +691,38 @@ static double bt_pass(const addr_set_t *a, int *correct) {
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
+
+/* libbacktrace as a user who wants readable names uses it (libstdc++'s
+   <stacktrace> does this): backtrace_syminfo, then __cxa_demangle of a
+   C++ name, as stacksnap demangles every name it gives. Found with dlsym:
+   this program is C. */
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn g_cxa_demangle;
+
+static void bt_syminfo_demangle(void *data, uintptr_t pc, const char *symname,
+                                uintptr_t symval, uintptr_t symsize) {
+  (void)pc, (void)symsize;
+  *(uintptr_t *)data = symname ? symval : 0;
+  if (symname && symname[0] == '_' && symname[1] == 'Z') {
+    int status = 0;
+    char *d = g_cxa_demangle(symname, NULL, NULL, &status);
+    __asm__ volatile("" ::"r"(d) : "memory");
+    free(d);
+  }
+}
+
+static double bt_demangle_pass(const addr_set_t *a, int *correct) {
+  int ok = 0;
+  uint64_t t0 = thread_cpu_ns();
+  for (int k = 0; k < ADDRS; k++) {
+    uintptr_t start = 0;
+    backtrace_syminfo(g_bt, a->addr[k], bt_syminfo_demangle, bt_error, &start);
+    ok += start == a->want[k];
+  }
+  uint64_t t1 = thread_cpu_ns();
+  *correct = ok;
+  return (double)(t1 - t0) / ADDRS;
+}
 #endif
 
 #ifdef SNAP_BENCH_HAVE_ABSL
@@ -864,6 +897,9 @@ static bool lookup_image(const image_spec_t *img, lookup_result_t *out,
   if (g_bt) {
     out->first_us[L_BT] = first_use_us(L_BT, first);
     run_lookup(out, L_BT, bt_pass, &p, true);
+    g_cxa_demangle = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (g_cxa_demangle)
+      run_lookup(out, L_BT_DEMANGLE, bt_demangle_pass, &p, true);
   }
 #endif
 #ifdef SNAP_BENCH_HAVE_ABSL
@@ -920,8 +956,10 @@ static bool part2_cold_lookup(void) {
          "snap_set_symbol_cache_limit(0), so\n   every call names afresh; "
          "snap_cached with the default cache (a miss that probes and fills\n"
          "   it). \"100k big\": 100 k functions %u bytes apart; libLLVM: "
-         "Debian's, its exported\n   functions (nm -D). Median of up to %d "
-         "passes, ns per address (the thread's CPU time)\n",
+         "Debian's, its exported\n   functions (nm -D). bt_demangle: "
+         "libbacktrace, then __cxa_demangle of C++ names (as\n   <stacktrace> "
+         "does; stacksnap demangles every name it gives). Median of up to %d\n"
+         "   passes, ns per address (the thread's CPU time)\n",
          ADDRS, BENCH_FUNCS_BIG_PAD, MAX_PASSES);
   printf("  %-9s", "funcs");
   for (int l = 0; l < L_COUNT; l++)
