@@ -8,7 +8,9 @@
  *     SNAP_CAPTURE_APP_ONLY, the bare capture snap_capture_self alone (the
  *     difference is what the cache hit adds), against glibc's backtrace() +
  *     backtrace_symbols() + free() and abseil's GetStackTrace + Symbolize
- *     of each frame. Goal: >= 100x.
+ *     of each frame, and libbacktrace's backtrace_simple + backtrace_syminfo
+ *     of each frame (one state, made before timing). Goals: >= 100x glibc,
+ *     >= 15x libbacktrace.
  *  2. Cold lookup per address in images of 1 k, 10 k, 60 k and 100 k
  *     functions (libraries built from tests/symbols/gen_funcs.sh,
  *     dlopen'ed): each pass names 1 000 addresses no pass named before
@@ -40,7 +42,10 @@
  * libc.so.6 itself (linking libunwind would replace backtrace()); every
  * method of part 1 is timed from the same frame through one call site; the
  * repeats of part 1 are interleaved and the median kept, so a burst of
- * noise from other processes hits one repeat of every method.
+ * noise from other processes hits one repeat of every method. Parts 1 and
+ * 2 time with the thread's CPU clock (bench_clock.h, thread_cpu_ns): on
+ * a shared machine a pass is often preempted for longer than it runs,
+ * and wall time then measured the other processes.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -108,6 +113,7 @@ enum {
   M_CAPTURE_APP,
   M_BT_SYMS,
   M_ABSL_SYMS,
+  M_LIBBT_SYMS,
   M_COUNT
 };
 static const char *const k_method_names[M_COUNT] = {
@@ -117,6 +123,7 @@ static const char *const k_method_names[M_COUNT] = {
     [M_CAPTURE_APP] = "  the same with SNAP_CAPTURE_APP_ONLY",
     [M_BT_SYMS] = "backtrace + backtrace_symbols + free",
     [M_ABSL_SYMS] = "absl GetStackTrace + Symbolize each frame",
+    [M_LIBBT_SYMS] = "libbacktrace simple + syminfo each frame",
 };
 
 typedef struct site_result {
@@ -132,13 +139,13 @@ typedef struct site_result {
    depth for every method. */
 __attribute__((noinline)) static uint64_t run_syms(long iters, int *frames) {
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     const snap_stack_t *s = snap_callstack_symbols(MAX_FRAMES, 0);
     n = snap_stack_count(s);
     snap_stack_release(s);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -146,14 +153,14 @@ __attribute__((noinline)) static uint64_t run_syms(long iters, int *frames) {
 __attribute__((noinline)) static uint64_t run_syms_app(long iters,
                                                        int *frames) {
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     const snap_stack_t *s =
         snap_callstack_symbols(MAX_FRAMES, SNAP_CAPTURE_APP_ONLY);
     n = snap_stack_count(s);
     snap_stack_release(s);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -161,12 +168,12 @@ __attribute__((noinline)) static uint64_t run_syms_app(long iters,
 __attribute__((noinline)) static uint64_t run_capture(long iters, int *frames) {
   uintptr_t pcs[MAX_FRAMES];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = snap_capture_self(pcs, MAX_FRAMES, 0, 0);
     __asm__ volatile("" ::"r"(pcs) : "memory");
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -175,12 +182,12 @@ __attribute__((noinline)) static uint64_t run_capture_app(long iters,
                                                           int *frames) {
   uintptr_t pcs[MAX_FRAMES];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = snap_capture_self(pcs, MAX_FRAMES, 0, SNAP_CAPTURE_APP_ONLY);
     __asm__ volatile("" ::"r"(pcs) : "memory");
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -188,13 +195,13 @@ __attribute__((noinline)) static uint64_t run_capture_app(long iters,
 __attribute__((noinline)) static uint64_t run_bt_syms(long iters, int *frames) {
   void *ptrs[MAX_FRAMES];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = g_backtrace(ptrs, MAX_FRAMES);
     char **names = g_backtrace_symbols(ptrs, n);
     free(names);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
   return t1 - t0;
 }
@@ -205,21 +212,72 @@ __attribute__((noinline)) static uint64_t run_absl_syms(long iters,
   void *ptrs[MAX_FRAMES];
   char name[256];
   int n = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (long i = 0; i < iters; i++) {
     n = peer_absl_stacktrace(ptrs, MAX_FRAMES);
     for (int k = 0; k < n; k++) /* pc - 1: the call, as backtrace_symbols */
       (void)peer_absl_symbolize((const char *)ptrs[k] - 1, name, sizeof name);
     __asm__ volatile("" ::"r"(name) : "memory");
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *frames = n;
+  return t1 - t0;
+}
+#endif
+
+#ifdef SNAP_BENCH_HAVE_LIBBACKTRACE
+/* libbacktrace as a hook would use it for names: one state (made once,
+   threaded, before timing), backtrace_simple for the pcs, then
+   backtrace_syminfo of each (pc - 1, as the others name the call). */
+static struct backtrace_state *g_bt_site;
+
+typedef struct bt_site {
+  uintptr_t pcs[MAX_FRAMES];
+  int n;
+} bt_site_t;
+
+static int bt_site_pc(void *data, uintptr_t pc) {
+  bt_site_t *s = data;
+  if (s->n == MAX_FRAMES)
+    return 1;
+  s->pcs[s->n++] = pc;
+  return 0;
+}
+
+static void bt_site_error(void *data, const char *msg, int errnum) {
+  (void)data, (void)msg, (void)errnum;
+}
+
+static void bt_site_name(void *data, uintptr_t pc, const char *symname,
+                         uintptr_t symval, uintptr_t symsize) {
+  (void)pc, (void)symval, (void)symsize;
+  *(const char **)data = symname;
+}
+
+__attribute__((noinline)) static uint64_t run_libbt_syms(long iters,
+                                                         int *frames) {
+  bt_site_t site;
+  const char *name = NULL;
+  uint64_t t0 = thread_cpu_ns();
+  for (long i = 0; i < iters; i++) {
+    site.n = 0;
+    backtrace_simple(g_bt_site, 0, bt_site_pc, bt_site_error, &site);
+    for (int k = 0; k < site.n; k++)
+      backtrace_syminfo(g_bt_site, site.pcs[k] - 1, bt_site_name, bt_site_error,
+                        &name);
+    __asm__ volatile("" ::"r"(name) : "memory");
+  }
+  uint64_t t1 = thread_cpu_ns();
+  *frames = site.n;
   return t1 - t0;
 }
 #endif
 
 static uint64_t run_method(int m, long iters, int *frames) {
   switch (m) {
+#ifdef SNAP_BENCH_HAVE_LIBBACKTRACE
+  case M_LIBBT_SYMS: return run_libbt_syms(iters, frames);
+#endif
 #ifdef SNAP_BENCH_HAVE_ABSL
   case M_ABSL_SYMS: return run_absl_syms(iters, frames);
 #endif
@@ -234,6 +292,13 @@ static uint64_t run_method(int m, long iters, int *frames) {
 static bool method_available(int m) {
 #ifndef SNAP_BENCH_HAVE_ABSL
   if (m == M_ABSL_SYMS)
+    return false;
+#endif
+#ifdef SNAP_BENCH_HAVE_LIBBACKTRACE
+  if (m == M_LIBBT_SYMS && !g_bt_site)
+    return false;
+#else
+  if (m == M_LIBBT_SYMS)
     return false;
 #endif
   return m != M_BT_SYMS || (g_backtrace && g_backtrace_symbols);
@@ -283,10 +348,13 @@ __attribute__((noinline)) static void recurse(int levels, site_result_t *out) {
 
 static bool part1_repeated_site(void) {
   site_result_t r;
+#ifdef SNAP_BENCH_HAVE_LIBBACKTRACE
+  g_bt_site = backtrace_create_state(NULL, 1, bt_site_error, NULL);
+#endif
   recurse(DEPTH, &r);
 
-  printf("1. Repeated call site, depth %d: ns per call (median of %d "
-         "interleaved repeats of ~%.0f ms)\n",
+  printf("1. Repeated call site, depth %d: ns per call, the thread's CPU "
+         "time (median of %d interleaved repeats of ~%.0f ms)\n",
          DEPTH, REPEATS, REPEAT_NS / 1e6);
   printf("  %-44s %10s %7s %7s\n", "method", "ns", "frames", "spread");
   for (int m = 0; m < M_COUNT; m++) {
@@ -301,6 +369,8 @@ static bool part1_repeated_site(void) {
               r.ns[M_SYMS_APP]);
   print_ratio("(absl trace + Symbolize) / snap", r.ns[M_ABSL_SYMS],
               r.ns[M_SYMS]);
+  print_ratio("(libbacktrace simple + syminfo) / snap", r.ns[M_LIBBT_SYMS],
+              r.ns[M_SYMS]);
   printf("  %-44s %10.1f ns\n", "the cache hit adds to the capture",
          r.ns[M_SYMS] - r.ns[M_CAPTURE]);
   printf("  %-44s %10.1f ns\n", "  app-only: the cache hit adds",
@@ -311,11 +381,18 @@ static bool part1_repeated_site(void) {
     printf("    %s\n", snap_stack_line(r.sample, i));
   snap_stack_release(r.sample);
   bool met = r.ns[M_BT_SYMS] < 0 || r.ns[M_BT_SYMS] / r.ns[M_SYMS] >= 100;
-  printf("  goal (backtrace + symbols) / snap >= 100x: %s\n\n",
+  printf("  goal (backtrace + symbols) / snap >= 100x: %s\n",
          r.ns[M_BT_SYMS] < 0 ? "n/a"
          : met               ? "met"
                              : "NOT met");
-  return met;
+  /* Issue 26, goal 5: against the best peer, libbacktrace. */
+  bool met_bt =
+      r.ns[M_LIBBT_SYMS] < 0 || r.ns[M_LIBBT_SYMS] / r.ns[M_SYMS] >= 15;
+  printf("  goal (libbacktrace simple + syminfo) / snap >= 15x: %s\n\n",
+         r.ns[M_LIBBT_SYMS] < 0 ? "n/a"
+         : met_bt               ? "met"
+                                : "NOT met");
+  return met && met_bt;
 }
 
 /* ======================================================================
@@ -359,14 +436,15 @@ enum {
   L_SNAP_REUSED,
   L_SNAP_CACHED,
   L_BT,
+  L_BT_DEMANGLE,
   L_DLADDR,
   L_DWFL,
   L_ABSL,
   L_COUNT
 };
 static const char *const k_lookup_names[L_COUNT] = {
-    "snap",   "snap_reused", "snap_cached", "libbacktrace",
-    "dladdr", "libdwfl",     "absl"};
+    "snap",        "snap_reused", "snap_cached", "libbacktrace",
+    "bt_demangle", "dladdr",      "libdwfl",     "absl"};
 
 typedef struct lookup_result {
   double ns[L_COUNT];       /* median ns per address; < 0: n/a */
@@ -558,7 +636,7 @@ static bool name_is(const char *got, const image_spec_t *img, int func) {
    is right when it gives the start of the function the address lies in. */
 static double snap_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     /* EXACT_PC0: the address is the pc to name, not a return address. */
     const snap_stack_t *s =
@@ -567,20 +645,20 @@ static double snap_pass(const addr_set_t *a, int *correct) {
     ok += f && f->symbol && f->symbol_addr == a->want[k];
     snap_stack_release(s);
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
 
 static double dladdr_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     Dl_info info;
     ok += dladdr((void *)a->addr[k], &info) && info.dli_sname &&
           (uintptr_t)info.dli_saddr == a->want[k];
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -603,13 +681,45 @@ static void bt_syminfo(void *data, uintptr_t pc, const char *symname,
 
 static double bt_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     uintptr_t start = 0;
     backtrace_syminfo(g_bt, a->addr[k], bt_syminfo, bt_error, &start);
     ok += start == a->want[k];
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
+  *correct = ok;
+  return (double)(t1 - t0) / ADDRS;
+}
+
+/* libbacktrace as a user who wants readable names uses it (libstdc++'s
+   <stacktrace> does this): backtrace_syminfo, then __cxa_demangle of a
+   C++ name, as stacksnap demangles every name it gives. Found with dlsym:
+   this program is C. */
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn g_cxa_demangle;
+
+static void bt_syminfo_demangle(void *data, uintptr_t pc, const char *symname,
+                                uintptr_t symval, uintptr_t symsize) {
+  (void)pc, (void)symsize;
+  *(uintptr_t *)data = symname ? symval : 0;
+  if (symname && symname[0] == '_' && symname[1] == 'Z') {
+    int status = 0;
+    char *d = g_cxa_demangle(symname, NULL, NULL, &status);
+    __asm__ volatile("" ::"r"(d) : "memory");
+    free(d);
+  }
+}
+
+static double bt_demangle_pass(const addr_set_t *a, int *correct) {
+  int ok = 0;
+  uint64_t t0 = thread_cpu_ns();
+  for (int k = 0; k < ADDRS; k++) {
+    uintptr_t start = 0;
+    backtrace_syminfo(g_bt, a->addr[k], bt_syminfo_demangle, bt_error, &start);
+    ok += start == a->want[k];
+  }
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -623,11 +733,11 @@ static const image_spec_t *g_absl_img; /* names to check abseil's against */
 static double absl_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
   char name[256];
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++)
     ok += peer_absl_symbolize((const void *)a->addr[k], name, sizeof name) &&
           name_is(name, g_absl_img, a->func[k]);
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = a->func[0] < 0 ? -1 : ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -664,7 +774,7 @@ static bool dwfl_open(void *h, const char *path) {
 
 static double dwfl_pass(const addr_set_t *a, int *correct) {
   int ok = 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = thread_cpu_ns();
   for (int k = 0; k < ADDRS; k++) {
     Dwarf_Addr addr = a->addr[k];
     Dwfl_Module *mod = dwfl_addrmodule(g_dwfl, addr);
@@ -674,7 +784,7 @@ static double dwfl_pass(const addr_set_t *a, int *correct) {
           dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL) &&
           addr - off == a->want[k];
   }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = thread_cpu_ns();
   *correct = ok;
   return (double)(t1 - t0) / ADDRS;
 }
@@ -787,6 +897,9 @@ static bool lookup_image(const image_spec_t *img, lookup_result_t *out,
   if (g_bt) {
     out->first_us[L_BT] = first_use_us(L_BT, first);
     run_lookup(out, L_BT, bt_pass, &p, true);
+    g_cxa_demangle = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (g_cxa_demangle)
+      run_lookup(out, L_BT_DEMANGLE, bt_demangle_pass, &p, true);
   }
 #endif
 #ifdef SNAP_BENCH_HAVE_ABSL
@@ -843,8 +956,10 @@ static bool part2_cold_lookup(void) {
          "snap_set_symbol_cache_limit(0), so\n   every call names afresh; "
          "snap_cached with the default cache (a miss that probes and fills\n"
          "   it). \"100k big\": 100 k functions %u bytes apart; libLLVM: "
-         "Debian's, its exported\n   functions (nm -D). Median of up to %d "
-         "passes, ns per address\n",
+         "Debian's, its exported\n   functions (nm -D). bt_demangle: "
+         "libbacktrace, then __cxa_demangle of C++ names (as\n   <stacktrace> "
+         "does; stacksnap demangles every name it gives). Median of up to %d\n"
+         "   passes, ns per address (the thread's CPU time)\n",
          ADDRS, BENCH_FUNCS_BIG_PAD, MAX_PASSES);
   printf("  %-9s", "funcs");
   for (int l = 0; l < L_COUNT; l++)
@@ -961,12 +1076,6 @@ static atomic_int g_active; /* workers taking part in the round */
 static uint64_t thread_waits(void) {
   struct rusage ru;
   return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_nvcsw : 0;
-}
-
-static uint64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void *worker_main(void *arg) {

@@ -2,8 +2,9 @@
  * cache.c — the bounded, verified symbolication cache: a small per-thread
  * front over a striped shared table.
  *
- * Shared table: uthash tables (third_party/uthash, vendored) keyed by the
- * 64-bit stack hash, one per stripe, the stripe chosen by the hash. An entry
+ * Shared table: one open-addressed index per stripe (see "A stripe's
+ * index" below) keyed by the 64-bit stack hash, the stripe chosen by the
+ * hash. An entry
  * holds one reference to a named stack, its size, and its place in the stripe's
  * LRU list; the stack itself carries the real key (flags and every pc).
  *
@@ -41,8 +42,8 @@
  *    lock-free identity of every such image equals what the table recorded
  *    when the slot was filled (idents_of, idents_live).
  *
- * Memory: the cap counts the table (entries, compact stacks and uthash's
- * index of each stripe), the fronts (each thread's slot block and every
+ * Memory: the cap counts the table (entries, compact stacks and the index
+ * of each stripe), the fronts (each thread's slot block and every
  * stack a slot holds, at its size when filled: also counted when the table
  * holds it too, an upper bound), the shared symbol strings (intern.c) and
  * the stacks' views (frames and lines built when a user asked for them:
@@ -79,14 +80,6 @@
 #include "symbols/intern.h"
 #include "symbols/stack.h"
 
-/* uthash reports a failed allocation through this hook instead of exiting
-   the process (its default), which a library must never do. Only read
-   under a stripe's lock, right after the HASH_ADD that may set it. */
-#define HASH_NONFATAL_OOM 1
-static _Thread_local bool t_hash_oom;
-#define uthash_nonfatal_oom(elt) (t_hash_oom = true)
-#include <uthash.h>
-
 #define STRIPES 16
 #define FRONT_SLOTS 128
 
@@ -94,19 +87,27 @@ static _Thread_local bool t_hash_oom;
    builds for Apple) the SDK's Darwin module defines `struct entry`
    (<search.h>), and a different one here would not compile. */
 typedef struct cache_entry {
-  UT_hash_handle hh;
   uint64_t key;
   struct cache_entry *newer, *older; /* LRU list; head = most recent */
   snap_stack_t *stack;               /* one reference */
   size_t bytes;
 } cache_entry_t;
 
+/* One cell of a stripe's index: the key beside its entry, so that a probe
+   reads the index alone until the key matches (a miss reads no entry). */
+typedef struct index_cell {
+  uint64_t key;
+  struct cache_entry *e; /* NULL: empty */
+} index_cell_t;
+
 typedef struct stripe {
   snap__lock_t lock;
-  cache_entry_t *table;
+  index_cell_t *index; /* 1 << index_bits cells, or NULL when empty */
+  unsigned index_bits;
+  size_t used; /* cells holding an entry */
   cache_entry_t *newest, *oldest;
   size_t bytes;       /* entries, their stacks and index_bytes */
-  size_t index_bytes; /* uthash's table and bucket array, as last counted */
+  size_t index_bytes; /* the index block, as last counted */
   uint64_t entries, hits, misses, evictions;
 } stripe_t;
 
@@ -182,6 +183,8 @@ static bool caching(void) {
   return atomic_load_explicit(&g_ready, memory_order_acquire) &&
          atomic_load_explicit(&g_limit, memory_order_relaxed) > 0;
 }
+
+bool snap__cache_keeps(void) { return caching(); }
 
 /* What s takes from the allocator (its one block; views count apart). */
 static size_t stack_bytes(const snap_stack_t *s) {
@@ -500,17 +503,104 @@ static void lru_push(stripe_t *st, cache_entry_t *e) {
     st->oldest = e;
 }
 
-/* Counts what uthash's index of st takes now (it grows and shrinks its
-   bucket array on its own, and frees it with the last entry). Under the
-   stripe's lock, after every add or delete. */
-static void reindex(stripe_t *st) {
-  size_t now = 0;
-  if (st->table) {
-    const UT_hash_table *tbl = st->table->hh.tbl;
-    now = snap__plat_alloc_size(tbl, sizeof *tbl) +
-          snap__plat_alloc_size(tbl->buckets,
-                                tbl->num_buckets * sizeof *tbl->buckets);
+/* ---- A stripe's index: open addressing, linear probing ------------------
+   Why not a chained table (uthash, until issue 26): it lets a chain grow to
+   ten entries before it doubles, and each link is an entry of its own,
+   somewhere in the heap; a miss walked the whole chain, twice (the probe,
+   then the insertion's), a cache miss a link: 24 % of a cold lookup with
+   the cache on. Here a probe reads consecutive cells of one block, at most
+   half full. Keys are hashes already (hash.h); the multiply spreads the
+   bits the stripe choice used. Deletion shifts the cells after the hole
+   back (no tombstones: a table that churns stays as fast). */
+
+static size_t home_of(uint64_t key, unsigned bits) {
+  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+/* The cell holding key, or NULL. */
+static index_cell_t *index_find(const stripe_t *st, uint64_t key) {
+  if (!st->index)
+    return NULL;
+  size_t mask = ((size_t)1 << st->index_bits) - 1;
+  for (size_t i = home_of(key, st->index_bits);; i = (i + 1) & mask) {
+    index_cell_t *c = &st->index[i];
+    if (!c->e)
+      return NULL;
+    if (c->key == key)
+      return c;
   }
+}
+
+static void index_place(index_cell_t *cells, unsigned bits, uint64_t key,
+                        cache_entry_t *e) {
+  size_t mask = ((size_t)1 << bits) - 1;
+  size_t i = home_of(key, bits);
+  while (cells[i].e)
+    i = (i + 1) & mask;
+  cells[i] = (index_cell_t){key, e};
+}
+
+/* Rebuilds st's index with 1 << bits cells (bits 0: none). false: out of
+   memory, st unchanged. */
+static bool index_resize(stripe_t *st, unsigned bits) {
+  index_cell_t *cells = NULL;
+  if (bits) {
+    cells = calloc((size_t)1 << bits, sizeof *cells);
+    if (!cells)
+      return false;
+    for (size_t i = 0; st->index && i < ((size_t)1 << st->index_bits); i++)
+      if (st->index[i].e)
+        index_place(cells, bits, st->index[i].key, st->index[i].e);
+  }
+  free(st->index);
+  st->index = cells;
+  st->index_bits = bits;
+  return true;
+}
+
+/* Adds key -> e (key not present). false: out of memory, not added. */
+static bool index_add(stripe_t *st, uint64_t key, cache_entry_t *e) {
+  if (!st->index || 2 * (st->used + 1) > ((size_t)1 << st->index_bits)) {
+    unsigned bits = st->index ? st->index_bits + 1 : 5;
+    if (!index_resize(st, bits))
+      return false;
+  }
+  index_place(st->index, st->index_bits, key, e);
+  st->used++;
+  return true;
+}
+
+/* Removes the cell c (of st's index): the cells after it that probed past
+   it move back, so that every key stays reachable from its home. The
+   index shrinks when an eighth full, and goes with its last entry. */
+static void index_remove(stripe_t *st, index_cell_t *c) {
+  size_t mask = ((size_t)1 << st->index_bits) - 1;
+  size_t hole = (size_t)(c - st->index);
+  for (size_t i = (hole + 1) & mask; st->index[i].e; i = (i + 1) & mask) {
+    size_t home = home_of(st->index[i].key, st->index_bits);
+    /* Movable when its home is not in (hole, i], cyclically. */
+    bool stays =
+        hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
+    if (!stays) {
+      st->index[hole] = st->index[i];
+      hole = i;
+    }
+  }
+  st->index[hole] = (index_cell_t){0, NULL};
+  st->used--;
+  if (st->used == 0)
+    (void)index_resize(st, 0);
+  else if (st->index_bits > 5 && 8 * st->used < ((size_t)1 << st->index_bits))
+    (void)index_resize(st, st->index_bits - 1); /* no memory: stays big */
+}
+
+/* Counts what st's index takes now. Under the stripe's lock, after every
+   add or delete. */
+static void reindex(stripe_t *st) {
+  size_t now = st->index ? snap__plat_alloc_size(st->index,
+                                                 ((size_t)1 << st->index_bits) *
+                                                     sizeof *st->index)
+                         : 0;
   st->bytes = st->bytes - st->index_bytes + now;
   if (now >= st->index_bytes)
     atomic_fetch_add_explicit(&g_table_bytes, now - st->index_bytes,
@@ -521,10 +611,18 @@ static void reindex(stripe_t *st) {
   st->index_bytes = now;
 }
 
+/* The entry for key in st, or NULL. */
+static cache_entry_t *find(const stripe_t *st, uint64_t key) {
+  index_cell_t *c = index_find(st, key);
+  return c ? c->e : NULL;
+}
+
 /* Unlinks e; returns its stack, to be released after the lock is
    dropped (a release may free memory: keep it out of the critical section). */
 static snap_stack_t *drop(stripe_t *st, cache_entry_t *e) {
-  HASH_DELETE(hh, st->table, e);
+  index_cell_t *c = index_find(st, e->key);
+  if (c && c->e == e)
+    index_remove(st, c);
   reindex(st);
   lru_unlink(st, e);
   st->bytes -= e->bytes;
@@ -558,8 +656,7 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
-  cache_entry_t *e;
-  HASH_FIND(hh, st->table, &key, sizeof key, e);
+  cache_entry_t *e = find(st, key);
   if (e && same_key(e->stack, pcs, n, flags)) {
     lru_unlink(st, e);
     lru_push(st, e);
@@ -581,7 +678,7 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
   }
   snap_stack_t *stale = NULL;
   snap__plat_lock_lock(&st->lock);
-  HASH_FIND(hh, st->table, &key, sizeof key, e);
+  e = find(st, key);
   if (e && e->stack == hit)
     stale = drop(st, e);
   st->hits--; /* it was a miss after all */
@@ -678,8 +775,7 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
-  cache_entry_t *e;
-  HASH_FIND(hh, st->table, &key, sizeof key, e);
+  cache_entry_t *e = find(st, key);
   if (e && same_key(e->stack, s->key.pcs, s->key.n, s->key.flags) &&
       e->stack->key.generation == s->key.generation) {
     /* Another thread named the same stack first: hand out its copy. */
@@ -690,10 +786,9 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   } else {
     if (e) /* a collision or a stale twin: the newer answer wins */
       out[nout++] = drop(st, e);
-    t_hash_oom = false;
-    HASH_ADD(hh, st->table, key, sizeof key, fresh_entry);
+    bool added_ok = index_add(st, key, fresh_entry);
     reindex(st);
-    if (t_hash_oom) { /* uthash could not grow its index: not cached */
+    if (!added_ok) { /* the index could not grow: not cached */
       out[nout++] = fresh_entry->stack;
       free(fresh_entry);
     } else {

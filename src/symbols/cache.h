@@ -42,6 +42,9 @@ uint64_t snap__cache_front_misses(void);
    itself, or an equal one another thread cached first (then s is
    released). Consumes the caller's reference to s. */
 const snap_stack_t *snap__cache_put(snap_stack_t *s);
+/* Whether the cache keeps stacks now (it is ready and its cap is above
+   0): a stack named when it does not is packed with its own strings. */
+bool snap__cache_keeps(void);
 
 /* For tests: keep only these bits of every key, to force collisions. */
 void snap__cache_set_key_mask(uint64_t mask);

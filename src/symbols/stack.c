@@ -9,6 +9,9 @@
  * names live once for all stacks (intern.c); a symbol_addr more than 4 GiB
  * below its pc (no real function) makes the block keep full addresses
  * (wide); source lines, when asked for, add a file id and line per frame.
+ * A stack the cache will not keep carries its own copies of the names at
+ * the end of the block instead (own_strings: ids are then offsets in the
+ * block), which takes neither the shared strings' lock nor their hash.
  * One allocation, so the cache can charge its exact size against the cap.
  *
  * The views: snap_frame_t per frame, built on the first snap_stack_frame
@@ -98,7 +101,7 @@ static size_t format_line(char *dst, int i, const snap_frame_t *f) {
 /* One frame, compact. image: index into the stack's name pairs, with the
    frame's app-ness in its top bit. */
 typedef struct rec {
-  uint32_t symbol; /* intern id, 0: unknown */
+  uint32_t symbol; /* intern id (own strings: offset), 0: unknown */
   uint32_t delta;  /* pc - symbol_addr (wide stacks: see wide_addrs) */
   uint16_t pc;     /* index into key.pcs */
   uint16_t image;
@@ -116,7 +119,7 @@ typedef struct name_pair {
 } name_pair_t;
 
 typedef struct line_rec {
-  uint32_t file; /* intern id, 0: none */
+  uint32_t file; /* intern id (own strings: offset), 0: none */
   uint32_t line;
 } line_rec_t;
 
@@ -179,7 +182,7 @@ static parts_t parts(const snap_stack_t *s) {
 }
 
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
-                               const snap__stack_key_t *key) {
+                               const snap__stack_key_t *key, bool own_strings) {
   /* Scratch, one block (on the stack for up to ~30 frames: a cold lookup
      of one pc then makes one allocation here, the stack itself): names
      and strs (pointers) first, then ids and pair (4 and 2 bytes a cell). */
@@ -216,16 +219,38 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
     strs[n + i] = f->source_file;
   }
   layout_t l = layout_of(key->n, key->n_images, n_names, n, wide, lines);
-  char *block = malloc(l.end);
-  if (!block || snap__intern_acquire(strs, 2 * n, ids) != SNAP_OK) {
+  /* Own strings go after the rest; a record holds its string's offset in
+     the block (never 0: the header comes first) instead of an id. */
+  size_t end = l.end;
+  for (int k = 0; own_strings && k < 2 * n; k++)
+    if (strs[k])
+      end += strlen(strs[k]) + 1;
+  if (end > UINT32_MAX) /* offsets would not fit: intern after all */
+    own_strings = false, end = l.end;
+  char *block = malloc(end);
+  if (block && own_strings) {
+    size_t at = l.end;
+    for (int k = 0; k < 2 * n; k++) {
+      ids[k] = 0;
+      if (strs[k]) {
+        size_t len = strlen(strs[k]) + 1;
+        memcpy(block + at, strs[k], len);
+        ids[k] = (uint32_t)at;
+        at += len;
+      }
+    }
+  } else if (block && snap__intern_acquire(strs, 2 * n, ids) != SNAP_OK) {
     free(block);
-    goto out;
+    block = NULL;
   }
+  if (!block)
+    goto out;
   s = (snap_stack_t *)(void *)block;
   memset(s, 0, sizeof *s);
   atomic_init(&s->refs, 1);
   s->count = n;
-  s->bytes = l.end;
+  s->bytes = end;
+  s->own_strings = own_strings;
   s->key = *key;
   s->n_names = (uint16_t)n_names;
   s->wide = wide;
@@ -266,6 +291,14 @@ out:
   return s;
 }
 
+/* A symbol or file name of s: an id of the shared strings, or with own
+   strings an offset in s's block; 0: none. */
+static const char *string_of(const snap_stack_t *s, uint32_t ref) {
+  if (s->own_strings)
+    return ref ? (const char *)s + ref : NULL;
+  return snap__intern_get(ref);
+}
+
 /* Frame i of s as users see it. */
 static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i) {
   const rec_t *r = &p->recs[i];
@@ -277,12 +310,12 @@ static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i) {
   f.image_path = np->path;
   f.build_id = np->build_id;
   f.image_size = np->size;
-  f.symbol = snap__intern_get(r->symbol);
+  f.symbol = string_of(s, r->symbol);
   if (f.symbol)
     f.symbol_addr = s->wide ? p->wide_addrs[i] : f.pc - r->delta;
   f.in_app = (r->image & IN_APP) != 0;
   if (s->lines) {
-    f.source_file = snap__intern_get(p->lines[i].file);
+    f.source_file = string_of(s, p->lines[i].file);
     f.source_line = f.source_file ? p->lines[i].line : 0;
   }
   return f;
@@ -379,7 +412,7 @@ static void stack_free(snap_stack_t *s) {
   parts_t p = parts(s);
   uint32_t ids[64];
   int k = 0;
-  for (int i = 0; i < s->count; i++) {
+  for (int i = 0; !s->own_strings && i < s->count; i++) {
     ids[k++] = p.recs[i].symbol;
     if (s->lines)
       ids[k++] = p.lines[i].file;

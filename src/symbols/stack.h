@@ -58,14 +58,20 @@ struct snap_stack {
   uint16_t n_names; /* distinct (image name, base) pairs */
   bool wide;  /* a symbol_addr too far below its pc: full addresses kept */
   bool lines; /* source file and line per frame kept */
+  bool own_strings; /* names copied into the block, not interned */
 };
 
 /* Packs n frames (symbol and file names interned) and the key it answers
    (pcs and image records copied) into one new stack with one reference;
    NULL when out of memory. Every frames[i].pc is one of key->pcs, in
-   order (app-only naming drops some). */
+   order (app-only naming drops some). own_strings: the names are copied
+   into the block instead, for a stack the cache will not keep (a cap of
+   0, snap__symbolicate_uncached): interning is worth its lock and hash
+   only for names that many cached stacks share, and an uncached stack's
+   were interned and dropped again at once (two lock round trips and an
+   allocation per cold lookup: a third of one in a 60 k-function library). */
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
-                               const snap__stack_key_t *key);
+                               const snap__stack_key_t *key, bool own_strings);
 /* Adds a reference; returns s. */
 snap_stack_t *snap__stack_retain(const snap_stack_t *s);
 

@@ -122,9 +122,10 @@ static int note_image(snap__stack_image_t *rec, int nrec, uintptr_t addr,
 /* The stack block of name_stack: a stack of up to ~20 frames. */
 #define LOCAL_BLOCK 3072
 
-/* Names pcs[0..n) into a new stack that also carries its key. */
+/* Names pcs[0..n) into a new stack that also carries its key; cached:
+   the cache will be offered it (else it keeps its own strings: stack.h). */
 static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
-                                uint64_t hash) {
+                                uint64_t hash, bool cached) {
   /* One zeroed block for the five arrays (a cold lookup is a few hundred
      ns: five allocations were a good part of it), on the stack for a stack
      of a few frames (then none); pointer-aligned parts first, the bools
@@ -153,7 +154,12 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                            .pcs = pcs,
                            .images = rec,
                            .generation = snap__images_generation(t)};
-  snap__trampolines_mark(t, pcs, n, sigret);
+  /* A pc's trampoline mark only decides whether it and the pc after it
+     are exact. One pc that is exact already (the way a single address is
+     named: snap_symbolicate(&addr, 1, SNAP_SYMBOLICATE_EXACT_PC0)) has no
+     use for it: skip the trampoline table's lock (sigret stays false). */
+  if (n > 1 || (n == 1 && pcs[0] && !(flags & SNAP_SYMBOLICATE_EXACT_PC0)))
+    snap__trampolines_mark(t, pcs, n, sigret);
   for (int i = 0; i < n; i++) {
     uintptr_t pc = pcs[i];
     bool exact = pc == 0 || sigret[i] || (i > 0 && sigret[i - 1]) ||
@@ -195,7 +201,7 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
       if (frames[i].in_app)
         frames[kept++] = frames[i];
   }
-  s = snap__stack_pack(frames, kept, &key);
+  s = snap__stack_pack(frames, kept, &key, !cached);
   for (size_t i = 0; i < 2 * cells; i++)
     free(owned[i]);
   if (block != local)
@@ -236,7 +242,7 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
     *out = hit;
     return SNAP_OK;
   }
-  snap_stack_t *s = name_stack(pcs, n, flags, hash);
+  snap_stack_t *s = name_stack(pcs, n, flags, hash, snap__cache_keeps());
   if (!s)
     return SNAP_ENOMEM; /* name_stack fails only when an allocation does */
   *out = snap__cache_put(s);
@@ -252,7 +258,8 @@ int snap__symbolicate_uncached(const uintptr_t *pcs, int n, unsigned flags,
       (flags & ~NAMING_FLAGS))
     return SNAP_EINVAL;
   (void)snap__images_refresh_if_stale();
-  snap_stack_t *s = name_stack(pcs, n, flags, snap__stack_hash(pcs, n, flags));
+  snap_stack_t *s =
+      name_stack(pcs, n, flags, snap__stack_hash(pcs, n, flags), false);
   if (!s)
     return SNAP_ENOMEM;
   *out = s;

@@ -18,6 +18,19 @@ if(SNAP_SANITIZE OR CMAKE_CROSSCOMPILING)
   target_compile_definitions(test_symbol_cache PRIVATE SNAP_TEST_CACHE_STACKS=200000)
 endif()
 
+# The shared strings against a model, through growth and churn (issue 26:
+# open addressing replaced the hash chains).
+snap_test(test_intern symbols/test_intern.c)
+
+# The shared table's index keeps every entry reachable through growth,
+# shrinking and deletions (issue 26: open addressing replaced uthash).
+snap_test(test_cache_index symbols/test_cache_index.c)
+
+# A stack the cache will not keep carries its own names, the same as an
+# interned one's, and holds nothing shared (issue 26).
+snap_test(test_uncached_strings symbols/test_uncached_strings.c)
+set_target_properties(test_uncached_strings PROPERTIES ENABLE_EXPORTS ON)
+
 # The cache's per-thread fronts count in its cap; a lower cap empties them,
 # also a waiting thread's (issue 12, "the bounded cache").
 snap_test(test_cache_fronts symbols/test_cache_fronts.c)
