@@ -38,9 +38,12 @@ unsigned snap__lag_capture_flags(void) {
    a thread blocks). */
 const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   /* Its run state before the sample: right after one it is still on its
-     way out of the signal handler, so it would read "running". */
-  snap__plat_sched_t os;
-  snap__plat_thread_sched(m->tid, &os);
+     way out of the signal handler, so it would read "running". One read
+     (a look), not the counters' several: the sample's wait says the rest. */
+  snap__plat_thread_look_t look;
+  snap__plat_sched_t os = snap__plat_sched_unknown();
+  if (snap__plat_thread_look(m->tid, &look) == SNAP_OK && look.running)
+    os.run = SNAP__RUN_READY;
   /* When it last ran before the sample is what bounds when its wait
      began (report.c). */
   m->t_ns = snap__plat_now_ns();
