@@ -31,10 +31,10 @@
  *         busy machine: the reader, just woken to look, often holds the
  *         thread's CPU at that instant);
  *      b. the instant: running when the CPU clock moved across the OS's
- *         read; runnable when it did not and the clock is exact (Linux
+ *         read; runnable when it did not, the clock is exact (Linux
  *         brings a running thread's clock up to date on every read; xnu
  *         charges it only at kernel entries, so there an unmoved clock
- *         says nothing);
+ *         says nothing) and no sample ran on it afterwards;
  *      c. a sample ran on it: running (the signal ran on a CPU);
  *      d. otherwise ready, running or runnable.
  *   5. Nothing known: unknown.
