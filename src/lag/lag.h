@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blocked/thread_state.h"
 #include "platform/platform.h"
 #include "platform/process.h"
 #include "platform/thread_facts.h"
@@ -87,8 +88,8 @@ typedef struct snap__split {
   int64_t blocked_ns;             /* the rest: waiting for an event */
   int64_t voluntary, involuntary; /* context switches */
   int64_t major_faults;
-  unsigned states[SNAP__SCHED_STATE_COUNT]; /* samples per state */
-  unsigned waits[SNAP__WAIT_COUNT];         /* blocked samples per wait */
+  uint32_t states[SNAP__STATE_COUNT];   /* samples per state */
+  uint32_t waits[SNAP_WAIT_KIND_COUNT]; /* blocked samples per kind */
 } snap__split_t;
 
 /* Nothing yet: wall 0, the rest 0 (a sum of no intervals). */
@@ -105,23 +106,22 @@ void snap__split_stretch(snap__split_t *s, const snap__edge_t *from,
    apart. */
 void snap__split_add(snap__split_t *s, const snap__plat_sched_t *from,
                      const snap__plat_sched_t *to, uint64_t wall_ns);
-/* Counts one sample's state. */
-void snap__split_count(snap__split_t *s, const snap__plat_sched_t *at);
-/* "running" ... for the report; NULL out of range. */
-const char *snap__sched_state_name(unsigned state);
-const char *snap__sched_wait_name(unsigned wait);
+/* Counts one sample's state (src/blocked/'s answer for it). */
+void snap__split_count(snap__split_t *s, const snap__thread_state_t *at);
 
 /* ---- Point-stack ring (ring.c) ------------------------------------------- */
 
 #define SNAP__RING_DEPTH 128
 
 typedef struct snap__point {
-  uint32_t seq;             /* busy stretch it was taken in */
-  uint64_t t_ns;            /* when */
-  int64_t cpu_ns;           /* main thread's CPU time then (-1 unknown) */
-  snap__plat_sched_t sched; /* its state and counters just before the
-                               sample (a sampled thread reads running) */
-  int n;                    /* pcs */
+  uint32_t seq;               /* busy stretch it was taken in */
+  uint64_t t_ns;              /* when */
+  int64_t cpu_ns;             /* main thread's CPU time then (-1 unknown) */
+  snap__plat_sched_t sched;   /* its counters just before the sample (a
+                                 sampled thread reads running) */
+  snap__thread_state_t state; /* what it did since the stretch's previous
+                                 point (snap__state_judge) */
+  int n;                      /* pcs */
   uintptr_t pcs[SNAP__RING_DEPTH];
 } snap__point_t;
 
@@ -301,12 +301,15 @@ typedef enum snap__owner_why {
 typedef struct snap__lag_thread {
   snap_thread_t tid;
   char name[32];
-  bool main, running;
-  int error;                 /* SNAP_OK, or why there are no frames */
-  snap_wait_t wait;          /* what it waited for when sampled (kind
-                                SNAP_WAIT_NONE: nothing, or unsampled) */
-  uint8_t owner_why;         /* snap__owner_why_t */
-  const snap_stack_t *stack; /* owned; NULL on error */
+  bool main;
+  snap__thread_state_t state; /* what it did (snap__state_judge): from the
+                                 OS's run state read before any thread
+                                 was sampled, and its sample's wait */
+  int error;                  /* SNAP_OK, or why there are no frames */
+  snap_wait_t wait;           /* what it waited for when sampled (kind
+                                 SNAP_WAIT_NONE: nothing, or unsampled) */
+  uint8_t owner_why;          /* snap__owner_why_t */
+  const snap_stack_t *stack;  /* owned; NULL on error */
 } snap__lag_thread_t;
 
 /* ---- Wait chains and deadlocks (wait_chain.c) ---------------------------- */
@@ -516,16 +519,17 @@ static inline uint64_t snap__stolen_ns(const snap__wake_facts_t *f,
 #define SNAP__DUMP_DEPTH 256 /* frames kept of each thread in a report */
 
 typedef struct snap__main_sample {
-  snap_thread_t tid; /* the main thread */
-  bool running;      /* its scheduler state just before the last sample */
-  uint64_t t_ns;     /* when the last sample was taken ... */
-  int64_t cpu_ns;    /* ... and the main thread's CPU time just before it
-                        (-1 unknown) */
-  int n;             /* the last sample's pcs, or why there are none (< 0) */
-  int error;         /* SNAP_OK, or why the last sample has no named stack */
-  snap_wait_t wait;  /* what the last sample waited for (kind NONE when
-                        nothing, or the sample failed), its owner named
-                        then */
+  snap_thread_t tid;          /* the main thread */
+  snap__thread_state_t state; /* what it did at the last sample: the OS's
+                                 reading just before it and its wait */
+  uint64_t t_ns;              /* when the last sample was taken ... */
+  int64_t cpu_ns;   /* ... and the main thread's CPU time just before it
+                       (-1 unknown) */
+  int n;            /* the last sample's pcs, or why there are none (< 0) */
+  int error;        /* SNAP_OK, or why the last sample has no named stack */
+  snap_wait_t wait; /* what the last sample waited for (kind NONE when
+                       nothing, or the sample failed), its owner named
+                       then */
   snap__loop_view_t loop; /* the loop's state once the capture returned */
   int owner_rc;           /* a known owner looked at right after the sample: */
   snap__plat_thread_look_t owner; /* SNAP_OK and what was seen, or why not */

@@ -14,7 +14,7 @@
  * its start, which tells it from a thread given its TID later).
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
- * what is a lag, or write anything.
+ * what is a lag or what state a thread is in, or write anything.
  */
 #include "capture/capture.h"
 #include "lag/lag.h"
@@ -37,17 +37,31 @@ unsigned snap__lag_capture_flags(void) {
    did not answer in time, e.g. under TSan, which holds signals back while
    a thread blocks). */
 const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
-  /* Its state before the sample: right after one it is still on its way
-     out of the signal handler, so it would read "running". */
-  m->running = snap_thread_is_running(m->tid) == 1;
+  /* Its run state before the sample: right after one it is still on its
+     way out of the signal handler, so it would read "running". One read
+     (a look), not the counters' several: the sample's wait says the rest. */
+  snap__plat_thread_look_t look;
+  snap__plat_sched_t os = snap__plat_sched_unknown();
+  if (snap__plat_thread_look(m->tid, &look) == SNAP_OK && look.running)
+    os.run = SNAP__RUN_READY;
   /* When it last ran before the sample is what bounds when its wait
      began (report.c). */
   m->t_ns = snap__plat_now_ns();
   m->cpu_ns = snap__plat_thread_cpu_ns(m->tid);
   m->wait = (snap_wait_t){.size = sizeof m->wait};
+  bool from_os = false;
   int n = snap__capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
                                     snap__lag_capture_flags(), &m->wait, true,
-                                    NULL);
+                                    &from_os);
+  m->state = snap__state_judge(
+      &(snap__state_facts_t){.cpu0_ns = -1,
+                             .cpu1_ns = -1,
+                             .runq0_ns = -1,
+                             .runq1_ns = -1,
+                             .os = &os,
+                             .wait = n >= 0 ? &m->wait : NULL,
+                             .wait_from_os = from_os,
+                             .plat = snap__plat_trace_facts()});
   m->n = n; /* kept for the thread dump */
   /* Where the loop is once the capture returned, before the naming (the
      first naming of an image takes tens of ms): a stack captured inside
@@ -63,32 +77,20 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   return s;
 }
 
-/* Running or runnable, judged over the interval since the stretch's
-   previous point (or since the watchdog saw the stretch begin): running
-   when the thread got at least as much CPU as it waited for one. The
-   platform's own answer is for one instant, and at that instant the
-   watchdog itself, just woken to read it, may hold the thread's CPU (on a
-   machine whose every CPU is busy it usually does): the interval says
-   what the thread did while nobody looked. Left as is when either
-   figure is unknown. */
-static void running_or_runnable(const snap__ring_t *ring,
-                                const snap__stretch_t *st,
-                                snap__plat_sched_t *now) {
-  if (now->state != SNAP__SCHED_RUNNING && now->state != SNAP__SCHED_RUNNABLE)
-    return;
-  int64_t cpu0 = st->seen_cpu, runq0 = st->seen_runq;
+/* The CPU time and run-queue wait the interval of a new point starts
+   from: the stretch's previous point, or when the watchdog saw the
+   stretch begin (-1 unknown). */
+static void interval_start(const snap__ring_t *ring, const snap__stretch_t *st,
+                           int64_t *cpu0, int64_t *runq0) {
+  *cpu0 = st->seen_cpu;
+  *runq0 = st->seen_runq;
   if (ring->written > 0 && ring->size > 1) {
     const snap__point_t *prev = &ring->slots[(ring->written - 1) % ring->size];
     if (prev->seq == st->seq && prev->t_ns >= st->seen_ns) {
-      cpu0 = prev->sched.cpu_ns;
-      runq0 = prev->sched.runq_ns;
+      *cpu0 = prev->sched.cpu_ns;
+      *runq0 = prev->sched.runq_ns;
     }
   }
-  if (cpu0 < 0 || runq0 < 0 || now->cpu_ns < cpu0 || now->runq_ns < runq0)
-    return;
-  now->state = now->cpu_ns - cpu0 >= now->runq_ns - runq0
-                   ? SNAP__SCHED_RUNNING
-                   : SNAP__SCHED_RUNNABLE;
 }
 
 void snap__main_point(snap_thread_t main, snap__ring_t *ring,
@@ -100,7 +102,15 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
      its way out of the signal handler (running) for a while after. */
   snap__plat_sched_t sched; /* p is the oldest point until committed */
   snap__plat_thread_sched(main, &sched);
-  running_or_runnable(ring, st, &sched);
+  /* Judged over the interval since the previous point: at the instant of
+     the read the watchdog itself, just woken, may hold the thread's CPU
+     (src/blocked/thread_state.c, rule 4). */
+  snap__state_facts_t facts = {.cpu1_ns = sched.cpu_ns,
+                               .runq1_ns = sched.runq_ns,
+                               .os = &sched,
+                               .plat = snap__plat_trace_facts()};
+  interval_start(ring, st, &facts.cpu0_ns, &facts.runq0_ns);
+  snap__thread_state_t state = snap__state_judge(&facts);
   if (!st->have_first) { /* the reading holds even if the capture fails */
     st->first = sched;
     st->have_first = true;
@@ -118,6 +128,7 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
     return;
   p->n = n;
   p->sched = sched;
+  p->state = state;
   p->seq = st->seq;
   p->t_ns = now;
   p->cpu_ns =

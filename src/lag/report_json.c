@@ -114,6 +114,25 @@ static void json_images(snap__tbuf_t *b, const snap__lag_report_t *r) {
 
 static int64_t ms_or_unknown(int64_t ns) { return ns < 0 ? -1 : ns / 1000000; }
 
+/* The report's groups of the blocked samples' kinds ("blocked_in", a
+   format older than the kinds: docs/lag.md): the lock kinds are "lock",
+   poll is "wait". */
+enum { IN_LOCK, IN_IO, IN_SLEEP, IN_WAIT, IN_OTHER, IN_COUNT };
+static unsigned blocked_in_group(unsigned kind) {
+  switch (kind) {
+  case SNAP_WAIT_MUTEX:
+  case SNAP_WAIT_RWLOCK:
+  case SNAP_WAIT_UNFAIR_LOCK:
+  case SNAP_WAIT_CONDVAR:
+  case SNAP_WAIT_SEMAPHORE:
+  case SNAP_WAIT_FUTEX: return IN_LOCK;
+  case SNAP_WAIT_IO: return IN_IO;
+  case SNAP_WAIT_SLEEP: return IN_SLEEP;
+  case SNAP_WAIT_POLL: return IN_WAIT;
+  default: return IN_OTHER;
+  }
+}
+
 /* The split's keys after cpu_ms and wall_ms (docs/lag.md): runnable_ms ...
    major_faults (-1 unknown), then the samples by state ("states") and the
    blocked ones by what they waited in ("blocked_in"). */
@@ -126,13 +145,17 @@ static void json_split(snap__tbuf_t *b, const snap__split_t *s) {
                     ms_or_unknown(s->runnable_ns), ms_or_unknown(s->blocked_ns),
                     s->voluntary, s->involuntary, s->major_faults);
   snap__tbuf_puts(b, ",\"states\":{");
-  for (unsigned i = 0; i < SNAP__SCHED_STATE_COUNT; i++)
-    snap__tbuf_printf(b, "%s\"%s\":%u", i ? "," : "", snap__sched_state_name(i),
-                      s->states[i]);
+  for (unsigned i = 0; i < SNAP__STATE_COUNT; i++)
+    snap__tbuf_printf(b, "%s\"%s\":%u", i ? "," : "", snap__state_name(i),
+                      (unsigned)s->states[i]);
+  unsigned groups[IN_COUNT] = {0};
+  for (unsigned k = SNAP_WAIT_NONE + 1; k < SNAP_WAIT_KIND_COUNT; k++)
+    groups[blocked_in_group(k)] += s->waits[k];
+  static const char *const names[IN_COUNT] = {"lock", "io", "sleep", "wait",
+                                              "other"};
   snap__tbuf_puts(b, "},\"blocked_in\":{");
-  for (unsigned i = SNAP__WAIT_NONE + 1; i < SNAP__WAIT_COUNT; i++)
-    snap__tbuf_printf(b, "%s\"%s\":%u", i > SNAP__WAIT_NONE + 1 ? "," : "",
-                      snap__sched_wait_name(i), s->waits[i]);
+  for (unsigned i = 0; i < IN_COUNT; i++)
+    snap__tbuf_printf(b, "%s\"%s\":%u", i ? "," : "", names[i], groups[i]);
   snap__tbuf_puts(b, "}");
 }
 
@@ -298,14 +321,18 @@ char *snap__lag_report_json(const snap__lag_report_t *r, size_t *len) {
     snap__tbuf_printf(&b, "%s\n  {\"tid\":%" PRIu64 ",\"name\":", i ? "," : "",
                       (uint64_t)t->tid);
     snap__tbuf_json_string(&b, t->name);
+    /* "running": on a CPU or wanting one, as src/blocked/ judged it. */
+    bool running = t->state.state == SNAP__STATE_RUNNING ||
+                   t->state.state == SNAP__STATE_RUNNABLE ||
+                   t->state.state == SNAP__STATE_READY;
     snap__tbuf_printf(&b, ",\"main\":%s,\"running\":%s",
-                      t->main ? "true" : "false",
-                      t->running ? "true" : "false");
+                      t->main ? "true" : "false", running ? "true" : "false");
     if (t->error != SNAP_OK) {
       snap__tbuf_puts(&b, ",\"error\":");
       snap__tbuf_json_string(&b, snap_strerror(t->error));
     }
-    if (t->wait.kind != SNAP_WAIT_NONE) {
+    if (t->state.state == SNAP__STATE_BLOCKED &&
+        t->wait.kind != SNAP_WAIT_NONE) {
       snap__tbuf_puts(&b, ",\"blocked_on\":{");
       json_wait_fields(&b, &t->wait, owner_name(r, &t->wait), t->owner_why);
       snap__tbuf_puts(&b, "}");

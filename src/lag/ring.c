@@ -88,10 +88,10 @@ void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,
      was in that function (as far as sampling can tell) during them; the
      split of the same intervals, and the winning points by state. */
   for (unsigned i = 0; i < n; i++) {
-    snap__split_count(&out->all, &pts[i]->sched);
+    snap__split_count(&out->all, &pts[i]->state);
     if (fn[i] != fn[best])
       continue;
-    snap__split_count(&out->split, &pts[i]->sched);
+    snap__split_count(&out->split, &pts[i]->state);
     if (i == 0 || pts[i]->seq != pts[i - 1]->seq)
       continue;
     if (pts[i]->cpu_ns >= 0 && pts[i - 1]->cpu_ns >= 0)

@@ -4,8 +4,10 @@
  * scheduler state, for a report's main_thread and costliest stack.
  *
  * Owns: the arithmetic between two readings of snap__plat_thread_sched and
- * the names of the states. Must not: read anything itself (the watchdog
- * and the ring hand readings in), or decide what a lag is.
+ * the counts of samples by state. Must not: read anything itself (the
+ * watchdog and the ring hand readings in), decide what a lag is, or what
+ * state a sample was in (src/blocked/ does: the counts are of its
+ * answers).
  *
  * The split of an interval of wall time W between two readings:
  *   cpu      = the CPU clock's growth;
@@ -71,30 +73,9 @@ void snap__split_stretch(snap__split_t *s, const snap__edge_t *from,
   s->blocked_ns = wall - s->cpu_ns - s->runnable_ns;
 }
 
-void snap__split_count(snap__split_t *s, const snap__plat_sched_t *at) {
-  unsigned st =
-      at->state < SNAP__SCHED_STATE_COUNT ? at->state : SNAP__SCHED_UNKNOWN;
+void snap__split_count(snap__split_t *s, const snap__thread_state_t *at) {
+  unsigned st = at->state < SNAP__STATE_COUNT ? at->state : SNAP__STATE_UNKNOWN;
   s->states[st]++;
-  if (st == SNAP__SCHED_BLOCKED)
-    s->waits[at->wait < SNAP__WAIT_COUNT ? at->wait : SNAP__WAIT_OTHER]++;
-}
-
-const char *snap__sched_state_name(unsigned state) {
-  static const char *const names[SNAP__SCHED_STATE_COUNT] = {
-      [SNAP__SCHED_UNKNOWN] = "unknown",
-      [SNAP__SCHED_RUNNING] = "running",
-      [SNAP__SCHED_RUNNABLE] = "runnable",
-      [SNAP__SCHED_READY] = "running_or_runnable",
-      [SNAP__SCHED_BLOCKED] = "blocked",
-  };
-  return state < SNAP__SCHED_STATE_COUNT ? names[state] : NULL;
-}
-
-const char *snap__sched_wait_name(unsigned wait) {
-  static const char *const names[SNAP__WAIT_COUNT] = {
-      [SNAP__WAIT_NONE] = "none", [SNAP__WAIT_LOCK] = "lock",
-      [SNAP__WAIT_IO] = "io",     [SNAP__WAIT_SLEEP] = "sleep",
-      [SNAP__WAIT_POLL] = "wait", [SNAP__WAIT_OTHER] = "other",
-  };
-  return wait < SNAP__WAIT_COUNT ? names[wait] : NULL;
+  if (st == SNAP__STATE_BLOCKED)
+    s->waits[at->kind < SNAP_WAIT_KIND_COUNT ? at->kind : SNAP_WAIT_OTHER]++;
 }

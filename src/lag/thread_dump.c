@@ -11,8 +11,11 @@
  * its thread running again), or list the watchdog or any other thread of
  * the library's (snap__plat_thread_is_ours).
  *
- * Running states are read before any thread is sampled: a thread just
+ * Run states are read before any thread is sampled: a thread just
  * sampled is still leaving the signal handler, and would read "running".
+ * Each thread's state is src/blocked/'s answer from that reading and its
+ * sample's wait (judge_state); the reading alone only orders the list
+ * (threads on a CPU or a run queue before the rest).
  * The same read gives each thread's start, which says whether a thread a
  * lock's memory names can be its owner (snap__wait_judge_owner: one that
  * began after the wait began is an exited owner's reused TID); an owner
@@ -98,16 +101,38 @@ static void judge(snap__lag_thread_t *t, const looked_t *l, uint64_t from_ns) {
   snap__wait_judge_owner(t, from_ns, rc, &look);
 }
 
-/* Samples t (its tid set) into pcs: its wait and error set, the frame
-   count returned (0 when it could not be sampled: t->error says why). A
-   thread that blocks the sampling signal is not waited for. */
-static int sample_into(snap__lag_thread_t *t, uintptr_t *pcs, unsigned flags) {
+/* t's state from what the OS said of it before any sample (ready: on a
+   CPU or a run queue) and its sample's wait, if it was sampled. */
+static void judge_state(snap__lag_thread_t *t, bool ready, bool sampled,
+                        bool wait_from_os) {
+  snap__plat_sched_t os = snap__plat_sched_unknown();
+  if (ready)
+    os.run = SNAP__RUN_READY;
+  t->state = snap__state_judge(
+      &(snap__state_facts_t){.cpu0_ns = -1,
+                             .cpu1_ns = -1,
+                             .runq0_ns = -1,
+                             .runq1_ns = -1,
+                             .os = &os,
+                             .wait = sampled ? &t->wait : NULL,
+                             .wait_from_os = wait_from_os,
+                             .plat = snap__plat_trace_facts()});
+}
+
+/* Samples t (its tid set) into pcs: its wait, error and state set, the
+   frame count returned (0 when it could not be sampled: t->error says
+   why). ready: the OS's run state read before. A thread that blocks the
+   sampling signal is not waited for. */
+static int sample_into(snap__lag_thread_t *t, uintptr_t *pcs, unsigned flags,
+                       bool ready) {
   t->wait = (snap_wait_t){.size = sizeof t->wait};
+  bool from_os = false;
   int got = snap__plat_sample_reachable(t->tid);
   if (got == SNAP_OK)
     got = snap__capture_thread_wait(t->tid, pcs, SNAP__DUMP_DEPTH, flags,
-                                    &t->wait, false, NULL);
+                                    &t->wait, false, &from_os);
   t->error = got < 0 ? got : SNAP_OK;
+  judge_state(t, ready, got >= 0, from_os);
   return got < 0 ? 0 : got;
 }
 
@@ -145,9 +170,8 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     }
     ids[i] = all[i];
     look_rc[i] = SNAP_ENOTHREAD;
-    if (all[i] == main->tid) { /* as read before its sample */
-      looks[i].running = main->running;
-      look_rc[i] = SNAP_OK; /* its start unknown: it is the process's */
+    if (all[i] == main->tid) { /* judged with its sample */
+      look_rc[i] = SNAP_OK;    /* its start unknown: it is the process's */
     } else if (all[i]) {
       look_rc[i] = snap__plat_thread_look(all[i], &looks[i]);
     }
@@ -159,8 +183,8 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
   for (int i = 0; i < n && k < max; i++) {
     if (!all[i] || all[i] != main->tid)
       continue;
-    ts[k] = (snap__lag_thread_t){
-        .tid = all[i], .main = true, .running = looks[i].running};
+    ts[k] =
+        (snap__lag_thread_t){.tid = all[i], .main = true, .state = main->state};
     all[i] = 0;        /* taken */
     int got = main->n; /* a count, or why there is none */
     if (got > 0) {
@@ -181,19 +205,19 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     if (in_list(ts, k, owner) || owner == self)
       break; /* a cycle closes (or the watchdog, which waits on no lock) */
     ts[k] = (snap__lag_thread_t){.tid = owner};
-    bool listed = false;
+    bool listed = false, ready = false;
     for (int i = 0; i < n && !listed; i++)
       if (all[i] == owner) {
         listed = true;
-        ts[k].running = looks[i].running;
+        ready = looks[i].running;
         all[i] = 0; /* taken */
       }
     if (!listed) {
-      ts[k].running = snap_thread_is_running(owner) == 1;
+      ready = snap_thread_is_running(owner) == 1;
       if (total <= cap) /* born since the list was read: one more */
         r->threads_total++;
     }
-    npcs[k] = sample_into(&ts[k], pcs[k], flags);
+    npcs[k] = sample_into(&ts[k], pcs[k], flags, ready);
     judge(&ts[k], &looked, 0); /* when its wait began: unknown */
     w = &ts[k].wait;
     k++;
@@ -202,13 +226,14 @@ void snap__thread_dump(snap__lag_report_t *r, const snap__main_sample_t *main,
     for (int i = 0; i < n && k < max; i++) {
       if (!all[i] || all[i] == main->tid || (pass == 1 && !looks[i].running))
         continue;
-      ts[k] = (snap__lag_thread_t){.tid = all[i], .running = looks[i].running};
+      ts[k] = (snap__lag_thread_t){.tid = all[i]};
       ts[k].wait = (snap_wait_t){.size = sizeof ts[k].wait};
       all[i] = 0; /* taken */
       if (snap__plat_now_ns() >= deadline) {
         ts[k].error = SNAP_ETIMEDOUT; /* the budget is spent: not sampled */
+        judge_state(&ts[k], looks[i].running, false, false);
       } else {
-        npcs[k] = sample_into(&ts[k], pcs[k], flags);
+        npcs[k] = sample_into(&ts[k], pcs[k], flags, looks[i].running);
         judge(&ts[k], &looked, 0); /* when its wait began: unknown */
       }
       k++;

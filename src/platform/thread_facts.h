@@ -26,12 +26,12 @@
    negative SNAP_E* code (SNAP_ENOTHREAD when it exited). */
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
 
-/* What the trace's state decision (trace/sampler.c) must know of this
-   platform's facts. cpu_time_exact: a thread's CPU time grows while it
-   runs, up to the instant it is read (Linux: the kernel brings a running
-   task's clock up to date on every read); false where it grows only at
-   the thread's kernel entries and context switches (xnu's
-   THREAD_BASIC_INFO), so an unchanged value does not mean "did not run".
+/* What a thread-state decision (src/blocked/thread_state.c, and the
+   trace's sampler) must know of this platform's facts. cpu_time_exact: a
+   thread's CPU time grows while it runs, up to the instant it is read (Linux:
+   the kernel brings a running task's clock up to date on every read); false
+   where it grows only at the thread's kernel entries and context switches
+   (xnu's THREAD_BASIC_INFO), so an unchanged value does not mean "did not run".
    sample_keeps_call: a sample leaves a thread that was in a system call
    inside it (Apple's thread_suspend), rather than interrupting it (Linux's
    signal, which runs the handler on the way out), so a call in the
@@ -62,51 +62,44 @@ void snap__plat_self_sched_close(snap__plat_self_sched_t *r);
    Linux: /proc/thread-self/schedstat. [setup] */
 int snap__plat_self_sched_times(const snap__plat_self_sched_t *r,
                                 int64_t *on_cpu, int64_t *runq);
-/* Where a thread's time goes: its scheduler state at one instant and its
-   cumulative counters. Counters are -1 where the OS does not say. */
-typedef enum snap__sched_state {
-  SNAP__SCHED_UNKNOWN,  /* the OS did not say (or the read failed) */
-  SNAP__SCHED_RUNNING,  /* on a CPU */
-  SNAP__SCHED_RUNNABLE, /* ready, waiting on a run queue for a CPU */
-  SNAP__SCHED_READY,    /* running or runnable: the OS does not say
-                           which (Apple's TH_STATE_RUNNING) */
-  SNAP__SCHED_BLOCKED,  /* waiting for an event (see snap__sched_wait_t) */
-  SNAP__SCHED_STATE_COUNT
-} snap__sched_state_t;
-
-/* What a blocked thread waits in, as far as the kernel says. */
-typedef enum snap__sched_wait {
-  SNAP__WAIT_NONE,  /* not blocked */
-  SNAP__WAIT_LOCK,  /* a lock (Linux: futex) */
-  SNAP__WAIT_IO,    /* a read, write, send, receive ... on a file
-                       descriptor, or an uninterruptible wait (disk) */
-  SNAP__WAIT_SLEEP, /* a timed sleep (nanosleep, clock_nanosleep) */
-  SNAP__WAIT_POLL,  /* waiting for any of several events (poll, epoll,
-                       select): a loop's idle wait, usually */
-  SNAP__WAIT_OTHER, /* something else, or the kernel does not say */
-  SNAP__WAIT_COUNT
-} snap__sched_wait_t;
+/* What the OS says of a thread at one instant: raw facts, judged by
+   src/blocked/ (snap__state_judge), never here. */
+typedef enum snap__plat_run {
+  SNAP__RUN_UNKNOWN, /* the OS did not say (or the read failed) */
+  SNAP__RUN_READY,   /* on a CPU or on a run queue (Linux 'R', Apple
+                        TH_STATE_RUNNING) */
+  SNAP__RUN_WAITING, /* asleep in the kernel, waiting for an event (Linux
+                        'S', 'D'; Apple waiting, uninterruptible) */
+  SNAP__RUN_STOPPED  /* stopped or traced (SIGSTOP, a debugger), or a
+                        state the OS runs no code in (Linux 'T', 't', ...) */
+} snap__plat_run_t;
 
 typedef struct snap__plat_sched {
-  uint8_t state;        /* snap__sched_state_t */
-  uint8_t wait;         /* snap__sched_wait_t; NONE unless BLOCKED */
-  int64_t cpu_ns;       /* CPU time used (user + system) */
-  int64_t runq_ns;      /* time runnable but not running */
-  int64_t voluntary;    /* context switches: it blocked ... */
-  int64_t involuntary;  /* ... it was preempted */
-  int64_t major_faults; /* page faults that waited for I/O */
+  uint8_t run;           /* snap__plat_run_t */
+  uint8_t call_kind;     /* WAITING: the SNAP_WAIT_* kind of the system
+                            call the OS says it waits in (futex, io, sleep,
+                            poll, other; io for an uninterruptible wait
+                            outside a call); SNAP_WAIT_NONE otherwise */
+  int64_t cpu_before_ns; /* CPU time read just before the run state ... */
+  int64_t cpu_ns;        /* ... and just after: CPU time used */
+  int64_t runq_ns;       /* time runnable but not running */
+  int64_t voluntary;     /* context switches: it blocked ... */
+  int64_t involuntary;   /* ... it was preempted */
+  int64_t major_faults;  /* page faults that waited for I/O */
 } snap__plat_sched_t;
 
-/* The thread's scheduler state now and its counters (-1 each where the OS
-   does not say). Reads only: a few small /proc files on Linux (stat,
-   schedstat, status, syscall when blocked; ~30-60 us), one thread_info on
-   Apple. SNAP_OK (possibly with every field unknown), or SNAP_ENOTHREAD
-   when the thread is gone. [setup] Never from the stopped window. */
+/* The thread's run state now and its counters (-1 each where the OS
+   does not say): facts only; what they mean is src/blocked/'s to say. Reads
+   only: a few small /proc files on Linux (stat, schedstat, status, syscall when
+   blocked; ~30-60 us), one thread_info on Apple. SNAP_OK (possibly with every
+   field unknown), or SNAP_ENOTHREAD when the thread is gone. [setup] Never from
+   the stopped window. */
 int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out);
 /* A reading with every field unknown. */
 static inline snap__plat_sched_t snap__plat_sched_unknown(void) {
-  return (snap__plat_sched_t){.state = SNAP__SCHED_UNKNOWN,
-                              .wait = SNAP__WAIT_NONE,
+  return (snap__plat_sched_t){.run = SNAP__RUN_UNKNOWN,
+                              .call_kind = SNAP_WAIT_NONE,
+                              .cpu_before_ns = -1,
                               .cpu_ns = -1,
                               .runq_ns = -1,
                               .voluntary = -1,

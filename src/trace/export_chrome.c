@@ -125,7 +125,7 @@ int snap__trace_export_chrome(const snap__trace_snapshot_t *s,
       snap__tbuf_put(out, ",", 1);
     }
     snap__tbuf_puts(out, "\"state\":\"");
-    snap__tbuf_puts(out, snap__trace_state_name(snap__trace_slice_state(x)));
+    snap__tbuf_puts(out, snap__state_name(snap__trace_slice_state(x)));
     if (x->wait_kind != SNAP_WAIT_NONE) {
       snap__tbuf_puts(out, "\",\"wait\":\"");
       snap__tbuf_puts(out, snap_wait_kind_name(x->wait_kind));

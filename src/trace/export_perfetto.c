@@ -329,7 +329,7 @@ static void write_event(snap__tbuf_t *b, snap__tbuf_t *scratch,
       if (x->cpu_ns >= 0)
         annotation_double(b, "cpu_ms", (double)x->cpu_ns / 1e6);
       annotation_string(b, "state",
-                        snap__trace_state_name(snap__trace_slice_state(x)));
+                        snap__state_name(snap__trace_slice_state(x)));
       if (x->wait_kind != SNAP_WAIT_NONE)
         annotation_string(b, "wait", snap_wait_kind_name(x->wait_kind));
       annotation_uint(b, "samples", x->samples);

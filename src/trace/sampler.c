@@ -170,10 +170,10 @@ static void record(snap__trace_t *tr, snap__trace_thr_t *th,
 uint8_t snap__trace_capture_state(unsigned kind, bool os_blocked,
                                   snap__plat_trace_facts_t facts) {
   if (kind == SNAP_WAIT_NONE)
-    return SNAP__TRACE_RUNNING;
+    return SNAP__STATE_RUNNING;
   if (kind == SNAP_WAIT_OTHER && !os_blocked && !facts.sample_keeps_call)
-    return SNAP__TRACE_RUNNING;
-  return SNAP__TRACE_BLOCKED;
+    return SNAP__STATE_RUNNING;
+  return SNAP__STATE_BLOCKED;
 }
 
 /* Whether the thread may have run since its last sample: on its first, if
@@ -243,10 +243,10 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     if (!asked)
       running = snap__plat_thread_is_running(th->tid);
     if (running == 1) {
-      s.state = SNAP__TRACE_RUNNABLE;
+      s.state = SNAP__STATE_RUNNABLE;
     } else {
-      s.state = SNAP__TRACE_BLOCKED;
-      s.wait = th->last_state == SNAP__TRACE_BLOCKED ? th->last_wait
+      s.state = SNAP__STATE_BLOCKED;
+      s.wait = th->last_state == SNAP__STATE_BLOCKED ? th->last_wait
                                                      : SNAP_WAIT_OTHER;
     }
   } else {
@@ -263,16 +263,16 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       th->runq = snap__plat_thread_runq_ns(th->tid);
     if (n < 0) {
       atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
-      s.state = SNAP__TRACE_UNKNOWN;
+      s.state = SNAP__STATE_UNKNOWN;
     } else {
       s.state = snap__trace_capture_state(wait.kind, os_blocked, facts);
-      s.wait = s.state == SNAP__TRACE_BLOCKED ? (uint8_t)wait.kind : 0;
+      s.wait = s.state == SNAP__STATE_BLOCKED ? (uint8_t)wait.kind : 0;
     }
     if (th->have_last && th->cpu_seen >= 0 && cpu >= th->cpu_seen)
       s.cpu_ns = cpu - th->cpu_seen;
-    if (s.state == SNAP__TRACE_RUNNING && runq0 >= 0 && th->runq >= runq0 &&
+    if (s.state == SNAP__STATE_RUNNING && runq0 >= 0 && th->runq >= runq0 &&
         s.cpu_ns >= 0 && th->runq - runq0 > s.cpu_ns)
-      s.state = SNAP__TRACE_RUNNABLE; /* it waited more than it ran */
+      s.state = SNAP__STATE_RUNNABLE; /* it waited more than it ran */
     snap__plat_lock_lock(lock);
     s.stack =
         n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
@@ -314,7 +314,7 @@ static void drain_marks(snap__trace_t *tr) {
     if (idx != SNAP__TRACE_NONE) {
       sample_t s = {.t_us = us_of(tr, m->t_ns),
                     .stack = snap__trace_add_stack(tr, m->pcs, m->n, false),
-                    .state = SNAP__TRACE_RUNNING,
+                    .state = SNAP__STATE_RUNNING,
                     .cpu_ns = -1,
                     .label = label_id(tr, m->label)};
       record(tr, &tr->thr[idx], &s);

@@ -1,7 +1,8 @@
 /*
  * slices.c — a snapshot's spans as nested slices per thread (trace.h).
  *
- * Owns: snap__trace_slices, snap__trace_slice_state, snap__trace_state_name.
+ * Owns: snap__trace_slices and snap__trace_slice_state (the state of a
+ * slice is src/blocked/'s answer for its samples: snap__state_of_samples).
  * Algorithm, per thread, over its spans in time order (marks skipped: they
  * are instants, not samples of the slice stream):
  *  1. A span covers start_ns until the next span of its thread; when that
@@ -32,28 +33,8 @@
 
 #include "trace/trace.h"
 
-const char *snap__trace_state_name(unsigned state) {
-  switch (state) {
-  case SNAP__TRACE_RUNNING: return "running";
-  case SNAP__TRACE_RUNNABLE: return "runnable";
-  case SNAP__TRACE_BLOCKED: return "blocked";
-  default: return "unknown";
-  }
-}
-
 unsigned snap__trace_slice_state(const snap__trace_slice_t *sl) {
-  uint64_t run = sl->by_state[SNAP__TRACE_RUNNING];
-  uint64_t wait = sl->by_state[SNAP__TRACE_RUNNABLE];
-  uint64_t blocked = sl->by_state[SNAP__TRACE_BLOCKED];
-  uint64_t known = run + wait + blocked;
-  /* "Most" of the samples whose state is known: more than half. */
-  if (known == 0)
-    return SNAP__TRACE_UNKNOWN;
-  if (blocked * 2 > known)
-    return SNAP__TRACE_BLOCKED;
-  if (wait * 2 > known)
-    return SNAP__TRACE_RUNNABLE;
-  return SNAP__TRACE_RUNNING;
+  return snap__state_of_samples(sl->by_state, NULL).state;
 }
 
 /* One open slice: where it is in the output, the node it matched last
@@ -274,7 +255,7 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
       }
 
     /* 4. What this span adds to every open slice. */
-    unsigned state = sp->state < SNAP__TRACE_STATE_COUNT ? sp->state : 0;
+    unsigned state = sp->state < SNAP__STATE_COUNT ? sp->state : 0;
     unsigned wait =
         sp->wait_kind < SNAP_WAIT_KIND_COUNT ? sp->wait_kind : SNAP_WAIT_OTHER;
     for (uint32_t d = 0; d < b.n_open; d++) {
@@ -283,7 +264,7 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
         sl->cpu_ns = sp->cpu_ns < 0 ? -1 : sl->cpu_ns + sp->cpu_ns;
       sl->samples += sp->count;
       sl->by_state[state] += sp->count;
-      if (state == SNAP__TRACE_BLOCKED)
+      if (state == SNAP__STATE_BLOCKED)
         b.open[d].waits[wait] += sp->count;
     }
 

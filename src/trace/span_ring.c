@@ -7,16 +7,22 @@
  * or know what a stack or a thread is beyond their ids.
  *
  * A record: zigzag(end - previous record's end), end - start, count - 1,
- * thread, stack + 1 (0: none), state | wait_kind << 2 | (cpu known) << 6 |
- * (label) << 7, [cpu µs], [label id] — all LEB128 varints but the one
- * byte. Ends are microseconds since the trace began, so a steady thread's
- * records take 8-12 bytes and samples merged into them nothing more.
- * Records are appended when a span closes, not in start order; readers
- * sort. Dropping the oldest record makes its end the base of the next.
+ * thread, stack + 1 (0: none), wait_kind * SNAP__STATE_COUNT + state |
+ * (cpu known) << 6 | (label) << 7, [cpu µs], [label id] — all LEB128
+ * varints but the one byte (state and kind share its low 6 bits as one
+ * number: 5 states and 11 kinds need 55 values, which two bit fields of
+ * 3 and 4 bits would not leave room for). Ends are microseconds since the trace
+ * began, so a steady thread's records take 8-12 bytes and samples merged into
+ * them nothing more. Records are appended when a span closes, not in start
+ * order; readers sort. Dropping the oldest record makes its end the base of the
+ * next.
  */
 #include <string.h>
 
 #include "trace/trace.h"
+
+_Static_assert(SNAP_WAIT_KIND_COUNT *SNAP__STATE_COUNT <= 64,
+               "a span's state and wait kind share 6 bits");
 
 #define MAX_RECORD 64 /* 8 varints of at most 10 bytes, and a byte */
 
@@ -45,7 +51,10 @@ static size_t encode(const snap__tspan_t *s, uint64_t prev_end, uint8_t *p) {
   n += put_varint(p + n, s->thread);
   n += put_varint(p + n,
                   s->stack == SNAP__TRACE_NONE ? 0 : (uint64_t)s->stack + 1);
-  p[n++] = (uint8_t)((s->state & 3) | (s->wait_kind & 15) << 2 |
+  unsigned state = s->state < SNAP__STATE_COUNT ? s->state : 0;
+  unsigned kind =
+      s->wait_kind < SNAP_WAIT_KIND_COUNT ? s->wait_kind : SNAP_WAIT_OTHER;
+  p[n++] = (uint8_t)((kind * SNAP__STATE_COUNT + state) |
                      (s->cpu_us >= 0) << 6 | (s->label != 0) << 7);
   if (s->cpu_us >= 0)
     n += put_varint(p + n, (uint64_t)s->cpu_us);
@@ -92,8 +101,8 @@ static size_t decode(const snap__span_ring_t *r, size_t pos, uint64_t prev_end,
   s->count = (uint32_t)count + 1;
   s->thread = (uint32_t)thread;
   s->stack = stack ? (uint32_t)(stack - 1) : SNAP__TRACE_NONE;
-  s->state = bits & 3;
-  s->wait_kind = (bits >> 2) & 15;
+  s->state = (uint8_t)((bits & 0x3f) % SNAP__STATE_COUNT);
+  s->wait_kind = (uint8_t)((bits & 0x3f) / SNAP__STATE_COUNT);
   s->cpu_us = bits & 0x40 ? (int64_t)cpu : -1;
   s->label = (uint32_t)label;
   return n;

@@ -23,6 +23,7 @@
 
 #include <stdatomic.h>
 
+#include "blocked/thread_state.h"
 #include "platform/platform.h"
 #include "platform/process.h"
 #include "platform/thread_facts.h"
@@ -31,16 +32,8 @@
 
 #define SNAP__TRACE_NONE UINT32_MAX /* no node / no frame / no thread */
 
-/* What a thread was doing at a sample. */
-enum {
-  SNAP__TRACE_UNKNOWN = 0,
-  SNAP__TRACE_RUNNING,  /* on a CPU (the sample's signal ran on it) */
-  SNAP__TRACE_RUNNABLE, /* wanted a CPU and waited for one (starved) */
-  SNAP__TRACE_BLOCKED,  /* in the kernel, waiting (wait_kind says on what) */
-  SNAP__TRACE_STATE_COUNT
-};
-/* "unknown", "running", "runnable", "blocked". */
-const char *snap__trace_state_name(unsigned state);
+/* What a thread was doing at a sample is a snap__state_t
+   (blocked/thread_state.h), named by snap__state_name. */
 
 /* The exporters' output buffer (snap__tbuf_t) and its text rules are the
    report layer's: report/report.h. */
@@ -67,8 +60,8 @@ typedef struct snap__trace_span {
   uint32_t frame;    /* the stack's leaf, SNAP__TRACE_NONE when the
                         sample had no stack (it failed) */
   uint32_t count;    /* samples merged, >= 1 */
-  uint8_t state;     /* SNAP__TRACE_* */
-  uint8_t wait_kind; /* SNAP_WAIT_* (SNAP__TRACE_BLOCKED only) */
+  uint8_t state;     /* snap__state_t */
+  uint8_t wait_kind; /* SNAP_WAIT_* (SNAP__STATE_BLOCKED only) */
   int64_t cpu_ns;    /* the thread's CPU time from its previous sample
                         (the one before start_ns) to end_ns; -1 unknown */
   const char *label; /* a mark (snap_trace_mark): its label; NULL for a
@@ -111,7 +104,7 @@ typedef struct snap__trace_slice {
   uint64_t begin_ns, end_ns; /* unix ns */
   int64_t cpu_ns;            /* CPU time of the thread inside, -1 unknown */
   uint32_t samples;
-  uint32_t by_state[SNAP__TRACE_STATE_COUNT]; /* samples by state */
+  uint32_t by_state[SNAP__STATE_COUNT]; /* samples by state */
   uint8_t wait_kind; /* the most frequent wait kind of its blocked
                         samples, SNAP_WAIT_NONE when none */
 } snap__trace_slice_t;
@@ -128,9 +121,7 @@ uint64_t snap__trace_span_until(const snap__trace_snapshot_t *s,
                                 const snap__trace_span_t *next);
 int snap__trace_slices(const snap__trace_snapshot_t *s,
                        snap__trace_slice_t **out, size_t *n);
-/* The slice's dominant state: blocked when most of its samples were
-   blocked, runnable when most were runnable, else running (unknown when
-   none known). */
+/* The slice's state: snap__state_of_samples of its samples' states. */
 unsigned snap__trace_slice_state(const snap__trace_slice_t *sl);
 
 /* ---- Exporters (export_*.c): the snapshot as a file's bytes ---------------

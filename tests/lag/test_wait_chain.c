@@ -41,6 +41,16 @@ static void set(int i, int owner) {
     t->wait.owner = (snap_thread_t)owner;
   else if (owner >= 0)
     t->wait.owner = (snap_thread_t)(100 + owner);
+  /* Its state as the dump judges it from the wait (src/blocked/): the
+     report prints blocked_on for a blocked thread only. */
+  t->state = snap__state_judge(
+      &(snap__state_facts_t){.cpu0_ns = -1,
+                             .cpu1_ns = -1,
+                             .runq0_ns = -1,
+                             .runq1_ns = -1,
+                             .wait = &t->wait,
+                             .wait_from_os = true,
+                             .plat = snap__plat_trace_facts()});
 }
 
 /* Sets n threads from owners[] and analyses from 0. */

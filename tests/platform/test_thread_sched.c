@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocked/thread_state.h"
 #include "check.h"
 #include "platform/linux/linux.h"
 #include "platform/platform.h"
@@ -51,16 +52,21 @@ static const char *g_file;
 static bool g_emulated;          /* "in what" is "other" there */
 static volatile unsigned g_sink; /* keeps the page reads */
 
-static const char *state_name(int s) {
-  static const char *const n[] = {"unknown", "running", "runnable", "ready",
-                                  "blocked"};
-  return s >= 0 && s < SNAP__SCHED_STATE_COUNT ? n[s] : "?";
+/* The state src/blocked/ judges from this one reading alone. */
+static unsigned judged(const snap__plat_sched_t *s) {
+  return snap__state_judge(
+             &(snap__state_facts_t){.cpu0_ns = -1,
+                                    .cpu1_ns = -1,
+                                    .runq0_ns = -1,
+                                    .runq1_ns = -1,
+                                    .os = s,
+                                    .plat = snap__plat_trace_facts()})
+      .state;
 }
-static const char *wait_name(int w) {
-  static const char *const n[] = {"none",  "lock", "io",
-                                  "sleep", "wait", "other"};
-  return w >= 0 && w < SNAP__WAIT_COUNT ? n[w] : "?";
+static const char *state_name(const snap__plat_sched_t *s) {
+  return snap__state_name(judged(s));
 }
+static const char *wait_name(int w) { return snap_wait_kind_name((unsigned)w); }
 
 static int g_spin_cpu = -1;
 
@@ -140,13 +146,13 @@ static bool wait_blocked(int tid, snap__plat_sched_t *s) {
   int64_t end = mono_ns() + 20000000000;
   while (mono_ns() < end) {
     if (snap__plat_thread_sched((snap_thread_t)tid, s) == SNAP_OK &&
-        s->state == SNAP__SCHED_BLOCKED &&
-        (s->wait != SNAP__WAIT_OTHER || g_emulated))
+        s->run == SNAP__RUN_WAITING &&
+        (s->call_kind != SNAP_WAIT_OTHER || g_emulated))
       return true;
     usleep(1000);
   }
   return snap__plat_thread_sched((snap_thread_t)tid, s) == SNAP_OK &&
-         s->state == SNAP__SCHED_BLOCKED;
+         s->run == SNAP__RUN_WAITING;
 }
 
 /* Whether this process runs under an emulator: the syscall file of a
@@ -169,15 +175,16 @@ static void expect_blocked(const char *what, int tid, int wait,
   snap__plat_sched_t s;
   bool blocked = wait_blocked(tid, &s);
   *out = s;
-  printf("%-8s tid %d: %s/%s\n", what, tid, state_name(s.state),
-         wait_name(s.wait));
-  CHECK(blocked, "%s: state %s, want blocked", what, state_name(s.state));
+  printf("%-8s tid %d: %s/%s\n", what, tid, state_name(&s),
+         wait_name(s.call_kind));
+  CHECK(blocked && judged(&s) == SNAP__STATE_BLOCKED,
+        "%s: state %s, want blocked", what, state_name(&s));
   if (g_emulated)
-    CHECK(s.wait == wait || s.wait == SNAP__WAIT_OTHER,
-          "%s under an emulator: in %s", what, wait_name(s.wait));
+    CHECK(s.call_kind == wait || s.call_kind == SNAP_WAIT_OTHER,
+          "%s under an emulator: in %s", what, wait_name(s.call_kind));
   else
-    CHECK(s.wait == wait, "%s: blocked in %s, want %s", what, wait_name(s.wait),
-          wait_name(wait));
+    CHECK(s.call_kind == wait, "%s: blocked in %s, want %s", what,
+          wait_name(s.call_kind), wait_name(wait));
 }
 
 static int64_t schedstat_wait(int tid) {
@@ -228,7 +235,7 @@ int main(void) {
     printf("under an emulator: the syscall file is the host's; 'in what' "
            "may be 'other'\n");
   int64_t runq_before = schedstat_wait(tid);
-  expect_blocked("read", tid, SNAP__WAIT_IO, &s);
+  expect_blocked("read", tid, SNAP_WAIT_IO, &s);
   CHECK(snap__plat_thread_runq_ns((snap_thread_t)tid) == s.runq_ns,
         "runq alone %lld vs %lld",
         (long long)snap__plat_thread_runq_ns((snap_thread_t)tid),
@@ -278,20 +285,20 @@ int main(void) {
   /* A contended mutex. */
   pthread_mutex_lock(&g_mu);
   tid = start(&t, locker);
-  expect_blocked("mutex", tid, SNAP__WAIT_LOCK, &s);
+  expect_blocked("mutex", tid, SNAP_WAIT_FUTEX, &s);
   pthread_mutex_unlock(&g_mu);
   pthread_join(t, NULL);
 
   /* nanosleep. */
   atomic_store(&g_stop, false);
   tid = start(&t, sleeper);
-  expect_blocked("sleep", tid, SNAP__WAIT_SLEEP, &s);
+  expect_blocked("sleep", tid, SNAP_WAIT_SLEEP, &s);
   atomic_store(&g_stop, true);
   pthread_join(t, NULL);
 
   /* poll. */
   tid = start(&t, poller);
-  expect_blocked("poll", tid, SNAP__WAIT_POLL, &s);
+  expect_blocked("poll", tid, SNAP_WAIT_POLL, &s);
   CHECK(write(g_pipe[1], "y", 1) == 1, "write");
   pthread_join(t, NULL);
 
@@ -319,13 +326,12 @@ int main(void) {
   }
   atomic_store(&g_stop, false);
   tid = start(&t, spinner);
-  int counts[SNAP__SCHED_STATE_COUNT] = {0};
+  int counts[SNAP__STATE_COUNT] = {0};
   int64_t cpu_first = -1, cpu_last = -1;
   t0 = mono_ns();
   for (int i = 0; i < 200; i++) {
     CHECK_EQ(snap__plat_thread_sched((snap_thread_t)tid, &s), SNAP_OK);
-    if (s.state < SNAP__SCHED_STATE_COUNT)
-      counts[s.state]++;
+    counts[judged(&s)]++;
     if (cpu_first < 0)
       cpu_first = s.cpu_ns;
     cpu_last = s.cpu_ns;
@@ -342,15 +348,15 @@ int main(void) {
   pthread_join(t, NULL);
   printf("spinner: running %d, runnable %d, ready %d, blocked %d, unknown %d "
          "of 200; cpu +%lld ms\n",
-         counts[SNAP__SCHED_RUNNING], counts[SNAP__SCHED_RUNNABLE],
-         counts[SNAP__SCHED_READY], counts[SNAP__SCHED_BLOCKED],
-         counts[SNAP__SCHED_UNKNOWN],
+         counts[SNAP__STATE_RUNNING], counts[SNAP__STATE_RUNNABLE],
+         counts[SNAP__STATE_READY], counts[SNAP__STATE_BLOCKED],
+         counts[SNAP__STATE_UNKNOWN],
          (long long)((cpu_last - cpu_first) / 1000000));
   if (second >= 0)
-    CHECK(counts[SNAP__SCHED_RUNNING] > 0, "a spinning thread never running");
+    CHECK(counts[SNAP__STATE_RUNNING] > 0, "a spinning thread never running");
   else
     printf("one CPU only: the spinner may read runnable at every read\n");
-  CHECK(counts[SNAP__SCHED_BLOCKED] == 0 && counts[SNAP__SCHED_UNKNOWN] == 0,
+  CHECK(counts[SNAP__STATE_BLOCKED] == 0 && counts[SNAP__STATE_UNKNOWN] == 0,
         "a spinning thread read blocked or unknown");
   CHECK(cpu_last > cpu_first, "its CPU time did not grow");
 

@@ -30,9 +30,9 @@
 #include "xorshift.h"
 
 #define FUZZ_ROUNDS 12
-#define R SNAP__TRACE_RUNNING
-#define Q SNAP__TRACE_RUNNABLE
-#define B SNAP__TRACE_BLOCKED
+#define R SNAP__STATE_RUNNING
+#define Q SNAP__STATE_RUNNABLE
+#define B SNAP__STATE_BLOCKED
 
 static const char *out_dir;
 

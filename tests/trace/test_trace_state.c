@@ -47,20 +47,20 @@ int main(void) {
 
   /* A thread suspended in mach_msg: decoded kind other, no OS flag. */
   CHECK_EQ(snap__trace_capture_state(SNAP_WAIT_OTHER, false, apple),
-           SNAP__TRACE_BLOCKED);
+           SNAP__STATE_BLOCKED);
   CHECK_EQ(snap__trace_capture_state(SNAP_WAIT_POLL, false, apple),
-           SNAP__TRACE_BLOCKED);
+           SNAP__STATE_BLOCKED);
   CHECK_EQ(snap__trace_capture_state(SNAP_WAIT_NONE, false, apple),
-           SNAP__TRACE_RUNNING);
+           SNAP__STATE_RUNNING);
   /* Linux: a signal took it out of a call that was not a wait (a system
      call under qemu-user): running; the OS's own flag: blocked. */
   CHECK_EQ(snap__trace_capture_state(SNAP_WAIT_OTHER, false, linux_),
-           SNAP__TRACE_RUNNING);
+           SNAP__STATE_RUNNING);
   CHECK_EQ(snap__trace_capture_state(SNAP_WAIT_OTHER, true, linux_),
-           SNAP__TRACE_BLOCKED);
+           SNAP__STATE_BLOCKED);
   CHECK_EQ(snap__trace_capture_state(SNAP_WAIT_MUTEX, false, linux_),
-           SNAP__TRACE_BLOCKED);
+           SNAP__STATE_BLOCKED);
   CHECK_EQ(snap__trace_capture_state(SNAP_WAIT_NONE, true, linux_),
-           SNAP__TRACE_RUNNING);
+           SNAP__STATE_RUNNING);
   return check_result("test_trace_state");
 }

@@ -50,7 +50,7 @@ static void ring_roundtrip(void) {
                   ? SNAP__TRACE_NONE
                   : (uint32_t)(snap_xorshift(&rng) >> 40);
     s.count = 1 + (uint32_t)(snap_xorshift(&rng) % 100000);
-    s.state = (uint8_t)(snap_xorshift(&rng) % SNAP__TRACE_STATE_COUNT);
+    s.state = (uint8_t)(snap_xorshift(&rng) % SNAP__STATE_COUNT);
     s.wait_kind = (uint8_t)(snap_xorshift(&rng) % SNAP_WAIT_KIND_COUNT);
     s.cpu_us = snap_xorshift(&rng) % 3 == 0
                    ? -1
@@ -127,7 +127,7 @@ int main(void) {
                               .thread = th,
                               .stack = leaf,
                               .count = 1,
-                              .state = SNAP__TRACE_RUNNING,
+                              .state = SNAP__STATE_RUNNING,
                               .cpu_us = 1000};
     t->open = true;
     t->last_stack = leaf;

@@ -17,15 +17,16 @@
  * retrieve_thread_basic_info: TH_TERMINATE -> HALTED, else TH_RUN ->
  * RUNNING, else TH_UNINT -> UNINTERRUPTIBLE, else TH_SUSP -> STOPPED, else
  * TH_WAIT -> WAITING; TH_RUN is "running or on runq", osfmk/kern/thread.h).
- * So RUNNING is READY here: on a CPU or waiting for one, xnu does not say
- * which. WAITING and UNINTERRUPTIBLE are blocked, in what the record does
- * not say ("other"); STOPPED (suspended, e.g. by a debugger) is blocked
- * too. CPU time is the same record's. Run-queue wait, context switches
- * and faults per thread are in no public interface (proc_pidinfo's
- * PROC_PIDTHREADINFO has none of them, and libproc is not in the iOS
- * SDK): -1. docs/apple.md, "Contract: a thread's run state".
- * Traced: sysctl(KERN_PROC_PID) for our own pid and its P_TRACED flag —
- * the check Apple's technical Q&A QA1361 gives for "am I being debugged".
+ * So RUNNING is SNAP__RUN_READY here: on a CPU or waiting for one, xnu
+ * does not say which. WAITING and UNINTERRUPTIBLE are SNAP__RUN_WAITING,
+ * in a call the record does not name ("other"); STOPPED (suspended, e.g.
+ * by a debugger) is SNAP__RUN_STOPPED; src/blocked/ judges them. CPU time is
+ * the same record's. Run-queue wait, context switches and faults per thread are
+ * in no public interface (proc_pidinfo's PROC_PIDTHREADINFO has none of them,
+ * and libproc is not in the iOS SDK): -1. docs/apple.md, "Contract: a thread's
+ * run state". Traced: sysctl(KERN_PROC_PID) for our own pid and its P_TRACED
+ * flag — the check Apple's technical Q&A QA1361 gives for "am I being
+ * debugged".
  *
  * Must not: be called from the stopped window (the pthread calls take the
  * thread-list lock a suspended thread may hold), print, or abort.
@@ -82,16 +83,17 @@ int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
   thread_basic_info_data_t info;
   if (!basic_info(thread, &info, &out->cpu_ns))
     return SNAP_ENOTHREAD;
+  out->cpu_before_ns = out->cpu_ns; /* one read: nothing to compare */
   switch (info.run_state) {
   case TH_STATE_RUNNING: /* TH_RUN: on a CPU or on a run queue */
-    out->state = SNAP__SCHED_READY;
+    out->run = SNAP__RUN_READY;
     break;
   case TH_STATE_WAITING:
   case TH_STATE_UNINTERRUPTIBLE:
-  case TH_STATE_STOPPED:
-    out->state = SNAP__SCHED_BLOCKED;
-    out->wait = SNAP__WAIT_OTHER;
+    out->run = SNAP__RUN_WAITING;
+    out->call_kind = SNAP_WAIT_OTHER; /* thread_info names no call */
     break;
+  case TH_STATE_STOPPED: out->run = SNAP__RUN_STOPPED; break;
   default: /* TH_STATE_HALTED (exiting), or a state this file does not know */
     break;
   }

@@ -150,9 +150,10 @@ typedef struct snap__linux_syscall {
 /* SNAP_OK, SNAP_ENOTHREAD (no such thread of ours), SNAP_EIO (unreadable
    or unknown format). [setup] */
 int snap__linux_syscall_read(int tid, snap__linux_syscall_t *out);
-/* What system call nr (this architecture's numbers) waits in
+/* The SNAP_WAIT_* kind system call nr (this architecture's numbers) waits
+   in, before its arguments say more: futex, io, sleep, poll or other
    (thread_sched.c). */
-snap__sched_wait_t snap__linux_wait_of_syscall(long nr);
+unsigned snap__linux_wait_of_syscall(long nr);
 /* Whether an I/O call nr's first argument is the descriptor it waits on
    (read, write, recv...; not open's directory or an AIO context). */
 bool snap__linux_syscall_has_fd(long nr);

@@ -1,8 +1,10 @@
 /*
- * thread_sched.c — where a thread's time goes, on Linux: its scheduler
- * state at one instant (running, runnable, blocked and in what) and its
- * cumulative counters (CPU time, run-queue wait, context switches, major
- * faults), for the lag watchdog's point samples.
+ * thread_sched.c — where a thread's time goes, on Linux: what the kernel
+ * says of its run state at one instant (ready, waiting and in what call,
+ * stopped) and its cumulative counters (CPU time, run-queue wait, context
+ * switches, major faults), for the lag watchdog's point samples. Facts
+ * only: whether that makes the thread running, runnable or blocked is
+ * src/blocked/thread_state.c's decision.
  *
  * The kernel's files (Documentation/filesystems/proc.rst,
  * Documentation/scheduler/sched-stats.rst), all under
@@ -27,14 +29,11 @@
  * (task_sched_runtime), so two reads microseconds apart differ exactly
  * when it ran in between.
  *
- * Running or runnable: "R" means either. The CPU clock is read before and
- * after the other files (tens of microseconds apart): it advanced only if
- * the thread was on a CPU in between, so R with growth is RUNNING and R
- * without is RUNNABLE (on a run queue, starved of a CPU for that whole
- * moment). Without the clock, R is READY: the kernel does not say which.
- * The lag watchdog judges R over the interval between its samples instead
- * (lag/main_sample.c): at the instant of the read the reader itself may
- * hold the thread's CPU.
+ * Running or runnable: "R" means either (SNAP__RUN_READY). The CPU clock
+ * is read before and after the other files (tens of microseconds apart)
+ * and both reads are handed up (cpu_before_ns, cpu_ns): it advanced only
+ * if the thread was on a CPU in between, which src/blocked/ weighs with
+ * the interval its caller knows.
  *
  * Under an emulator (qemu-user runs our arm64 tests) the syscall file
  * describes the emulator's host thread: host system call numbers, and a pc
@@ -108,7 +107,7 @@ static void read_switches(int tid, int64_t *vol, int64_t *invol) {
     *invol = decimal(&i);
 }
 
-snap__sched_wait_t snap__linux_wait_of_syscall(long nr) {
+unsigned snap__linux_wait_of_syscall(long nr) {
   switch (nr) {
 #ifdef SYS_futex
   case SYS_futex:
@@ -119,7 +118,7 @@ snap__sched_wait_t snap__linux_wait_of_syscall(long nr) {
 #ifdef SYS_flock
   case SYS_flock:
 #endif
-    return SNAP__WAIT_LOCK;
+    return SNAP_WAIT_FUTEX;
 #ifdef SYS_nanosleep
   case SYS_nanosleep:
 #endif
@@ -129,7 +128,7 @@ snap__sched_wait_t snap__linux_wait_of_syscall(long nr) {
 #ifdef SYS_pause
   case SYS_pause:
 #endif
-    return SNAP__WAIT_SLEEP;
+    return SNAP_WAIT_SLEEP;
 #ifdef SYS_poll
   case SYS_poll:
 #endif
@@ -163,7 +162,7 @@ snap__sched_wait_t snap__linux_wait_of_syscall(long nr) {
 #ifdef SYS_waitid
   case SYS_waitid:
 #endif
-    return SNAP__WAIT_POLL;
+    return SNAP_WAIT_POLL;
 #ifdef SYS_read
   case SYS_read:
 #endif
@@ -233,8 +232,8 @@ snap__sched_wait_t snap__linux_wait_of_syscall(long nr) {
 #ifdef SYS_io_uring_enter
   case SYS_io_uring_enter:
 #endif
-    return SNAP__WAIT_IO;
-  default: return SNAP__WAIT_OTHER;
+    return SNAP_WAIT_IO;
+  default: return SNAP_WAIT_OTHER;
   }
 }
 
@@ -250,7 +249,7 @@ bool snap__linux_syscall_has_fd(long nr) {
   case SYS_io_getevents: /* an AIO context */
 #endif
     return false;
-  default: return snap__linux_wait_of_syscall(nr) == SNAP__WAIT_IO;
+  default: return snap__linux_wait_of_syscall(nr) == SNAP_WAIT_IO;
   }
 }
 
@@ -265,10 +264,10 @@ static bool in_an_image(uintptr_t pc) {
   return dladdr((void *)pc, &info) != 0;
 }
 
-/* In what a thread whose state letter is S or D waits. */
-static snap__sched_wait_t blocked_in(int tid, char letter) {
-  snap__sched_wait_t fallback =
-      letter == 'D' ? SNAP__WAIT_IO : SNAP__WAIT_OTHER;
+/* The SNAP_WAIT_* kind of the call a thread whose state letter is S or D
+   waits in. */
+static unsigned blocked_in(int tid, char letter) {
+  unsigned fallback = letter == 'D' ? SNAP_WAIT_IO : SNAP_WAIT_OTHER;
   snap__linux_syscall_t sc;
   if (snap__linux_syscall_read(tid, &sc) != SNAP_OK ||
       sc.state != SNAP__LINUX_SC_IN_SYSCALL)
@@ -279,8 +278,8 @@ static snap__sched_wait_t blocked_in(int tid, char letter) {
      thread than the one we run as (an emulator's host thread). */
   if (!in_an_image(sc.pc))
     return fallback;
-  snap__sched_wait_t w = snap__linux_wait_of_syscall(sc.nr);
-  return w == SNAP__WAIT_OTHER ? fallback : w;
+  unsigned w = snap__linux_wait_of_syscall(sc.nr);
+  return w == SNAP_WAIT_OTHER ? fallback : w;
 }
 
 /* The counters, and the state letter in *letter ('\0' unknown). */
@@ -314,18 +313,17 @@ int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
   if (rc != SNAP_OK)
     return rc;
   int64_t cpu1 = snap__plat_thread_cpu_ns(thread);
+  /* Both clock reads are kept: whether the clock moved across the stat
+     read says whether an 'R' thread was on a CPU meanwhile; src/blocked/
+     judges it. */
+  out->cpu_before_ns = cpu0 >= 0 ? cpu0 : -1;
   out->cpu_ns = cpu1 >= 0 ? cpu1 : -1;
   switch (letter) {
-  case 'R':
-    /* The CPU clock advanced across the reads: on a CPU meanwhile. */
-    out->state = cpu0 < 0 || cpu1 < 0 ? SNAP__SCHED_READY
-                 : cpu1 > cpu0        ? SNAP__SCHED_RUNNING
-                                      : SNAP__SCHED_RUNNABLE;
-    break;
+  case 'R': out->run = SNAP__RUN_READY; break;
   case 'S':
   case 'D':
-    out->state = SNAP__SCHED_BLOCKED;
-    out->wait = (uint8_t)blocked_in(tid, letter);
+    out->run = SNAP__RUN_WAITING;
+    out->call_kind = (uint8_t)blocked_in(tid, letter);
     break;
   case 'Z':
   case 'X': /* exited, not yet reaped (pthread_join returns before the
@@ -334,8 +332,7 @@ int snap__plat_thread_sched(snap_thread_t thread, snap__plat_sched_t *out) {
     return SNAP_ENOTHREAD;
   case '\0': break; /* unknown */
   default:          /* T, t (stopped, traced), W, P, I ...: not running */
-    out->state = SNAP__SCHED_BLOCKED;
-    out->wait = SNAP__WAIT_OTHER;
+    out->run = SNAP__RUN_STOPPED;
     break;
   }
   return SNAP_OK;

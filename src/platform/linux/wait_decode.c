@@ -402,19 +402,19 @@ void snap__plat_wait_decode(snap_thread_t waiter,
   for (int i = 0; i < nargs; i++)
     out->args[i] = regs->args[i];
   switch (snap__linux_wait_of_syscall((long)nr)) {
-  case SNAP__WAIT_LOCK:
+  case SNAP_WAIT_FUTEX:
     if (nr == SYS_futex && nargs)
       decode_futex(waiter, regs->args, pcs, n, out);
     else /* futex_waitv: several words; flock: a file lock */
       out->kind = nr == SYS_flock ? SNAP_WAIT_OTHER : SNAP_WAIT_FUTEX;
     break;
-  case SNAP__WAIT_IO:
+  case SNAP_WAIT_IO:
     out->kind = SNAP_WAIT_IO;
     if (nargs && snap__linux_syscall_has_fd((long)nr))
       out->fd = (int32_t)regs->args[0];
     break;
-  case SNAP__WAIT_SLEEP: out->kind = SNAP_WAIT_SLEEP; break;
-  case SNAP__WAIT_POLL: out->kind = SNAP_WAIT_POLL; break;
+  case SNAP_WAIT_SLEEP: out->kind = SNAP_WAIT_SLEEP; break;
+  case SNAP_WAIT_POLL: out->kind = SNAP_WAIT_POLL; break;
   default: out->kind = SNAP_WAIT_OTHER; break;
   }
 }
