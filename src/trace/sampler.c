@@ -458,7 +458,13 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   }
   if (th->have_last && snap__plat_thread_is_running(th->tid) == 1) {
     /* Running or waiting for a CPU, less than a period of CPU since its
-       tick: the next tick says where. It had not gone to sleep by now. */
+       tick: the next tick says where. It had not gone to sleep by now.
+       Woken since a sample that found it blocked: nudged, for one tick
+       as soon as it runs (its new work would otherwise show only after a
+       period of its CPU time, which on a busy machine is tens of ms). */
+    if (th->last_state == SNAP__TRACE_BLOCKED && !th->timed->nudged)
+      th->timed->nudged =
+          snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid) == SNAP_OK;
     th->timed->seen_running_ns = now;
     return;
   }
@@ -478,6 +484,7 @@ look:;
       t = est;
   }
   th->timed->seen_running_ns = 0;
+  th->timed->nudged = false;
   uintptr_t pcs[SNAP__TRACE_DEPTH];
   snap_wait_t wait = {.size = sizeof wait};
   bool os_blocked;

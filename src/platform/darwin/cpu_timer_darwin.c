@@ -22,6 +22,13 @@ int snap__plat_cpu_timer_start(snap__plat_cpu_timer_t *t, snap_thread_t thread,
 
 void snap__plat_cpu_timer_stop(snap__plat_cpu_timer_t *t) { (void)t; }
 
+int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t,
+                               snap_thread_t thread) {
+  (void)t;
+  (void)thread;
+  return SNAP_EUNSUPPORTED;
+}
+
 int64_t snap__plat_self_cpu_ns(void) {
   return snap__plat_thread_cpu_ns(snap__plat_thread_self());
 }

@@ -30,13 +30,21 @@
  * before it reads the slot's state, the stopper changes the state before
  * it reads the count (both sequentially consistent), so one of the two
  * sees the other.
+ *
+ * A nudge is the same value queued once by rt_tgsigqueueinfo (si_code
+ * SI_QUEUE, from this process): a tick as soon as the thread runs, for a
+ * thread the trace saw wake. A thread that blocks again between the look
+ * and the nudge has its wait interrupted, as any sampling signal would
+ * (SA_RESTART resumes the restartable ones).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "platform/linux/linux.h"
 
@@ -187,4 +195,23 @@ void snap__plat_cpu_timer_stop(snap__plat_cpu_timer_t *t) {
   }
   atomic_store(&s->used, false);
   h->slot = SLOTS;
+}
+
+int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t,
+                               snap_thread_t thread) {
+  handle_t *h = (handle_t *)(void *)t->opaque;
+  if (h->slot >= SLOTS || !snap__linux_tid_ok(thread))
+    return SNAP_EINVAL;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = snap__linux_sample_signo();
+  si.si_code = SI_QUEUE;
+  si.si_pid = getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_ptr = (void *)(((uintptr_t)TIMER_MAGIC << 32) |
+                                   ((uintptr_t)h->gen << 8) | h->slot);
+  if (syscall(SYS_rt_tgsigqueueinfo, getpid(), (int)thread, si.si_signo, &si) !=
+      0)
+    return errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EBUSY;
+  return SNAP_OK;
 }

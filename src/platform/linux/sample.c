@@ -165,7 +165,9 @@ static int window(slot_t *s, void *uc) {
 static void on_signal(int signo, siginfo_t *si, void *uc) {
   int saved_errno = errno;
   uintptr_t token = (uintptr_t)si->si_value.sival_ptr;
-  if (si->si_code == SI_TIMER && snap__linux_cpu_timer_token(token)) {
+  if ((si->si_code == SI_TIMER ||
+       (si->si_code == SI_QUEUE && si->si_pid == getpid())) &&
+      snap__linux_cpu_timer_token(token)) {
     /* A thread's CPU-time timer (cpu_timer.c): it samples itself. */
     snap__linux_cpu_timer_fire(token, uc);
     errno = saved_errno;
