@@ -302,7 +302,7 @@ typedef struct snap__trace_timed {
   snap__sring_t *ring;
   uint64_t last_tick_ns;
   uint64_t seen_running_ns;
-  bool nudged; /* a nudge was sent since its last blocked sample */
+  bool nudged; /* a nudge is queued, not answered yet */
 } snap__trace_timed_t;
 
 /* A mark, queued by any thread for the sampler (marks.c: a bounded
