@@ -44,3 +44,8 @@ add_test(NAME test_trace_lag_edges_busy
           $<TARGET_FILE:trace_lag_phases> --busy 3 --bound-ms 40 --run-with "${SNAP_RUN_WITH}")
 set_tests_properties(test_trace_lag_edges test_trace_lag_edges_busy
   PROPERTIES TIMEOUT 120 LABELS "trace;lag")
+# A thread's samples of itself: its CPU-time timer and lock-free ring
+# (never a sample of a sleeping thread, nor one after the stop).
+snap_test(test_trace_self_ring trace/test_trace_self_ring.c)
+set_tests_properties(test_trace_self_ring PROPERTIES SKIP_RETURN_CODE 77
+  LABELS "trace")
