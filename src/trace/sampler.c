@@ -647,9 +647,11 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
       }
       next_main += step;
       now = snap__plat_now_ns();
-      if (next_main <= now) { /* late by a whole period or more */
+      if (next_main <= now) { /* late by a whole look or more */
+        /* Counted in main-thread periods (snap_trace_stats), whatever
+           the look's step. */
         atomic_fetch_add_explicit(&tr->missed_ticks,
-                                  (now - next_main) / step + 1,
+                                  (now - next_main) / main_ns + step / main_ns,
                                   memory_order_relaxed);
         next_main = now + step;
       }
