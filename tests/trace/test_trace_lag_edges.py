@@ -15,6 +15,13 @@ and reads its Chrome JSON trace with Python's json:
     tick: CPU-time timers fire at ticks) (the program's own CPU
     clock: a sampler of running code cannot see the phase before it ran in
     it, and a machine busy with other work delays that);
+  - no edge is drawn more than --early-ms (15) before its phase began,
+    however busy the machine: a sampler cannot see a phase before it
+    begins, so an early edge is a sample dated before the stack it holds
+    was taken (the old sampler read its clock, then waited on the sampler
+    lock while the watchdog sampled: edges 30-60 ms early); the design's
+    one early dating, a sleep dated by the CPU time since the thread's
+    last tick, is early only by the thread's wait for a CPU in that tick;
   - the watchdog wrote reports (it sampled the main thread meanwhile).
 The old design failed it: the trace's sampler and the watchdog's waited on
 each other at the sampler lock, and edges moved by 50-100 ms.
@@ -42,6 +49,7 @@ def main():
     ap.add_argument("program")
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--bound-ms", type=float, default=20.0)
+    ap.add_argument("--early-ms", type=float, default=15.0)
     ap.add_argument("--run-with", default="")
     ap.add_argument("--nolag", action="store_true",
                     help="the trace alone (for comparison by hand)")
@@ -111,6 +119,9 @@ def main():
                 check(abs(err) <= allowed,
                       "edge %s -> %s off by %.1f ms (allowed %.1f)"
                       % (p["name"], q["name"], err / 1e6, allowed / 1e6))
+                check(err >= -a.early_ms * 1e6,
+                      "edge %s -> %s drawn %.1f ms before the phase began"
+                      % (p["name"], q["name"], -err / 1e6))
     print("worst edge error %.1f ms" % (worst / 1e6))
     return report()
 
