@@ -11,9 +11,18 @@
  *  3. bytes per sample on that steady workload (goal <= 16);
  *  4. the time to write a 30 s trace (goal <= 100 ms) in each format, the
  *     main thread moving among 8 functions at depth 40 and 4 other threads
- *     running, and the files' sizes.
+ *     running, and the files' sizes;
+ *  5. issue 26 goal 3, the floor: the trace's whole cost per sample (its
+ *     sampler thread's CPU plus the CPU the sampled thread loses) against a
+ *     bare per-thread CPU-time timer signal whose handler walks frame
+ *     pointers, in the same run, main thread spinning (goal <= 1.3x the
+ *     bare timer; sampler thread <= 1 % of a core) and idle (sampler
+ *     thread <= 1 %). The thread's loss is measured as work per second of
+ *     its own CPU time (rounds / CLOCK_THREAD_CPUTIME_ID), so a busy
+ *     machine's preemption does not count as cost.
  *
  * Usage: bench_trace [--write-seconds S]   (S: the trace's length, 30)
+ *        bench_trace --floor               (part 5 alone)
  *        bench_trace spin SECONDS          (the workload alone, for perf)
  */
 #include <stdint.h>
@@ -84,6 +93,157 @@ static void *worker(void *arg) {
 }
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+/* Work per second of the calling thread's CPU time over `seconds` of wall
+   time at depth 40 (what sampling costs it, whatever else the machine
+   runs), and the CPU time it used. */
+static double spin_per_cpu(double seconds, double *cpu_used) {
+  double c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+  uint64_t n = deep(40, 0, now_s(CLOCK_MONOTONIC) + seconds);
+  double c = now_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+  *cpu_used = c;
+  return (double)n / c;
+}
+
+/* The floor: a per-thread CPU-time timer whose handler walks frame
+   pointers (bounded to the 8 MiB above the handler's frame: the thread's
+   own stack) into a static buffer. */
+static volatile uint64_t g_bare_ticks, g_bare_frames;
+static uintptr_t g_bare_pcs[256];
+static void bare_handler(int signo, siginfo_t *si, void *ucp) {
+  (void)si;
+  ucontext_t *uc = ucp;
+#if defined(__x86_64__)
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
+  uintptr_t fp = (uintptr_t)uc->uc_mcontext.regs[29];
+#else
+  uintptr_t pc = 0, fp = 0;
+  (void)uc;
+#endif
+  uintptr_t lo = (uintptr_t)&signo, hi = lo + (8u << 20);
+  int n = 0;
+  g_bare_pcs[n++] = pc;
+  while (n < 256 && fp > lo && fp < hi && !(fp & 7)) {
+    uintptr_t *f = (uintptr_t *)fp;
+    g_bare_pcs[n++] = f[1];
+    if (f[0] <= fp)
+      break;
+    fp = f[0];
+  }
+  g_bare_frames += (uint64_t)n;
+  g_bare_ticks++;
+}
+
+static timer_t bare_start(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = bare_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGRTMIN + 7, &sa, NULL);
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGRTMIN + 7;
+  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  timer_t id;
+  timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &id);
+  struct itimerspec its = {{0, 1000000}, {0, 1000000}};
+  timer_settime(id, 0, &its, NULL);
+  return id;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return v[n / 2];
+}
+
+/* Alternations of 1 s each (base, bare timer, trace): a busy machine's
+   drift hits all three alike, and the medians say what held. */
+#define FLOOR_ROUNDS 7
+static void part_floor(void) {
+  printf("== 5. the whole cost per sample against the floor (a bare "
+         "per-thread CPU-time timer walking frame pointers), 1 kHz, main "
+         "spinning at depth 40; %d alternations of 1 s (base, bare, trace), "
+         "medians\n",
+         FLOOR_ROUNDS);
+  double bare_us[FLOOR_ROUNDS], whole_us[FLOOR_ROUNDS], samp_us[FLOOR_ROUNDS],
+      lost_us[FLOOR_ROUNDS], samp_pct[FLOOR_ROUNDS], ratio[FLOOR_ROUNDS],
+      rate_bare[FLOOR_ROUNDS], rate_tr[FLOOR_ROUNDS];
+  double frames = 0;
+  snap_trace_config_t c;
+  snap_trace_config_default(&c);
+  c.other_interval_us = 0;
+  for (int r = 0; r < FLOOR_ROUNDS; r++) {
+    double cpu_base, cpu_bare, cpu_tr;
+    double base = spin_per_cpu(1.0, &cpu_base);
+    uint64_t t0 = g_bare_ticks, f0 = g_bare_frames;
+    timer_t id = bare_start();
+    double bare = spin_per_cpu(1.0, &cpu_bare);
+    timer_delete(id);
+    double ticks = (double)(g_bare_ticks - t0);
+    if (ticks < 1)
+      ticks = 1;
+    frames = (double)(g_bare_frames - f0) / ticks;
+    rate_bare[r] = ticks / cpu_bare;
+    bare_us[r] = (1 - bare / base) * cpu_bare / ticks * 1e6;
+    if (snap_trace_start(&c) != SNAP_OK) {
+      printf("snap_trace_start failed\n");
+      return;
+    }
+    double traced = spin_per_cpu(1.0, &cpu_tr);
+    snap_trace_stats_t st = {.size = sizeof st};
+    snap_trace_stop();
+    snap_trace_stats(&st);
+    double n = (double)(st.samples ? st.samples : 1);
+    double sampler = (double)st.sampler_cpu_ns / 1e9;
+    rate_tr[r] = n / cpu_tr;
+    samp_us[r] = sampler / n * 1e6;
+    samp_pct[r] = sampler * 100; /* of its 1 s */
+    lost_us[r] = (1 - traced / base) * cpu_tr / n * 1e6;
+    whole_us[r] = samp_us[r] + lost_us[r];
+    ratio[r] = bare_us[r] > 0 ? whole_us[r] / bare_us[r] : 0;
+  }
+  double wmin = whole_us[0], wmax = whole_us[0];
+  for (int r = 1; r < FLOOR_ROUNDS; r++) {
+    wmin = whole_us[r] < wmin ? whole_us[r] : wmin;
+    wmax = whole_us[r] > wmax ? whole_us[r] : wmax;
+  }
+  printf("  bare timer: %.0f signals/s of CPU (CPU-time timers fire at "
+         "scheduler ticks), %.1f frames each; the thread loses %.1f "
+         "us/sample\n",
+         median(rate_bare, FLOOR_ROUNDS), frames,
+         median(bare_us, FLOOR_ROUNDS));
+  printf("  trace: %.0f samples/s of CPU; sampler thread %.2f %% of a core = "
+         "%.1f us/sample; the thread loses %.1f us/sample; whole %.1f "
+         "us/sample (min %.1f, max %.1f); ratio to the bare timer %.2fx\n",
+         median(rate_tr, FLOOR_ROUNDS), median(samp_pct, FLOOR_ROUNDS),
+         median(samp_us, FLOOR_ROUNDS), median(lost_us, FLOOR_ROUNDS),
+         median(whole_us, FLOOR_ROUNDS), wmin, wmax,
+         median(ratio, FLOOR_ROUNDS));
+  /* Idle: the main thread asleep; a CPU-time timer never fires. */
+  if (snap_trace_start(&c) != SNAP_OK)
+    return;
+  struct timespec s3 = {3, 0};
+  nanosleep(&s3, NULL);
+  snap_trace_stop();
+  snap_trace_stats_t st = {.size = sizeof st};
+  snap_trace_stats(&st);
+  printf("  trace, main idle (nanosleep 3 s): %llu samples; sampler thread "
+         "%.1f ms = %.2f %% of a core\n",
+         (unsigned long long)st.samples, (double)st.sampler_cpu_ns / 1e6,
+         (double)st.sampler_cpu_ns / 3e9 * 100);
+}
 
 static void part_sampler(void) {
   printf("== 1. the sampler at 1 kHz, main thread spinning at depth 40 "
@@ -235,8 +395,13 @@ int main(int argc, char **argv) {
   double write_s = 30;
   if (argc == 3 && strcmp(argv[1], "--write-seconds") == 0)
     write_s = atof(argv[2]);
+  if (argc == 2 && strcmp(argv[1], "--floor") == 0) {
+    part_floor();
+    return 0;
+  }
   part_sampler();
   part_perf(argv[0]);
+  part_floor();
   part_write(write_s);
   return 0;
 }

@@ -308,3 +308,5 @@ int snap_set_sample_timeout_ms(unsigned ms) {
 int snap_set_sample_signal(int signo) {
   return snap__plat_set_sample_signal(signo);
 }
+
+void snap__capture_prepare(void) { (void)snap__images_refresh(false); }

@@ -32,4 +32,9 @@ int snap__capture_thread_wait(snap_thread_t thread, uintptr_t *pcs, int max,
                               unsigned flags, snap_wait_t *wait,
                               bool name_owner, bool *os_blocked);
 
+/* Brings the image table up to date for walks that run where no refresh
+   can (a thread's own CPU-time timer handler, trace/self_ring.c): what
+   snap_capture_thread does before each sample. [setup] */
+void snap__capture_prepare(void);
+
 #endif /* SNAP_CAPTURE_CAPTURE_H */

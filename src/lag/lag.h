@@ -520,6 +520,10 @@ static inline uint64_t snap__stolen_ns(const snap__wake_facts_t *f,
 
 typedef struct snap__main_sample {
   snap_thread_t tid;          /* the main thread */
+  uint64_t since_ns;          /* in: the watched stretch's start (a running
+                                 trace's sample older than this is not the
+                                 stretch's) */
+  bool from_trace;            /* the last sample was the trace's */
   snap__thread_state_t state; /* what it did at the last sample: the OS's
                                  reading just before it and its wait */
   uint64_t t_ns;              /* when the last sample was taken ... */

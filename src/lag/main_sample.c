@@ -15,9 +15,28 @@
  * Must not: name a stack while its thread is stopped (every capture has
  * returned, and the thread runs again, before its pcs are named), decide
  * what is a lag or what state a thread is in, or write anything.
+ *
+ * One sampler: while a trace runs, the main thread samples itself for it
+ * (trace/sampler.c: its CPU-time timer), and a running main thread's
+ * stack is taken from the trace's latest sample of it, never by stopping
+ * it again (the two samplers waited on each other at the process-wide
+ * sampler lock, and the trace's slice edges moved by 50-100 ms on a busy
+ * machine: issue 25). A blocked main thread is read quietly as before (no
+ * signal either way). Without a trace, or without a trace sample inside
+ * the stretch, the watchdog samples as before.
  */
 #include "capture/capture.h"
 #include "lag/lag.h"
+#include "trace/trace.h"
+
+/* The running trace's latest sample of the main thread taken at or after
+   since (monotonic), into pcs: its count, or < 0 (none: no trace, or none
+   that recent). */
+static int from_trace(uintptr_t *pcs, int max, uint64_t since) {
+  uint64_t t;
+  int64_t cpu;
+  return snap__trace_main_latest(pcs, max, since, &t, &cpu);
+}
 
 const snap_stack_t *snap__lag_name(const uintptr_t *pcs, int n) {
   return snap_symbolicate(pcs, n, SNAP_SYMBOLICATE_EXACT_PC0);
@@ -42,7 +61,9 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
      (a look), not the counters' several: the sample's wait says the rest. */
   snap__plat_thread_look_t look;
   snap__plat_sched_t os = snap__plat_sched_unknown();
-  if (snap__plat_thread_look(m->tid, &look) == SNAP_OK && look.running)
+  bool running =
+      snap__plat_thread_look(m->tid, &look) == SNAP_OK && look.running;
+  if (running)
     os.run = SNAP__RUN_READY;
   /* When it last ran before the sample is what bounds when its wait
      began (report.c). */
@@ -50,9 +71,15 @@ const snap_stack_t *snap__main_sample(snap__main_sample_t *m) {
   m->cpu_ns = snap__plat_thread_cpu_ns(m->tid);
   m->wait = (snap_wait_t){.size = sizeof m->wait};
   bool from_os = false;
-  int n = snap__capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
-                                    snap__lag_capture_flags(), &m->wait, true,
-                                    &from_os);
+  /* Running, with a trace running: the trace's sample (no wait: it ran). */
+  int n = running ? from_trace(m->pcs, SNAP__DUMP_DEPTH, m->since_ns) : -1;
+  m->from_trace = n > 0;
+  if (m->from_trace)
+    snap__plat_wait_none(&m->wait);
+  else
+    n = snap__capture_thread_wait(m->tid, m->pcs, SNAP__DUMP_DEPTH,
+                                  snap__lag_capture_flags(), &m->wait, true,
+                                  &from_os);
   m->state = snap__state_judge(
       &(snap__state_facts_t){.cpu0_ns = -1,
                              .cpu1_ns = -1,
@@ -118,8 +145,21 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
   /* No wait record here: reports take main's wait from its detection
      sample and the dump, and its decode and owner name would cost every
      point ~8 us (bench_sample). */
-  int n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
-                              snap__lag_capture_flags());
+  /* Running, with a trace running: the trace's latest sample since the
+     previous point (a repeat would weigh one sample twice), or none this
+     time; the thread is never stopped a second time. */
+  int n = SNAP_EINVAL;
+  if (state.state == SNAP__STATE_RUNNING ||
+      state.state == SNAP__STATE_RUNNABLE || state.state == SNAP__STATE_READY) {
+    uint64_t since = now > interval_ns / 2 ? now - interval_ns / 2 : 0;
+    n = from_trace(p->pcs, SNAP__RING_DEPTH,
+                   since > st->since_ns ? since : st->since_ns);
+    if (n == SNAP_EBUSY)
+      return; /* a trace runs, no sample of it yet: no point this time */
+  }
+  if (n < 0)
+    n = snap_capture_thread(main, p->pcs, SNAP__RING_DEPTH,
+                            snap__lag_capture_flags());
   /* A capture that ended after the stretch did may hold the idle loop's
      stack, which every lag shares: not the stretch's (a lag seen late is
      known by its points, and would match any other). */

@@ -53,6 +53,7 @@ static void perform(wd_t *w, snap__lag_step_t step, unsigned skip,
    go idle between the watchdog's look and the sample, and a stack taken
    in the idle loop is not the lag's (m->error says why there is none). */
 static const snap_stack_t *sample_in_stretch(wd_t *w) {
+  w->main.since_ns = w->stretch.since_ns;
   const snap_stack_t *s = snap__main_sample(&w->main);
   snap__loop_view_t v = w->main.loop; /* read before the naming */
   if (s && !(v.busy && v.seq == w->stretch.seq)) {

@@ -152,6 +152,54 @@ uint64_t snap__plat_sample_waited_ns(void);
 int snap__plat_sample_reachable(snap_thread_t thread);
 int snap__plat_set_sample_signal(int signo);
 
+/* ==== BEGIN per-thread CPU-time sampling timers (cpu_timer.c) =========== */
+
+/* A running thread samples itself: the OS delivers a timer signal to the
+   thread each time it has used `period_ns` of CPU time, and the handler
+   calls fn on that thread with the registers it was interrupted at. A
+   CPU-time timer never fires in a thread that does not run, so a blocked
+   thread is never interrupted (a signal would end its sleep or poll
+   early): whoever arms the timer reads a thread that stopped running
+   quietly instead (snap__plat_blocked_regs). One stream of samples, no
+   cross-thread stop and no sampler lock (docs/trace.md, "One sampler").
+
+   fn runs in the thread's signal handler: [signal-safe] code only (no
+   lock, no allocation, no stdio). regs is NULL when the handler cannot
+   walk here safely (a stack whose bounds the thread does not know yet, or
+   too little room left under the handler's frame): the caller learns the
+   stack through one snap__plat_sample of the thread and the next tick
+   walks. Apple has no CPU-time timer signal: SNAP_EUNSUPPORTED there, and
+   the trace samples with snap__plat_sample (thread_suspend) as before. */
+typedef void (*snap__cpu_tick_fn)(const snap__regs_t *regs, void *ctx);
+
+typedef struct snap__plat_cpu_timer {
+  _Alignas(8) unsigned char opaque[32];
+} snap__plat_cpu_timer_t;
+
+/* Arms a timer on `thread`'s CPU clock: fn(regs, ctx) on that thread
+   every period_ns of its CPU time, until stopped. SNAP_OK;
+   SNAP_EUNSUPPORTED (Apple, or no such timer); SNAP_EBUSY (every timer
+   slot is taken: sample the thread the other way); SNAP_ENOTHREAD.
+   [setup] */
+int snap__plat_cpu_timer_start(snap__plat_cpu_timer_t *t, snap_thread_t thread,
+                               uint64_t period_ns, snap__cpu_tick_fn fn,
+                               void *ctx);
+/* Disarms t and returns once no handler of it runs any more (fn's ctx may
+   be freed then). A timer never started or already stopped: nothing.
+   [setup] */
+void snap__plat_cpu_timer_stop(snap__plat_cpu_timer_t *t);
+/* One tick of t now, for a thread that woke (it runs, or waits for a CPU):
+   fn runs on it as soon as it is on a CPU, instead of after a whole
+   period of its CPU time (on a busy machine, tens of ms of wall time,
+   ticks landing only where the kernel's scheduler tick finds it running).
+   No reply is waited for, no lock taken. SNAP_OK, or a negative code.
+   [setup] */
+int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t, snap_thread_t thread);
+/* The calling thread's CPU time in ns, from inside fn. [signal-safe] */
+int64_t snap__plat_self_cpu_ns(void);
+
+/* ==== END per-thread CPU-time sampling timers ============================= */
+
 /* ---- Reading a blocked thread without stopping it ----------------------- */
 
 /* What the platform could tell of a thread blocked in a system call, and

@@ -38,6 +38,10 @@
 #include "platform/platform.h"
 #include "trace/trace.h"
 
+/* How often the sampler looks at a timed main thread (see the loop). */
+#define DRAIN_NS (5 * 1000000u)
+#define IDLE_DRAIN_NS (10 * 1000000u) /* ... while it is blocked */
+
 static uint64_t us_of(const snap__trace_t *tr, uint64_t mono_ns) {
   return mono_ns > tr->t0_ns ? (mono_ns - tr->t0_ns) / 1000u : 0;
 }
@@ -185,6 +189,16 @@ bool snap__trace_may_have_run(bool first, bool cpu_moved, int running,
   return first || cpu_moved || (!facts.cpu_time_exact && running == 1);
 }
 
+/* The main thread's latest running sample, for the lag watchdog
+   (snap__trace_main_latest). Under the lock. */
+static void publish_main(snap__trace_t *tr, uint64_t t_ns, int64_t cpu_ns,
+                         const uintptr_t *pcs, int n) {
+  memcpy(tr->main_pcs, pcs, (size_t)n * sizeof *pcs);
+  tr->main_n = n;
+  tr->main_t_ns = t_ns;
+  tr->main_cpu_ns = cpu_ns;
+}
+
 /* Samples one thread (its entry th, looked up under the lock by the
    caller, who let the lock go). `others`: a thread that is not the main
    one, sampled only if it runs. Takes the lock to record. */
@@ -276,6 +290,11 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     snap__plat_lock_lock(lock);
     s.stack =
         n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
+    if (th->is_main && n > 0 &&
+        (s.state == SNAP__STATE_RUNNING || s.state == SNAP__STATE_RUNNABLE))
+      publish_main(tr, now, cpu, pcs, n);
+    if (th->timed)
+      th->timed->last_tick_ns = 0;
     record(tr, th, &s);
     th->last_stack = s.stack;
     th->last_state = s.state;
@@ -291,6 +310,243 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   th->last_wait = s.wait;
   snap__plat_lock_unlock(lock);
   th->have_last = true;
+}
+
+/* ---- Threads that sample themselves (a CPU-time timer, self_ring.c) ----
+
+   Where the platform has per-thread CPU-time timers, a thread the trace
+   follows gets one on its first sight: main every main_interval of its
+   CPU time, the others every other_interval. While it runs, its samples
+   arrive in its ring with their own times, and the sampler only drains
+   them: no signal from here, no sampler lock, no /proc read. A tick's
+   sample is running, or runnable when the thread waited longer for a CPU
+   than it ran since its previous tick (the wall time between two ticks
+   that the CPU time does not explain; no blocked sample came between).
+
+   When no tick came since the last look, the thread either did not run
+   (its CPU time did not move: it is where it was, blocked or waiting for a
+   CPU, and its span goes on; a blocked one costs one clock read, no /proc
+   read) or ran less than a period: still running (the next tick will say
+   where), or gone to sleep, which the sampler reads quietly (a quiet
+   capture: /proc, no signal). Such a sleep began about when the thread's
+   CPU time stopped: at its last tick plus the CPU time since, which the
+   sample is dated to (a sampler held back by a busy machine would
+   otherwise date it when it got a CPU, tens of ms late). */
+
+/* Arms th's timer (first sight). The ring comes from the trace's ring
+   memory; none left, or no timer on this platform: the old way. */
+static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
+  th->timer_tried = true;
+  uint32_t cap = th->is_main ? SNAP__SRING_MAIN : SNAP__SRING_OTHER;
+  size_t head = (sizeof(snap__trace_timed_t) + 15) & ~(size_t)15;
+  size_t need = head + snap__sring_bytes(cap);
+  if (tr->srings_used + need > tr->srings_bytes)
+    return;
+  unsigned flags = snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
+  snap__trace_timed_t *tm = (void *)(tr->srings + tr->srings_used);
+  *tm = (snap__trace_timed_t){0};
+  snap__sring_t *r =
+      snap__sring_init(tr->srings + tr->srings_used + head, cap, flags);
+  uint64_t period = (uint64_t)(th->is_main ? tr->cfg.main_interval_us
+                                           : tr->cfg.other_interval_us) *
+                    1000u;
+  if (snap__plat_cpu_timer_start(&tm->timer, th->tid, period, snap__sring_tick,
+                                 r) != SNAP_OK)
+    return;
+  tr->srings_used += need;
+  tm->ring = r;
+  th->timed = tm;
+}
+
+static void disarm(snap__trace_t *tr, snap__trace_thr_t *th) {
+  if (th->timed) {
+    snap__plat_cpu_timer_stop(&th->timed->timer);
+    /* Ticks its full ring had to drop: periods missed. */
+    atomic_fetch_add_explicit(&tr->missed_ticks,
+                              snap__sring_lost(th->timed->ring),
+                              memory_order_relaxed);
+  }
+  th->timed = NULL;
+}
+
+/* The ticks in th's ring, into its spans. Under the lock. Returns how
+   many; *learn: a tick could not walk (the thread's stack is not known
+   to it yet). */
+static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
+  const snap__sring_entry_t *e;
+  int got = 0;
+  while ((e = snap__sring_peek(th->timed->ring))) {
+    if (e->n < 0) {
+      *learn = true;
+      snap__sring_pop(th->timed->ring);
+      continue;
+    }
+    sample_t s = {
+        .t_us = us_of(tr, e->t_ns), .state = SNAP__STATE_RUNNING, .cpu_ns = -1};
+    if (th->have_last && th->cpu_seen >= 0 && e->cpu_ns >= th->cpu_seen)
+      s.cpu_ns = e->cpu_ns - th->cpu_seen;
+    if (th->timed->last_tick_ns && e->t_ns > th->timed->last_tick_ns &&
+        s.cpu_ns >= 0 &&
+        (int64_t)(e->t_ns - th->timed->last_tick_ns) - s.cpu_ns > s.cpu_ns)
+      s.state = SNAP__STATE_RUNNABLE;
+    s.stack = snap__trace_add_stack(tr, e->pcs, e->n, true);
+    if (th->is_main && e->n > 0)
+      publish_main(tr, e->t_ns, e->cpu_ns, e->pcs, e->n);
+    record(tr, th, &s);
+    th->last_stack = s.stack;
+    th->last_state = s.state;
+    th->last_wait = 0;
+    th->cpu_seen = e->cpu_ns;
+    th->have_last = true;
+    th->timed->last_tick_ns = e->t_ns;
+    snap__sring_pop(th->timed->ring);
+    got++;
+  }
+  return got;
+}
+
+/* One look at a timed thread. `others`: not the main thread (then a
+   thread that ticked no more is idle: its span ends with its last tick,
+   as for a thread the old way finds not running). */
+static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
+                         bool others) {
+  snap__trace_thr_t *th = &tr->thr[idx];
+  bool learn = false;
+  snap__plat_lock_lock(lock);
+  int got = drain(tr, th, &learn);
+  snap__plat_lock_unlock(lock);
+  if (learn) {
+    /* One sample the old way: the thread learns its own stack in that
+       window (platform/linux/sample.c), and walks itself from then on. */
+    th->timed->last_tick_ns = 0;
+    sample_thread(tr, lock, idx, false);
+    return;
+  }
+  if (got) {
+    th->timed->nudged = false; /* answered (or ticked anyway) */
+    return;
+  }
+  if (others) {
+    snap__plat_lock_lock(lock);
+    snap__trace_close_span(tr, th);
+    snap__plat_lock_unlock(lock);
+    return;
+  }
+  uint64_t now = snap__plat_now_ns();
+  int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
+  if (cpu < 0) { /* gone */
+    disarm(tr, th);
+    snap__plat_lock_lock(lock);
+    snap__trace_close_span(tr, th);
+    th->gone = true;
+    snap__plat_lock_unlock(lock);
+    return;
+  }
+  if (th->have_last && cpu == th->cpu_seen) {
+    /* It did not run: where it was. Blocked stays blocked without a look
+       (it cannot have run: its CPU time would have moved); a thread that
+       ticked last is runnable (preempted) or just blocked: asked. */
+    sample_t s = {.t_us = us_of(tr, now), .stack = th->last_stack, .cpu_ns = 0};
+    if (th->last_state == SNAP__STATE_BLOCKED) {
+      s.state = SNAP__STATE_BLOCKED;
+      s.wait = th->last_wait;
+    } else if (snap__plat_thread_is_running(th->tid) == 1) {
+      s.state = SNAP__STATE_RUNNABLE;
+    } else {
+      /* Blocked right after its tick: where, below. */
+      goto look;
+    }
+    snap__plat_lock_lock(lock);
+    record(tr, th, &s);
+    th->last_state = s.state;
+    snap__plat_lock_unlock(lock);
+    return;
+  }
+  if (th->have_last && snap__plat_thread_is_running(th->tid) == 1) {
+    /* Running or waiting for a CPU, and no tick since the last look: it
+       had not gone to sleep by now. Nudged, for one tick as soon as it
+       runs: a CPU-time timer fires only at a scheduler tick that finds
+       the thread on a CPU, so a thread that just woke, or one starved by
+       a busy machine, would show its new work only tens of ms later (a
+       thread that keeps running ticks by itself between looks and is
+       never nudged). One nudge at a time: a queued signal is one more
+       sample of the same instant. */
+    if (!th->timed->nudged)
+      th->timed->nudged =
+          snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid) == SNAP_OK;
+    th->timed->seen_running_ns = now;
+    return;
+  }
+look:;
+  /* It ran, and sleeps now: read quietly where (no signal: a blocked
+     thread's registers come from /proc). Dated to when its CPU time
+     stopped, when its last sample was a tick. */
+  uint64_t t = now;
+  if (th->timed->last_tick_ns && cpu >= th->cpu_seen) {
+    /* Its CPU time since the tick, as if it had run all along; on a busy
+       machine it also waited for a CPU meanwhile, and it was still awake
+       at the last look that found it so. */
+    uint64_t est = th->timed->last_tick_ns + (uint64_t)(cpu - th->cpu_seen);
+    if (th->timed->seen_running_ns > est)
+      est = th->timed->seen_running_ns;
+    if (est < t)
+      t = est;
+  }
+  th->timed->seen_running_ns = 0;
+  th->timed->nudged = false;
+  uintptr_t pcs[SNAP__TRACE_DEPTH];
+  snap_wait_t wait = {.size = sizeof wait};
+  bool os_blocked;
+  int n = snap__capture_thread_wait(
+      th->tid, pcs, SNAP__TRACE_DEPTH,
+      SNAP_CAPTURE_QUIET |
+          (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0),
+      &wait, false, &os_blocked);
+  sample_t s = {.t_us = us_of(tr, t), .stack = SNAP__TRACE_NONE};
+  s.cpu_ns = th->have_last && cpu >= th->cpu_seen ? cpu - th->cpu_seen : -1;
+  if (n < 0) {
+    atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
+    s.state = SNAP__STATE_UNKNOWN;
+  } else {
+    s.state = snap__trace_capture_state(wait.kind, os_blocked,
+                                        snap__plat_trace_facts());
+    s.wait = s.state == SNAP__STATE_BLOCKED ? (uint8_t)wait.kind : 0;
+  }
+  snap__plat_lock_lock(lock);
+  s.stack = n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
+  if (n > 0 && s.state != SNAP__STATE_BLOCKED)
+    publish_main(tr, now, cpu, pcs, n);
+  record(tr, th, &s);
+  th->last_stack = s.stack;
+  th->last_state = s.state;
+  th->last_wait = s.wait;
+  th->timed->last_tick_ns = 0;
+  snap__plat_lock_unlock(lock);
+  th->cpu_seen = cpu;
+  th->have_last = true;
+}
+
+/* A thread the trace follows: by its timer when it has one (armed on
+   first sight), else the old way. */
+static void sample_any(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
+                       bool others) {
+  snap__trace_thr_t *th = &tr->thr[idx];
+  if (!th->timer_tried) {
+    arm(tr, th); /* the fields it sets are the sampler's own: no lock */
+    if (th->timed) {
+      char name[sizeof th->name] = "";
+      (void)snap__plat_thread_name(th->tid, name, sizeof name);
+      snap__plat_lock_lock(lock);
+      memcpy(th->name, name, sizeof name);
+      snap__plat_lock_unlock(lock);
+      th->cpu_seen = snap__plat_thread_cpu_ns(th->tid);
+      th->have_last = th->cpu_seen >= 0;
+    }
+  }
+  if (th->timed)
+    sample_timed(tr, lock, idx, others);
+  else
+    sample_thread(tr, lock, idx, others);
 }
 
 /* The queued marks, into the ring. Under the lock. */
@@ -327,6 +583,8 @@ static void drain_marks(snap__trace_t *tr) {
 static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
                           snap_thread_t self) {
   snap_thread_t tids[SNAP__TRACE_THREADS];
+  /* The image table the timers' walks read (a library loaded since). */
+  snap__capture_prepare();
   int n = snap__plat_thread_list(tids, SNAP__TRACE_THREADS);
   if (n > SNAP__TRACE_THREADS)
     n = SNAP__TRACE_THREADS;
@@ -338,14 +596,29 @@ static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
     snap__plat_lock_lock(lock);
     uint32_t idx = snap__trace_thread_index(tr, tids[i]);
     snap__plat_lock_unlock(lock);
-    if (idx != SNAP__TRACE_NONE)
-      sample_thread(tr, lock, idx, true);
+    if (idx != SNAP__TRACE_NONE) {
+      tr->thr[idx].listed = true;
+      sample_any(tr, lock, idx, true);
+    }
+  }
+  /* A timed thread no longer listed is gone: its timer goes with it. */
+  for (uint32_t i = 0; i < tr->n_thr; i++) {
+    snap__trace_thr_t *th = &tr->thr[i];
+    if (th->timed && !th->is_main && !th->gone && !th->listed) {
+      disarm(tr, th);
+      snap__plat_lock_lock(lock);
+      snap__trace_close_span(tr, th);
+      th->gone = true;
+      snap__plat_lock_unlock(lock);
+    }
+    th->listed = false;
   }
 }
 
 void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
                              _Atomic bool *stop, snap__sem_t *wake) {
   snap_thread_t self = snap__plat_thread_self();
+  snap__capture_prepare(); /* for the timers' first walks */
   uint64_t main_ns = (uint64_t)tr->cfg.main_interval_us * 1000u;
   uint64_t other_ns = (uint64_t)tr->cfg.other_interval_us * 1000u;
   uint64_t window_us = (uint64_t)tr->cfg.window_seconds * 1000000u;
@@ -357,14 +630,30 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
     uint64_t now = snap__plat_now_ns();
     if (now >= next_main) {
       if (main_idx != SNAP__TRACE_NONE && !tr->thr[main_idx].gone)
-        sample_thread(tr, lock, main_idx, false);
-      next_main += main_ns;
+        sample_any(tr, lock, main_idx, false);
+      /* A timed main thread's ticks carry their own times and wait in its
+         ring: the sampler looks every DRAIN_NS only (a wake costs it
+         ~20 us here; 1000 of them a second were 1.5-2 % of a core with
+         nothing to do), which still dates a sleep (by the CPU time) and
+         nudges a thread that woke within a scheduler tick or so. */
+      uint64_t step = main_ns;
+      if (main_idx != SNAP__TRACE_NONE && tr->thr[main_idx].timed) {
+        /* Blocked: its wake shows by its own tick, dated by itself; the
+           look only nudges it sooner on a busy machine. */
+        uint64_t d = tr->thr[main_idx].last_state == SNAP__STATE_BLOCKED
+                         ? IDLE_DRAIN_NS
+                         : DRAIN_NS;
+        step = main_ns < d ? d : main_ns;
+      }
+      next_main += step;
       now = snap__plat_now_ns();
-      if (next_main <= now) { /* late by a whole period or more */
+      if (next_main <= now) { /* late by a whole look or more */
+        /* Counted in main-thread periods (snap_trace_stats), whatever
+           the look's step. */
         atomic_fetch_add_explicit(&tr->missed_ticks,
-                                  (now - next_main) / main_ns + 1,
+                                  (now - next_main) / main_ns + step / main_ns,
                                   memory_order_relaxed);
-        next_main = now + main_ns;
+        next_main = now + step;
       }
     }
     if (other_ns && now >= next_other) {
@@ -383,6 +672,9 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
     uint64_t next = other_ns && next_other < next_main ? next_other : next_main;
     (void)snap__plat_sem_timedwait(wake, next);
   }
+  /* The timers first: once stopped, no handler writes a ring. */
+  for (uint32_t i = 0; i < tr->n_thr; i++)
+    disarm(tr, &tr->thr[i]);
   snap__plat_lock_lock(lock);
   drain_marks(tr);
   for (uint32_t i = 0; i < tr->n_thr; i++)

@@ -237,6 +237,36 @@ void snap__span_ring_remap(snap__span_ring_t *r, const snap__stack_table_t *t);
 #define SNAP__TRACE_LABELS 256  /* distinct mark labels */
 #define SNAP__TRACE_LABEL_MAX 48
 #define SNAP__TRACE_MARKS 64 /* marks queued for the sampler */
+#define SNAP__TRACE_DEPTH_SELF SNAP__TRACE_DEPTH
+
+/* ---- A thread's samples of itself (self_ring.c) -------------------------
+
+   Where the platform has per-thread CPU-time timers (Linux), a running
+   thread samples itself: each period of its CPU time its timer's handler
+   walks its own stack into its ring (snap__sring_tick, [signal-safe]), and
+   the sampler thread drains the ring. Lock-free, one producer (the
+   thread), one consumer (the sampler). */
+typedef struct snap__sring_entry {
+  uint64_t t_ns;  /* monotonic, at the tick */
+  int64_t cpu_ns; /* the thread's CPU time then (-1 unknown) */
+  int n;          /* pcs, or SNAP_ENOSTACK: the handler could not walk */
+  uintptr_t pcs[SNAP__TRACE_DEPTH_SELF];
+} snap__sring_entry_t;
+typedef struct snap__sring snap__sring_t;
+/* The bytes a ring of cap entries takes, and making one there (mem aligned
+   for pointers). flags: the walk's SNAP_CAPTURE_*. */
+size_t snap__sring_bytes(uint32_t cap);
+snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags);
+/* The timer's function (snap__cpu_tick_fn; ctx: the ring). */
+void snap__sring_tick(const snap__regs_t *regs, void *ctx);
+/* The sampler's side: the oldest entry not consumed (NULL: none), and
+   giving it back; samples dropped because the ring was full. */
+const snap__sring_entry_t *snap__sring_peek(snap__sring_t *r);
+void snap__sring_pop(snap__sring_t *r);
+uint64_t snap__sring_lost(const snap__sring_t *r);
+
+#define SNAP__SRING_MAIN 64 /* entries of the main thread's ring */
+#define SNAP__SRING_OTHER 8 /* of another thread's */
 
 /* A thread the trace follows: its open span (identical samples not yet
    closed into the ring) and what its last sample saw. */
@@ -252,7 +282,21 @@ typedef struct snap__trace_thr {
   uint8_t last_state, last_wait;
   bool open;
   snap__tspan_t span; /* the open span, when open */
+  /* Sampled by its own CPU-time timer (sampler.c) when timed is set. */
+  struct snap__trace_timed *timed;
+  bool timer_tried, listed;
 } snap__trace_thr_t;
+
+/* A timed thread's timer and ring, carved with the ring from the trace's
+   ring memory (the thread table stays small): the last tick recorded (0:
+   its last sample was not a tick) and a look since that found it awake. */
+typedef struct snap__trace_timed {
+  snap__plat_cpu_timer_t timer;
+  snap__sring_t *ring;
+  uint64_t last_tick_ns;
+  uint64_t seen_running_ns;
+  bool nudged; /* a nudge is queued, not answered yet */
+} snap__trace_timed_t;
 
 /* A mark, queued by any thread for the sampler (marks.c: a bounded
    multi-producer queue; a slot's seq says whose turn it is). */
@@ -281,6 +325,16 @@ typedef struct snap__trace {
   _Atomic uint64_t mark_tail_pub; /* mark_tail, for producers */
   void *memory;                   /* the table's and the ring's */
   size_t memory_bytes;
+  /* Rings for timed threads, carved from the budget at start: the main
+     thread's first, then others' while they last. */
+  unsigned char *srings;
+  size_t srings_bytes, srings_used;
+  /* The main thread's latest running sample, for the lag watchdog
+     (snap__trace_main_latest): under lock. */
+  uint64_t main_t_ns;
+  int64_t main_cpu_ns;
+  int main_n;
+  uintptr_t main_pcs[SNAP__TRACE_DEPTH];
   /* Counters (snap_trace_stats). */
   _Atomic uint64_t samples, failed, marks_taken, marks_dropped, missed_ticks,
       threads_untracked, compactions;
@@ -320,6 +374,15 @@ bool snap__trace_may_have_run(bool first, bool cpu_moved, int running,
    when it is full. Under the lock. */
 uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,
                                bool exact0);
+
+/* trace_api.c, for the lag watchdog (one sampler: it takes the main
+   thread's stack from the trace instead of stopping the thread again):
+   the main thread's latest running sample taken at or after since_ns
+   (monotonic), its pcs into pcs[0..max) (pcs[0] exact), *t_ns and
+   *cpu_ns its time and the thread's CPU time then. The count; SNAP_EINVAL
+   when no trace runs; SNAP_EBUSY when none that recent. */
+int snap__trace_main_latest(uintptr_t *pcs, int max, uint64_t since_ns,
+                            uint64_t *t_ns, int64_t *cpu_ns);
 
 /* snapshot.c: the spans of [since, until] (unix ns, 0 = open) as a named
    snapshot; the lock is taken to copy and let go before naming. */

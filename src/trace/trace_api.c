@@ -149,12 +149,23 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
     return SNAP_ENOMEM;
   }
   size_t bytes = cfg->max_bytes - own;
-  size_t table = bytes / 4 & ~(size_t)15;
+  /* The timed threads' rings (sampler.c, self_ring.c): the main thread's
+     and up to 31 others', at most a quarter of the budget; a thread for
+     which none is left is sampled the old way. */
+  size_t head = (sizeof(snap__trace_timed_t) + 15) & ~(size_t)15;
+  size_t srings = head + snap__sring_bytes(SNAP__SRING_MAIN) +
+                  31 * (head + snap__sring_bytes(SNAP__SRING_OTHER));
+  if (srings > bytes / 4)
+    srings = bytes / 4 & ~(size_t)15;
+  size_t rest = bytes - srings;
+  size_t table = rest / 4 & ~(size_t)15;
   tr->cfg = *cfg;
   tr->memory = mem;
   tr->memory_bytes = bytes;
+  tr->srings = (unsigned char *)mem + rest;
+  tr->srings_bytes = srings;
   snap__stack_table_init(&tr->table, mem, table);
-  snap__span_ring_init(&tr->ring, (char *)mem + table, bytes - table);
+  snap__span_ring_init(&tr->ring, (char *)mem + table, rest - table);
   snap__trace_marks_init(tr);
   tr->t0_ns = snap__plat_now_ns();
   tr->sampler_cpu_ns = -1;
@@ -199,6 +210,24 @@ SNAP_EXPORT int snap_trace_mark(const char *label) {
   }
   reader_leave();
   return rc;
+}
+
+int snap__trace_main_latest(uintptr_t *pcs, int max, uint64_t since_ns,
+                            uint64_t *t_ns, int64_t *cpu_ns) {
+  snap__trace_t *tr = reader_enter(true);
+  if (!tr)
+    return SNAP_EINVAL;
+  int n = SNAP_EBUSY;
+  snap__plat_lazy_lock(&g_lock);
+  if (tr->main_n > 0 && tr->main_t_ns >= since_ns) {
+    n = tr->main_n < max ? tr->main_n : max;
+    memcpy(pcs, tr->main_pcs, (size_t)n * sizeof *pcs);
+    *t_ns = tr->main_t_ns;
+    *cpu_ns = tr->main_cpu_ns;
+  }
+  snap__plat_lazy_unlock(&g_lock);
+  reader_leave();
+  return n;
 }
 
 /* "dir" and "name" of a path, into buf. */

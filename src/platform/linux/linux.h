@@ -29,6 +29,20 @@ int snap__linux_gettid(void);
    nothing is sent). [signal-safe] */
 bool snap__linux_thread_alive(int tid);
 
+/* ---- The sampling signal's handler, shared by both of its uses ---------- */
+
+/* Installs the sampling signal's handler (sample.c) once: SNAP_OK, or
+   SNAP_EUNSUPPORTED. The signal it uses, once installed. [setup] */
+int snap__linux_sample_install(void);
+int snap__linux_sample_signo(void);
+/* The calling thread enters / leaves a stopped window (tests prove the
+   window allocates nothing: snap__plat_in_stopped_window). [signal-safe] */
+void snap__linux_window_mark(bool in);
+/* A CPU-time timer's signal (cpu_timer.c): whether its value is one of
+   ours, and the handler's work for it. [signal-safe] */
+bool snap__linux_cpu_timer_token(uint64_t token);
+void snap__linux_cpu_timer_fire(uint64_t token, void *uc);
+
 /* ---- Small /proc files (proc_files.c) ----------------------------------- */
 
 /* Reads up to size - 1 bytes of path into buf, NUL-terminated; the count,

@@ -97,6 +97,8 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) int t_in_window;
 
 bool snap__plat_in_stopped_window(void) { return t_in_window != 0; }
 
+void snap__linux_window_mark(bool in) { t_in_window = in ? 1 : 0; }
+
 int snap__plat_set_sample_timeout_ms(unsigned ms) {
   atomic_store(&g_timeout_ms, ms);
   return SNAP_OK;
@@ -163,6 +165,14 @@ static int window(slot_t *s, void *uc) {
 static void on_signal(int signo, siginfo_t *si, void *uc) {
   int saved_errno = errno;
   uintptr_t token = (uintptr_t)si->si_value.sival_ptr;
+  if ((si->si_code == SI_TIMER ||
+       (si->si_code == SI_QUEUE && si->si_pid == getpid())) &&
+      snap__linux_cpu_timer_token(token)) {
+    /* A thread's CPU-time timer (cpu_timer.c): it samples itself. */
+    snap__linux_cpu_timer_fire(token, uc);
+    errno = saved_errno;
+    return;
+  }
   bool ours = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
               (uint32_t)(token >> 32) == MAGIC;
   if (!ours) {
@@ -241,6 +251,10 @@ static int install(void) {
   pthread_mutex_unlock(&g_install_lock);
   return rc;
 }
+
+int snap__linux_sample_install(void) { return install(); }
+
+int snap__linux_sample_signo(void) { return g_signo; }
 
 static slot_t *claim(unsigned *seq_out) {
   for (int i = 0; i < SLOTS; i++) {

@@ -1,0 +1,82 @@
+/*
+ * self_ring.c — the samples a thread takes of itself (its CPU-time timer's
+ * handler), queued for the trace's sampler thread: one lock-free ring per
+ * timed thread.
+ *
+ * Owns: the ring's memory layout (made whole at snap_trace_start from the
+ * trace's budget), the handler's side (snap__sring_tick: walk the thread's
+ * own stack from the interrupted registers into the next free entry) and
+ * the sampler's side (peek, pop). Must not: allocate, lock, print or read
+ * a file in snap__sring_tick, which runs in a signal handler on the
+ * sampled thread.
+ *
+ * Single producer, single consumer: only the thread itself writes (its
+ * handler cannot nest: the signal is blocked while it runs), only the
+ * sampler reads. `head` counts entries written, `tail` entries consumed;
+ * the producer fills entry head % cap only while head - tail < cap and
+ * publishes it with a release store of head; the consumer reads entries
+ * below head (acquire) and gives each back with a release store of tail.
+ * A full ring drops the new sample and counts it (lost): the sampler was
+ * held back longer than the ring covers.
+ */
+#include <string.h>
+
+#include "capture/walk.h"
+#include "trace/trace.h"
+
+struct snap__sring {
+  _Atomic uint64_t head, tail;
+  _Atomic uint64_t lost;
+  uint32_t cap;
+  unsigned flags;          /* the walk's SNAP_CAPTURE_* */
+  snap__walk_state_t walk; /* the handler's scratch: not on the stack */
+  snap__sring_entry_t e[]; /* cap entries */
+};
+
+size_t snap__sring_bytes(uint32_t cap) {
+  size_t b = sizeof(snap__sring_t) + (size_t)cap * sizeof(snap__sring_entry_t);
+  return (b + 15) & ~(size_t)15;
+}
+
+snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags) {
+  snap__sring_t *r = mem;
+  atomic_init(&r->head, 0);
+  atomic_init(&r->tail, 0);
+  atomic_init(&r->lost, 0);
+  r->cap = cap;
+  r->flags = flags;
+  return r;
+}
+
+void snap__sring_tick(const snap__regs_t *regs, void *ctx) {
+  snap__sring_t *r = ctx;
+  uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+  uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+  if (h - t >= r->cap) {
+    atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
+    return;
+  }
+  snap__sring_entry_t *e = &r->e[h % r->cap];
+  e->t_ns = snap__plat_now_ns();
+  e->cpu_ns = snap__plat_self_cpu_ns();
+  /* The interrupted pc is exact (frame 0 is where the thread was). */
+  e->n = regs ? snap__walk_in(&r->walk, regs, true, r->flags, e->pcs,
+                              SNAP__TRACE_DEPTH, 0)
+              : SNAP_ENOSTACK;
+  atomic_store_explicit(&r->head, h + 1, memory_order_release);
+}
+
+const snap__sring_entry_t *snap__sring_peek(snap__sring_t *r) {
+  uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+  return t == h ? NULL : &r->e[t % r->cap];
+}
+
+void snap__sring_pop(snap__sring_t *r) {
+  uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+}
+
+uint64_t snap__sring_lost(const snap__sring_t *r) {
+  return atomic_load_explicit(&r->lost, memory_order_relaxed);
+}
