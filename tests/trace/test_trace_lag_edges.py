@@ -35,13 +35,8 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
-
-
-def check(ok, msg):
-    if not ok:
-        failures.append(msg)
-        print("FAIL: " + msg)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, result  # noqa: E402
 
 
 def main():
@@ -78,7 +73,7 @@ def main():
     tids = {e["tid"] for e in iters}
     check(len(tids) == 1, "iteration on %d threads" % len(tids))
     if len(tids) != 1:
-        return report()
+        return result("test_trace_lag_edges")
     tid = tids.pop()
     kids = sorted([e for e in xs if e["tid"] == tid and
                    e["name"].startswith("ph_")], key=lambda e: e["ts"])
@@ -123,15 +118,7 @@ def main():
                       "edge %s -> %s drawn %.1f ms before the phase began"
                       % (p["name"], q["name"], -err / 1e6))
     print("worst edge error %.1f ms" % (worst / 1e6))
-    return report()
-
-
-def report():
-    if failures:
-        print("test_trace_lag_edges: %d check(s) failed" % len(failures))
-        return 1
-    print("test_trace_lag_edges: all checks passed")
-    return 0
+    return result("test_trace_lag_edges")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import tempfile
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures  # noqa: E402
+from checks import check, result  # noqa: E402
 
 
 def perfetto_slices(path):
@@ -160,7 +160,7 @@ def main():
     holders = {s["track"] for s in slices if s["name"] == "pattern_run"}
     check(len(holders) == 1, "pattern_run on %d tracks" % len(holders))
     if len(holders) != 1:
-        return report()
+        return result("test_trace_pattern")
     track = holders.pop()
     # How long the sampler was held back in all, by its own counts: its
     # missed 1 ms periods, and the sample timeout (100 ms) of each failed
@@ -180,7 +180,7 @@ def main():
               [c["name"] for c in children])
         check(any(s["name"].startswith("phase_") for s in slices),
               "perfetto: no phase_* slice at all")
-        return report()
+        return result("test_trace_pattern")
     check_phases("perfetto", children, phases, gap_at)
     for c in children:
         st, wait = c["ann"].get("state"), c["ann"].get("wait")
@@ -255,7 +255,7 @@ def main():
               "folded: %s %.1f ms, the program measured %.1f ms"
               % (p, got_ns / 1e6, want_ns / 1e6))
     transitions(a, d, facts.get("tsan"))
-    return report()
+    return result("test_trace_pattern")
 
 
 def transitions(a, d, tsan):
@@ -281,13 +281,6 @@ def transitions(a, d, tsan):
           "sleeping thread shown in the stack it had left): %s"
           % (len(blocked), blocked[:2]))
 
-
-def report():
-    if failures:
-        print("test_trace_pattern: %d check(s) failed" % len(failures))
-        return 1
-    print("test_trace_pattern: all checks passed")
-    return 0
 
 
 if __name__ == "__main__":
