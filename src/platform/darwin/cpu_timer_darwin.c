@@ -8,6 +8,7 @@
  * pretend to sample.
  */
 #include "platform/platform.h"
+#include "platform/thread_facts.h"
 
 int snap__plat_cpu_timer_start(snap__plat_cpu_timer_t *t, snap_thread_t thread,
                                uint64_t period_ns, snap__cpu_tick_fn fn,
