@@ -504,14 +504,14 @@ static void lru_push(stripe_t *st, cache_entry_t *e) {
 }
 
 /* ---- A stripe's index: open addressing, linear probing ------------------
-   Why not a chained table (uthash, until issue 26): it lets a chain grow to
-   ten entries before it doubles, and each link is an entry of its own,
-   somewhere in the heap; a miss walked the whole chain, twice (the probe,
-   then the insertion's), a cache miss a link: 24 % of a cold lookup with
-   the cache on. Here a probe reads consecutive cells of one block, at most
-   half full. Keys are hashes already (hash.h); the multiply spreads the
-   bits the stripe choice used. Deletion shifts the cells after the hole
-   back (no tombstones: a table that churns stays as fast). */
+   Why not a chained table (the one this replaced, uthash's): it lets a
+   chain grow to ten entries before it doubles, and each link is an entry
+   of its own, somewhere in the heap; a miss walked the whole chain, twice
+   (the probe, then the insertion's), a cache miss a link: 24 % of a cold
+   lookup with the cache on. Here a probe reads consecutive cells of one
+   block, at most half full. Keys are hashes already (hash.h); the multiply
+   spreads the bits the stripe choice used. Deletion shifts the cells after
+   the hole back (no tombstones: a table that churns stays as fast). */
 
 static size_t home_of(uint64_t key, unsigned bits) {
   return (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - bits));
