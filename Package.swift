@@ -4,8 +4,8 @@
 // portable core and this platform's backend from src/; and a test target,
 // tests/swift, run by `swift test`.
 //
-// Builds from the committed tree alone, no network: uthash (the symbol
-// cache's index, header only) is vendored in third_party/uthash.
+// Builds from the committed tree alone, no network: the library has no
+// package dependencies and needs no vendored code.
 //
 // One backend per platform. SwiftPM cannot exclude sources per platform
 // in a target, but the manifest is Swift and is evaluated on the machine
@@ -61,7 +61,6 @@ let package = Package(
       publicHeadersPath: "include",
       cSettings: [
         .headerSearchPath("src"),
-        .headerSearchPath("third_party/uthash"),
         // The Linux backend names glibc's extensions (gettid, dladdr...).
         .define("_GNU_SOURCE", .when(platforms: [.linux])),
       ] + noPrivateAPI,

@@ -25,19 +25,15 @@ Pod::Spec.new do |s|
   # Public: include/stacksnap.h alone, mapped (no header_mappings_dir) to
   # <stacksnap/stacksnap.h> and the module's umbrella. src/'s headers are
   # project headers, found through HEADER_SEARCH_PATHS as "capture/walk.h".
-  # uthash is compiled from the header, never as a source: preserve_paths
-  # keeps it (and its licence) from CocoaPods' cleaning of unused files.
   # scripts/check-podspec.py checks all of this with CocoaPods' own rules.
   s.source_files         = 'include/*.h', 'src/**/*.{c,h}'
   s.exclude_files        = 'src/platform/linux/**/*'
   s.public_header_files  = 'include/stacksnap.h'
-  s.preserve_paths       = 'third_party/uthash/*'
   s.requires_arc         = false
   s.pod_target_xcconfig  = {
     'GCC_C_LANGUAGE_STANDARD' => 'c11',
-    # src/ for the private headers; uthash (header only, committed in
-    # third_party/uthash) for the symbol cache.
-    'HEADER_SEARCH_PATHS' => '"$(PODS_TARGET_SRCROOT)/src" "$(PODS_TARGET_SRCROOT)/third_party/uthash"',
+    # src/ for the private headers.
+    'HEADER_SEARCH_PATHS' => '"$(PODS_TARGET_SRCROOT)/src"',
     # The walker reads the library's own frames.
     'OTHER_CFLAGS' => '-fno-omit-frame-pointer -Wunguarded-availability',
   }

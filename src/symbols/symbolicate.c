@@ -234,7 +234,7 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
     return SNAP_OK;
   }
   /* Hits and names both answer for the images loaded now: a dlclose and a
-     dlopen that finished before this call must be seen (cache.c). */
+     dlopen that finished before this call must be seen (cache_verify.c). */
   if (!images_current)
     images_current = snap__images_refresh_if_stale() == SNAP_OK;
   hit = images_current ? snap__cache_get(hash, pcs, n, flags, true) : NULL;

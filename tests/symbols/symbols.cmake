@@ -23,7 +23,7 @@ endif()
 snap_test(test_intern symbols/test_intern.c)
 
 # The shared table's index keeps every entry reachable through growth,
-# shrinking and deletions (issue 26: open addressing replaced uthash).
+# shrinking and deletions (open addressing, backward-shift deletion).
 snap_test(test_cache_index symbols/test_cache_index.c)
 
 # A stack the cache will not keep carries its own names, the same as an

@@ -1,8 +1,7 @@
 /*
- * test_cache_index.c — the shared table's index (cache.c, "A stripe's
- * index") keeps every entry it holds reachable through growth, shrinking
- * and deletions anywhere in a probe run (issue 26: open addressing with
- * backward-shift deletion replaced uthash's chains).
+ * test_cache_index.c — the shared table's index (cache_index.c) keeps every
+ * entry it holds reachable through growth, shrinking and deletions anywhere in
+ * a probe run (open addressing with backward-shift deletion: no tombstones).
  *
  * Oracle: the cache's own stats, from outside the index. K distinct stacks
  * are named with a cap that holds them all; the cap is then lowered (each

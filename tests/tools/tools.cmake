@@ -37,7 +37,6 @@ if(SNAP_FUZZ_SECONDS GREATER 0 AND TARGET snap_symbolicate_dwarf)
                  ${fuzz_sources})
   target_include_directories(fuzz_report_json PRIVATE ${symb}
                              ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
-                             ${SNAP_UTHASH_INCLUDE}
                              ${PROJECT_SOURCE_DIR}/third_party/yyjson)
   target_compile_definitions(fuzz_report_json PRIVATE _GNU_SOURCE YYJSON_DISABLE_WRITER=1)
   target_link_libraries(fuzz_report_json PRIVATE Threads::Threads ${CMAKE_DL_LIBS}

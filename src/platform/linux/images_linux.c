@@ -260,7 +260,7 @@ static int first_stamp(struct dl_phdr_info *info, size_t size, void *arg) {
    default, made as cheap as it can be (the fork gate a hit passes writes
    only the thread's own line: posix/lock_fork.c; a thread's front answers
    its repeated call sites without falling through to the shared table:
-   cache.c), and identity hits stay a measured alternative
+   cache_front.c), and identity hits stay a measured alternative
    (snap__symbolicate_set_identity_hits). */
 uint64_t snap__plat_images_stamp(void) {
   uint64_t stamp = 0;

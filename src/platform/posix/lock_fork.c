@@ -3,7 +3,7 @@
  *
  * A forked child has one thread. A lock some other thread of the parent
  * held at the instant of fork() stays held there for good, and the data it
- * guarded may be half-updated (a uthash bucket mid-insert). So, as libc
+ * guarded may be half-updated (a cache stripe's index mid-insert). So, as libc
  * does for malloc: the prepare handler takes every registered lock, in
  * registration order, on the forking thread (waiting for any critical
  * section in flight to end); the parent handler releases them; the child
