@@ -21,15 +21,29 @@
  *      (clock_gettime under qemu-user, which has no vDSO). Where a sample
  *      keeps the thread in its call (Apple's suspension), a message wait
  *      (a run loop's idle wait: kind other) is a wait all the same.
- *   3. No sample, and the OS says it is asleep in the kernel: blocked, on
+ *   3. It did not run since its previous sample (a sampler that follows
+ *      it, the trace, says which: prev): no sample since, its CPU time
+ *      unmoved, and that clock exact or the OS not saying it is ready
+ *      (snap__state_did_not_run). Runnable when the OS says it is ready
+ *      (woken or preempted, waiting for a CPU); else where that sample
+ *      found it: its blocked state, or, after a ready one, blocked on the
+ *      call the OS names (other when none: it went to sleep in the steps
+ *      between the reading before that sample and the sample). The
+ *      reading must come before the sample: read after, it can include
+ *      those last steps into a sleep, and every later answer would repeat
+ *      the stack it left.
+ *   4. No sample, and the OS says it is asleep in the kernel: blocked, on
  *      the kind of the call the OS names (other when none).
- *   4. Otherwise it did not block; if it is known to be ready (a sample
+ *   5. Otherwise it did not block; if it is known to be ready (a sample
  *      ran on it, or the OS says it is on a CPU or a run queue), which of
  *      running and runnable it was is told, in this order, by:
  *      a. the interval: running when its CPU time grew at least as much
  *         as its run-queue wait (the instant alone is misleading on a
  *         busy machine: the reader, just woken to look, often holds the
- *         thread's CPU at that instant);
+ *         thread's CPU at that instant). A sampler whose thread ticks
+ *         itself (a CPU-time timer) and did not block between two ticks
+ *         hands in, as that wait, the wall time between them that the
+ *         CPU time does not explain;
  *      b. the instant: running when the CPU clock moved across the OS's
  *         read; runnable when it did not, the clock is exact (Linux
  *         brings a running thread's clock up to date on every read; xnu
@@ -37,7 +51,7 @@
  *         says nothing) and no sample ran on it afterwards;
  *      c. a sample ran on it: running (the signal ran on a CPU);
  *      d. otherwise ready, running or runnable.
- *   5. Nothing known: unknown.
+ *   6. Nothing known: unknown.
  * A counter that went backwards (another thread behind the id) is
  * unknown, never a negative interval.
  */
@@ -74,23 +88,33 @@ static bool sample_waits(const snap__state_facts_t *f) {
          f->plat.sample_keeps_call;
 }
 
-/* Rule 4, for a thread known not to have blocked. */
+/* Rule 5, for a thread known not to have blocked. */
 static uint8_t running_or_runnable(const snap__state_facts_t *f) {
   int64_t cpu = grew(f->cpu0_ns, f->cpu1_ns);
   int64_t runq = grew(f->runq0_ns, f->runq1_ns);
-  if (cpu >= 0 && runq >= 0) /* a */
+  if (cpu >= 0 && runq >= 0) /* 5a */
     return cpu >= runq ? SNAP__STATE_RUNNING : SNAP__STATE_RUNNABLE;
   const snap__plat_sched_t *os = f->os;
-  if (os && os->run == SNAP__RUN_READY) { /* b */
+  if (os && os->run == SNAP__RUN_READY) { /* 5b */
     int64_t moved = grew(os->cpu_before_ns, os->cpu_ns);
     if (moved > 0)
       return SNAP__STATE_RUNNING;
     if (moved == 0 && f->plat.cpu_time_exact && !f->wait)
       return SNAP__STATE_RUNNABLE;
   }
-  if (f->wait) /* c */
+  if (f->wait) /* 5c */
     return SNAP__STATE_RUNNING;
-  return SNAP__STATE_READY; /* d */
+  return SNAP__STATE_READY; /* 5d */
+}
+
+static bool os_ready(const snap__state_facts_t *f) {
+  return f->os && f->os->run == SNAP__RUN_READY;
+}
+
+bool snap__state_did_not_run(const snap__state_facts_t *f) {
+  if (!f->prev || f->wait || grew(f->cpu0_ns, f->cpu1_ns) != 0)
+    return false;
+  return f->plat.cpu_time_exact || !os_ready(f);
 }
 
 snap__thread_state_t snap__state_judge(const snap__state_facts_t *f) {
@@ -100,14 +124,27 @@ snap__thread_state_t snap__state_judge(const snap__state_facts_t *f) {
   if (sample_waits(f)) /* 2 */
     return blocked(f->wait->kind, f->wait->address, f->wait->owner_state,
                    f->wait->owner);
-  if (!f->wait && os && os->run == SNAP__RUN_WAITING) /* 3 */
+  if (snap__state_did_not_run(f)) { /* 3 */
+    snap__thread_state_t s = k_unknown;
+    const snap__thread_state_t *p = f->prev;
+    if (os_ready(f)) {
+      s.state = SNAP__STATE_RUNNABLE;
+      return s;
+    }
+    if (p->state == SNAP__STATE_BLOCKED)
+      return blocked(p->kind, p->address, p->owner_state, p->owner);
+    return blocked(os && os->run == SNAP__RUN_WAITING ? os->call_kind
+                                                      : SNAP_WAIT_OTHER,
+                   0, SNAP_OWNER_NONE, 0);
+  }
+  if (!f->wait && os && os->run == SNAP__RUN_WAITING) /* 4 */
     return blocked(os->call_kind, 0, SNAP_OWNER_NONE, 0);
-  if (f->wait || (os && os->run == SNAP__RUN_READY)) { /* 4 */
+  if (f->wait || os_ready(f)) { /* 5 */
     snap__thread_state_t s = k_unknown;
     s.state = running_or_runnable(f);
     return s;
   }
-  return k_unknown; /* 5 */
+  return k_unknown; /* 6 */
 }
 
 snap__thread_state_t

@@ -7,11 +7,14 @@
  * point samples and thread dump, the trace's spans and slices) and the
  * decision table that fills it (thread_state.c). The public SNAP_WAIT_*
  * kinds (stacksnap.h) are the kinds of a blocked state; nothing else
- * classifies a wait. Must not: read anything itself (callers hand in what
- * the platform said: platform.h's snap__plat_thread_sched, a sample's
- * decoded wait, snap__plat_trace_facts), name an OS API, or allocate.
- * Every function here is pure, so it may be asked from any thread, and
- * from a sampler that records its answer as it goes.
+ * classifies a wait, and no caller says running, runnable, ready or
+ * blocked itself: the trace's sampler (trace/sampler.c) asks the judge
+ * for every sample it records, a tick its timer took and a sample it did
+ * not take (the thread did not run) alike. Must not: read anything itself
+ * (callers hand in what the platform said: platform.h's
+ * snap__plat_thread_sched, a sample's decoded wait, snap__plat_trace_facts),
+ * name an OS API, or allocate. Every function here is pure, so it may be asked
+ * from any thread, and from a sampler that records its answer as it goes.
  */
 #ifndef SNAP_BLOCKED_THREAD_STATE_H
 #define SNAP_BLOCKED_THREAD_STATE_H
@@ -64,6 +67,12 @@ typedef struct snap__state_facts {
      SNAP__WAIT_REGS_KERNEL) rather than a signal finding it there. */
   const snap_wait_t *wait;
   bool wait_from_os;
+  /* For a sampler that follows the thread from sample to sample (the
+     trace): the state its previous sample was given, when cpu0_ns is the
+     CPU time read just before that sample (NULL otherwise). A thread that
+     did not run since is where that sample found it (rule 3): its state
+     goes on without a new sample. */
+  const snap__thread_state_t *prev;
   /* The platform's facts (snap__plat_trace_facts()): whether an unmoved
      CPU clock means "did not run", and whether a sample leaves a thread
      inside its call. */
@@ -72,6 +81,16 @@ typedef struct snap__state_facts {
 
 /* The decision table (thread_state.c, head comment). */
 snap__thread_state_t snap__state_judge(const snap__state_facts_t *f);
+
+/* Rule 3's test: whether the facts say the thread did not run since its
+   previous sample (prev): no sample since, and its CPU time unmoved over
+   the interval where that means "did not run" (an exact clock), or the
+   OS does not say it is on a CPU or a run queue (Apple's clock moves only
+   at kernel entries, so there a ready thread may have run). A sampler
+   that follows a thread samples it again only when this is false; when
+   true, the judge's answer goes with the stack the previous sample
+   recorded. */
+bool snap__state_did_not_run(const snap__state_facts_t *f);
 
 /* The state of a stretch of samples from their counts by state: blocked
    when more than half of those whose state is known were blocked,

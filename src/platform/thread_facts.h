@@ -26,16 +26,17 @@
    negative SNAP_E* code (SNAP_ENOTHREAD when it exited). */
 int64_t snap__plat_thread_cpu_ns(snap_thread_t thread);
 
-/* What a thread-state decision (src/blocked/thread_state.c, and the
-   trace's sampler) must know of this platform's facts. cpu_time_exact: a
-   thread's CPU time grows while it runs, up to the instant it is read (Linux:
-   the kernel brings a running task's clock up to date on every read); false
-   where it grows only at the thread's kernel entries and context switches
-   (xnu's THREAD_BASIC_INFO), so an unchanged value does not mean "did not run".
-   sample_keeps_call: a sample leaves a thread that was in a system call
-   inside it (Apple's thread_suspend), rather than interrupting it (Linux's
-   signal, which runs the handler on the way out), so a call in the
-   sample's registers is one the thread was still in. */
+/* What the thread-state decision (src/blocked/thread_state.c, which the
+   trace's sampler asks too) must know of this platform's facts.
+   cpu_time_exact: a thread's CPU time grows while it runs, up to the
+   instant it is read (Linux: the kernel brings a running task's clock up
+   to date on every read); false where it grows only at the thread's
+   kernel entries and context switches (xnu's THREAD_BASIC_INFO), so an
+   unchanged value does not mean "did not run". sample_keeps_call: a
+   sample leaves a thread that was in a system call inside it (Apple's
+   thread_suspend), rather than interrupting it (Linux's signal, which
+   runs the handler on the way out), so a call in the sample's registers
+   is one the thread was still in. */
 typedef struct snap__plat_trace_facts {
   bool cpu_time_exact;
   bool sample_keeps_call;

@@ -10,30 +10,33 @@
  * written), allocate, or hold the trace's lock across a capture (the lock
  * is taken after each capture returned and the thread runs again).
  *
- * A thread whose CPU time did not move since it was read just before its
- * last capture did not run since: its stack is the one that capture
- * recorded, so it is not captured again (a blocked main thread costs a
- * clock read and one /proc read a period, not a walk). The reading must
- * come before the capture: read after, it can include the thread's last
- * steps from where it was sampled into a sleep, and every later sample
- * would repeat the stack it left (seen: 400 ms "in" g_hash_table_insert,
- * blocked, while the loop slept in poll). A signalled sample makes the
- * thread run its handler, so the next sample captures it again. It is runnable
- * when the kernel says it is, else blocked on what it was blocked on. A thread
- * that ran is captured (quietly: a blocked one is read, not interrupted) and is
- * blocked when the capture found it in a system call, else running — or
- * runnable, for the main thread, when it waited longer for a CPU than it ran
- * since the last sample.
+ * What state a sample records is never decided here: every one, a
+ * capture's, a tick's, a mark's and that of a sample not taken, is
+ * src/blocked/'s answer (snap__state_judge, thread_state.c's table) to the
+ * facts the sampler gathered: the thread's CPU time over the interval
+ * since the reading before its previous sample, the state that sample was
+ * given, its run state when read, its run-queue wait (the main thread),
+ * and the capture's decoded wait.
+ *
+ * A thread the judge says did not run since its previous sample
+ * (snap__state_did_not_run, rule 3: its CPU time did not move, where
+ * that means it did not run) is not captured again: its stack is the one
+ * that sample recorded (a blocked main thread costs a clock read and one
+ * /proc read a period, not a walk). The reading must come before the
+ * capture: read after, it can include the thread's last steps from where
+ * it was sampled into a sleep, and every later sample would repeat the
+ * stack it left (seen: 400 ms "in" g_hash_table_insert, blocked, while
+ * the loop slept in poll). A signalled sample makes the thread run its
+ * handler, so the next sample captures it again. A thread that ran is
+ * captured (quietly: a blocked one is read, not interrupted).
  *
  * On Apple (snap__plat_trace_facts) CPU time is charged only at a thread's
- * kernel entries and context switches, so a thread whose CPU time did not
- * move but which is running or runnable (TH_STATE_RUNNING) may have run
- * since: it is captured, not given its old stack. And a suspension leaves
- * a thread inside its system call, so a decoded call — a message wait
- * too — is a call it is in: blocked.
+ * kernel entries and context switches, and a suspension leaves a thread
+ * inside its call; the judge knows both (docs/trace.md, "On Apple").
  */
 #include <string.h>
 
+#include "blocked/thread_state.h"
 #include "capture/capture.h"
 #include "platform/platform.h"
 #include "trace/trace.h"
@@ -163,30 +166,62 @@ static void record(snap__trace_t *tr, snap__trace_thr_t *th,
   th->open = true;
 }
 
-/* Blocked when the OS said so (a quiet walk), or when a signal found the
-   thread in a call that waits (a lock, I/O, a sleep, a poll: the signal
-   woke it there); a signal that found it in another call (clock_gettime,
-   a system call under qemu-user, which has no vDSO) found it running.
-   Where a sample leaves the thread inside its call (Apple's
-   suspension), any call decoded is one it is still in: blocked, and a
-   message wait (a run loop's idle wait, a synchronous XPC call: kind
-   other) too, which no OS flag ever marks there. */
-uint8_t snap__trace_capture_state(unsigned kind, bool os_blocked,
-                                  snap__plat_trace_facts_t facts) {
-  if (kind == SNAP_WAIT_NONE)
-    return SNAP__STATE_RUNNING;
-  if (kind == SNAP_WAIT_OTHER && !os_blocked && !facts.sample_keeps_call)
-    return SNAP__STATE_RUNNING;
-  return SNAP__STATE_BLOCKED;
+/* The facts of a sample to be taken or not (the judge's, thread_state.h):
+   th's CPU time from the reading before its previous sample to cpu, the
+   state that sample was given (prev), and its run state (os, filled in
+   when read). */
+static snap__state_facts_t facts_of(const snap__trace_thr_t *th, int64_t cpu,
+                                    const snap__thread_state_t *prev,
+                                    const snap__plat_sched_t *os) {
+  return (snap__state_facts_t){.cpu0_ns = th->have_last ? th->cpu_seen : -1,
+                               .cpu1_ns = cpu,
+                               .runq0_ns = -1,
+                               .runq1_ns = -1,
+                               .os = os,
+                               .prev = th->have_last ? prev : NULL,
+                               .plat = snap__plat_trace_facts()};
 }
 
-/* Whether the thread may have run since its last sample: on its first, if
-   its CPU time moved, or — where CPU time is charged only at kernel
-   entries and switches (Apple) — if it is running or runnable now
-   (`running`: snap__plat_thread_is_running's answer; asked only then). */
-bool snap__trace_may_have_run(bool first, bool cpu_moved, int running,
-                              snap__plat_trace_facts_t facts) {
-  return first || cpu_moved || (!facts.cpu_time_exact && running == 1);
+/* The state th's previous sample was given (its kind, when blocked). */
+static snap__thread_state_t prev_of(const snap__trace_thr_t *th) {
+  return (snap__thread_state_t){.state = th->last_state,
+                                .kind = th->last_wait,
+                                .owner_state = SNAP_OWNER_NONE};
+}
+
+/* The facts of a capture alone: its decoded wait (NULL: it failed, and a
+   failed sample records nothing known). */
+static snap__state_facts_t facts_of_capture(const snap_wait_t *wait,
+                                            bool os_blocked) {
+  return (snap__state_facts_t){.cpu0_ns = -1,
+                               .cpu1_ns = -1,
+                               .runq0_ns = -1,
+                               .runq1_ns = -1,
+                               .wait = wait,
+                               .wait_from_os = os_blocked,
+                               .plat = snap__plat_trace_facts()};
+}
+
+/* The wait of a sample that ran on the thread (a tick, a mark: the
+   thread took it itself): none. */
+static snap_wait_t ran_wait(void) {
+  snap_wait_t w = {.size = sizeof w};
+  snap__plat_wait_none(&w);
+  return w;
+}
+
+/* The judge's answer into s. */
+static void judged(sample_t *s, const snap__state_facts_t *f) {
+  snap__thread_state_t st = snap__state_judge(f);
+  s->state = st.state;
+  s->wait = st.state == SNAP__STATE_BLOCKED ? st.kind : SNAP_WAIT_NONE;
+}
+
+/* Its run state, as the judge reads it: ready (on a CPU or a run queue),
+   or not said. */
+static void read_run(snap_thread_t tid, snap__plat_sched_t *os) {
+  os->run = snap__plat_thread_is_running(tid) == 1 ? SNAP__RUN_READY
+                                                   : SNAP__RUN_UNKNOWN;
 }
 
 /* The main thread's latest running sample, for the lag watchdog
@@ -224,22 +259,17 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   }
   sample_t s = {
       .t_us = us_of(tr, now), .stack = SNAP__TRACE_NONE, .cpu_ns = -1};
-  const snap__plat_trace_facts_t facts = snap__plat_trace_facts();
-  bool cpu_moved = th->have_last && cpu != th->cpu_seen;
-  /* Whether it runs or waits for a CPU now: asked once, when needed. */
-  int running = SNAP_EUNSUPPORTED;
-  bool asked = false;
-  if (th->have_last && !cpu_moved && !facts.cpu_time_exact) {
-    running = snap__plat_thread_is_running(th->tid);
-    asked = true;
-  }
-  bool ran =
-      snap__trace_may_have_run(!th->have_last, cpu_moved, running, facts);
-  if (others && th->have_last && ran && !asked) {
-    running = snap__plat_thread_is_running(th->tid);
-    asked = true;
-  }
-  if (others && (!th->have_last || !ran || running != 1)) {
+  snap__thread_state_t prev = prev_of(th);
+  snap__plat_sched_t os = snap__plat_sched_unknown();
+  snap__state_facts_t f = facts_of(th, cpu, &prev, &os);
+  /* Its run state is read (once) when its CPU time did not move (then it
+     tells whether it may have run, where the clock is not exact, and
+     runnable from blocked) and for the other threads, sampled only while
+     they run. */
+  if (th->have_last && (others || cpu == th->cpu_seen))
+    read_run(th->tid, &os);
+  bool ran = !snap__state_did_not_run(&f);
+  if (others && (!th->have_last || !ran || os.run != SNAP__RUN_READY)) {
     /* Idle (or first seen, or no longer on a CPU): not sampled; its
        span ends with its last sample. */
     snap__plat_lock_lock(lock);
@@ -250,19 +280,11 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     return;
   }
   if (!ran) {
-    /* It did not run: the stack it had. Runnable if the kernel says so
-       (woken or preempted, waiting for a CPU), else still blocked. */
+    /* It did not run: the stack it had, in the state the judge says
+       (runnable, or where it was). */
     s.stack = th->last_stack;
     s.cpu_ns = 0;
-    if (!asked)
-      running = snap__plat_thread_is_running(th->tid);
-    if (running == 1) {
-      s.state = SNAP__STATE_RUNNABLE;
-    } else {
-      s.state = SNAP__STATE_BLOCKED;
-      s.wait = th->last_state == SNAP__STATE_BLOCKED ? th->last_wait
-                                                     : SNAP_WAIT_OTHER;
-    }
+    judged(&s, &f);
   } else {
     uintptr_t pcs[SNAP__TRACE_DEPTH];
     snap_wait_t wait = {.size = sizeof wait};
@@ -277,16 +299,18 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       th->runq = snap__plat_thread_runq_ns(th->tid);
     if (n < 0) {
       atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
-      s.state = SNAP__STATE_UNKNOWN;
+      f = facts_of_capture(NULL, false);
     } else {
-      s.state = snap__trace_capture_state(wait.kind, os_blocked, facts);
-      s.wait = s.state == SNAP__STATE_BLOCKED ? (uint8_t)wait.kind : 0;
+      /* The capture's wait, and (the main thread) its run-queue wait over
+         the interval: one that waited more than it ran is runnable. */
+      f.wait = &wait;
+      f.wait_from_os = os_blocked;
+      f.runq0_ns = runq0;
+      f.runq1_ns = th->runq;
     }
+    judged(&s, &f);
     if (th->have_last && th->cpu_seen >= 0 && cpu >= th->cpu_seen)
       s.cpu_ns = cpu - th->cpu_seen;
-    if (s.state == SNAP__STATE_RUNNING && runq0 >= 0 && th->runq >= runq0 &&
-        s.cpu_ns >= 0 && th->runq - runq0 > s.cpu_ns)
-      s.state = SNAP__STATE_RUNNABLE; /* it waited more than it ran */
     snap__plat_lock_lock(lock);
     s.stack =
         n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
@@ -318,14 +342,15 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
    follows gets one on its first sight: main every main_interval of its
    CPU time, the others every other_interval. While it runs, its samples
    arrive in its ring with their own times, and the sampler only drains
-   them: no signal from here, no sampler lock, no /proc read. A tick's
-   sample is running, or runnable when the thread waited longer for a CPU
-   than it ran since its previous tick (the wall time between two ticks
-   that the CPU time does not explain; no blocked sample came between).
+   them: no signal from here, no sampler lock, no /proc read. A tick is
+   a sample that ran on the thread; the judge says running, or runnable
+   when it waited longer for a CPU than it ran since its previous tick
+   (rule 5a, with the wall time between two ticks that the CPU time does
+   not explain as that wait: no blocked sample came between).
 
    When no tick came since the last look, the thread either did not run
-   (its CPU time did not move: it is where it was, blocked or waiting for a
-   CPU, and its span goes on; a blocked one costs one clock read, no /proc
+   (the judge's rule 3: it is where it was, blocked or waiting for a CPU,
+   and its span goes on; a blocked one costs one clock read, no /proc
    read) or ran less than a period: still running (the next tick will say
    where), or gone to sleep, which the sampler reads quietly (a quiet
    capture: /proc, no signal). Such a sleep began about when the thread's
@@ -381,14 +406,22 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
       snap__sring_pop(th->timed->ring);
       continue;
     }
-    sample_t s = {
-        .t_us = us_of(tr, e->t_ns), .state = SNAP__STATE_RUNNING, .cpu_ns = -1};
+    sample_t s = {.t_us = us_of(tr, e->t_ns), .cpu_ns = -1};
     if (th->have_last && th->cpu_seen >= 0 && e->cpu_ns >= th->cpu_seen)
       s.cpu_ns = e->cpu_ns - th->cpu_seen;
+    /* A tick ran on the thread. Between two ticks it did not block (a
+       blocked sample resets last_tick_ns): the wall time between them
+       that its CPU time does not explain, it waited for a CPU. */
+    snap_wait_t none = ran_wait();
+    snap__state_facts_t f = facts_of_capture(&none, false);
     if (th->timed->last_tick_ns && e->t_ns > th->timed->last_tick_ns &&
-        s.cpu_ns >= 0 &&
-        (int64_t)(e->t_ns - th->timed->last_tick_ns) - s.cpu_ns > s.cpu_ns)
-      s.state = SNAP__STATE_RUNNABLE;
+        s.cpu_ns >= 0) {
+      f.cpu0_ns = th->cpu_seen;
+      f.cpu1_ns = e->cpu_ns;
+      f.runq0_ns = 0;
+      f.runq1_ns = (int64_t)(e->t_ns - th->timed->last_tick_ns) - s.cpu_ns;
+    }
+    judged(&s, &f);
     s.stack = snap__trace_add_stack(tr, e->pcs, e->n, true);
     if (th->is_main && e->n > 0)
       publish_main(tr, e->t_ns, e->cpu_ns, e->pcs, e->n);
@@ -442,27 +475,31 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     snap__plat_lock_unlock(lock);
     return;
   }
-  if (th->have_last && cpu == th->cpu_seen) {
-    /* It did not run: where it was. Blocked stays blocked without a look
-       (it cannot have run: its CPU time would have moved); a thread that
-       ticked last is runnable (preempted) or just blocked: asked. */
+  snap__thread_state_t prev = prev_of(th);
+  snap__plat_sched_t os = snap__plat_sched_unknown();
+  snap__state_facts_t f = facts_of(th, cpu, &prev, &os);
+  /* Blocked and did not run since: where it was, without a look (it
+     cannot have run: its CPU time would have moved; no /proc read).
+     Otherwise its run state is read. */
+  bool still = snap__state_did_not_run(&f);
+  if (!still || prev.state != SNAP__STATE_BLOCKED) {
+    read_run(th->tid, &os);
+    still = snap__state_did_not_run(&f);
+  }
+  if (still) {
+    /* It did not run: where it was (runnable: preempted, or woken). */
     sample_t s = {.t_us = us_of(tr, now), .stack = th->last_stack, .cpu_ns = 0};
-    if (th->last_state == SNAP__STATE_BLOCKED) {
-      s.state = SNAP__STATE_BLOCKED;
-      s.wait = th->last_wait;
-    } else if (snap__plat_thread_is_running(th->tid) == 1) {
-      s.state = SNAP__STATE_RUNNABLE;
-    } else {
-      /* Blocked right after its tick: where, below. */
-      goto look;
-    }
+    judged(&s, &f);
+    if (s.state == SNAP__STATE_BLOCKED && prev.state != SNAP__STATE_BLOCKED)
+      goto look; /* blocked right after its tick: on what, the look says */
     snap__plat_lock_lock(lock);
     record(tr, th, &s);
     th->last_state = s.state;
+    th->last_wait = s.wait;
     snap__plat_lock_unlock(lock);
     return;
   }
-  if (th->have_last && snap__plat_thread_is_running(th->tid) == 1) {
+  if (th->have_last && os.run == SNAP__RUN_READY) {
     /* Running or waiting for a CPU, and no tick since the last look: it
        had not gone to sleep by now. Nudged, for one tick as soon as it
        runs: a CPU-time timer fires only at a scheduler tick that finds
@@ -504,14 +541,10 @@ look:;
       &wait, false, &os_blocked);
   sample_t s = {.t_us = us_of(tr, t), .stack = SNAP__TRACE_NONE};
   s.cpu_ns = th->have_last && cpu >= th->cpu_seen ? cpu - th->cpu_seen : -1;
-  if (n < 0) {
+  if (n < 0)
     atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
-    s.state = SNAP__STATE_UNKNOWN;
-  } else {
-    s.state = snap__trace_capture_state(wait.kind, os_blocked,
-                                        snap__plat_trace_facts());
-    s.wait = s.state == SNAP__STATE_BLOCKED ? (uint8_t)wait.kind : 0;
-  }
+  snap__state_facts_t fc = facts_of_capture(n < 0 ? NULL : &wait, os_blocked);
+  judged(&s, &fc);
   snap__plat_lock_lock(lock);
   s.stack = n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
   if (n > 0 && s.state != SNAP__STATE_BLOCKED)
@@ -570,9 +603,12 @@ static void drain_marks(snap__trace_t *tr) {
     if (idx != SNAP__TRACE_NONE) {
       sample_t s = {.t_us = us_of(tr, m->t_ns),
                     .stack = snap__trace_add_stack(tr, m->pcs, m->n, false),
-                    .state = SNAP__STATE_RUNNING,
                     .cpu_ns = -1,
                     .label = label_id(tr, m->label)};
+      /* The thread took it of itself: a sample that ran on it. */
+      snap_wait_t none = ran_wait();
+      snap__state_facts_t f = facts_of_capture(&none, false);
+      judged(&s, &f);
       record(tr, &tr->thr[idx], &s);
     }
     snap__trace_mark_done(tr, m);

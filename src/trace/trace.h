@@ -362,14 +362,6 @@ uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid);
 /* Closes a thread's open span into the ring. Under the lock. */
 void snap__trace_close_span(snap__trace_t *tr, snap__trace_thr_t *th);
 
-/* The state decisions of sampler.c, pure over the platform's facts
-   (snap__plat_trace_facts; tested with Apple's on Linux): the state a
-   captured sample records from its decoded wait, and whether a thread may
-   have run since its last sample (docs/trace.md, "On Apple"). */
-uint8_t snap__trace_capture_state(unsigned kind, bool os_blocked,
-                                  snap__plat_trace_facts_t facts);
-bool snap__trace_may_have_run(bool first, bool cpu_moved, int running,
-                              snap__plat_trace_facts_t facts);
 /* Adds a stack to the table, compacting (and dropping the oldest spans)
    when it is full. Under the lock. */
 uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,

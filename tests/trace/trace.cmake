@@ -16,10 +16,8 @@ set_tests_properties(test_trace_pattern PROPERTIES TIMEOUT 120)
 snap_test(test_trace_storage trace/test_trace_storage.c)
 # The API's errors and lifecycle.
 snap_test(test_trace_api trace/test_trace_api.c)
-# Issue 23: the sample's state from Apple's facts (CPU time charged only at
-# kernel entries; a suspension leaves a thread in its mach_msg).
-snap_test(test_trace_state trace/test_trace_state.c)
-set_tests_properties(test_trace_state PROPERTIES LABELS darwin-contract)
+# Issue 23's state decisions with Apple's facts are src/blocked/'s now:
+# test_blocked_state (tests/CMakeLists.txt).
 # Issue 24 (item 14): every max_bytes the header documents starts a trace;
 # an empty window written in every format, under the sanitizers too
 # (Perfetto's export called qsort with a NULL array).
