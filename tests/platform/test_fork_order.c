@@ -120,6 +120,17 @@ static void remove_dir(const char *dir) {
 }
 
 int main(void) {
+  if (getenv("SNAP_TEST_EMULATED")) {
+    /* qemu-user's fork of a process whose threads run (the namers, the
+       watchdog, the trace's CPU-time timer signals) aborts in the
+       emulator itself, in every child: "cpu-exec.c:954: cpu_exec:
+       assertion failed: (cpu == current_cpu)". The order is the seam's,
+       the same on every architecture: the native configurations prove
+       it. */
+    printf("skipped: qemu-user aborts in a child forked beside running "
+           "threads\n");
+    return 77;
+  }
   CHECK(pthread_atfork(app_prepare, NULL, app_child) == 0, "pthread_atfork");
   snprintf(g_dir, sizeof g_dir, "/tmp/snap_fork_order.%d", (int)getpid());
 
