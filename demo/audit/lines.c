@@ -369,7 +369,17 @@ bool audit_line_record(audit_buf_t *b, int id, const audit_sum_t *sum) {
       put_frame(b, f);
     else
       put_raw_frame(b, t, audit_slot_pcs(k)[i]);
-    if (b->full) {
+    if (b->full && start > 0) {
+      /* Other lines fill the buffer: the whole line waits for an empty
+         one (the caller flushes and asks again). Truncating here cut
+         every 30th record of a run with long paths to no frame at all. */
+      b->len = start;
+      b->cap = cap;
+      if (t)
+        snap__images_release(t);
+      return false;
+    }
+    if (b->full) { /* longer than an empty buffer holds: its first frames */
       b->len = mark;
       b->full = false;
       truncated = true;
