@@ -540,6 +540,8 @@ void snap__plat_lazy_unlock(snap__lazy_lock_t *l); /* [setup] */
    - MEMORY: the safe-read path (pipes), which capture walks through.
    - SAMPLER: requests and helper threads a sample of the parent had in
      flight can never finish in the child.
+   - CPU_TIMERS: a child inherits no POSIX timer, so every per-thread
+     sampling timer slot is free again (before the trace's own reset).
    - DEMANGLER, SOURCE_LINES: look-ups a parent thread had claimed.
    - LAG, TRACE: the core's watchdog and trace, which use all of the
      above (and not each other).
@@ -554,6 +556,7 @@ typedef enum snap__fork_stage {
   SNAP__FORK_OUR_THREADS,  /* posix/thread_start.c: the library's own */
   SNAP__FORK_MEMORY,       /* linux/memory.c: the safe-read pipes */
   SNAP__FORK_SAMPLER,      /* linux/sample.c slots, darwin/rescuer.c */
+  SNAP__FORK_CPU_TIMERS,   /* linux/cpu_timer.c: the timers' slots */
   SNAP__FORK_DEMANGLER,    /* posix/demangle.c */
   SNAP__FORK_SOURCE_LINES, /* linux/source_lines.c: libdw's loading */
   SNAP__FORK_LAG,          /* lag/watchdog.c */

@@ -38,7 +38,6 @@
  * (SA_RESTART resumes the restartable ones).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -133,7 +132,7 @@ int snap__plat_cpu_timer_start(snap__plat_cpu_timer_t *t, snap_thread_t thread,
   (void)snap__plat_self_cpu_ns();
   static atomic_bool hooked;
   if (!atomic_exchange(&hooked, true))
-    pthread_atfork(NULL, NULL, reset_in_child);
+    (void)snap__plat_on_fork(SNAP__FORK_CPU_TIMERS, NULL, NULL, reset_in_child);
   slot_t *s = NULL;
   unsigned idx;
   for (idx = 0; idx < SLOTS; idx++) {
