@@ -108,12 +108,19 @@ static bool calm(const wd_t *w, const snap__loop_view_t *v, uint64_t now,
    (the wake is late) or in the work before it (sampling, naming, writing:
    the work took longer than the watchdog ran), so both are accounted
    (snap__stolen_ns). A park ends with a post right after a busy call, so
-   that is when it was due. The CPU window does not count the time
-   either. */
+   that is when it was due: the start of the first stretch after the
+   park, whether it still runs or already ended (a stop inside a stretch
+   that ended before the wake is late all the same). The CPU window does
+   not count the time either. */
 uint64_t snap__wd_woken_late(wd_t *w, const snap__loop_view_t *v,
                              const wake_reading_t *r) {
   uint64_t now = r->now;
-  uint64_t planned = w->from_park && v->busy ? v->busy_since_ns : w->planned_ns;
+  uint64_t planned = w->planned_ns, since, len;
+  uint32_t first = (w->park_seq + 1) & SEQ_MASK;
+  if (w->from_park && v->busy && v->seq == first)
+    planned = v->busy_since_ns;
+  else if (w->from_park && snap__loop_ended(first, &since, &len))
+    planned = since;
   int64_t ran_before = w->ran_ns, proc_before = w->proc_cpu_ns;
   int64_t runq_before = w->main_runq_ns;
   snap__wake_facts_t f = {.window = now - w->wake_ns,

@@ -327,7 +327,14 @@ static void sleep_until(wd_t *w, const snap__loop_view_t *v, uint64_t next) {
     int rc = next == UINT64_MAX ? (snap__plat_sem_wait(w->wake), SNAP_OK)
                                 : snap__plat_sem_timedwait(w->wake, next);
     snap__loop_unpark();
-    w->from_park = rc == SNAP_OK;
+    /* Ended by a busy call, whether or not its post was seen: a stop
+       that caught the busy call between its store and its post (or the
+       watchdog between the post and its wake) let the park run out at
+       `next`, inside the stop, and only the stop's part after `next` was
+       taken as late (seen under qemu-user: 580 ms of a 2 s stop counted
+       busy, a steady loop reported as a 677 ms lag). */
+    w->from_park = rc == SNAP_OK || snap__loop_read().seq != v->seq;
+    w->park_seq = v->seq;
     w->planned_ns = w->from_park ? snap__plat_now_ns() : next;
   } else if (!quiet) {
     uint64_t before = w->slept_ns;

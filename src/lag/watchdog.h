@@ -65,6 +65,7 @@ typedef struct wd {
   uint64_t planned_ns;           /* when it is due */
   uint64_t slices_late_ns;       /* its slices' lateness before the last one */
   bool from_park;                /* it ended a park by a post */
+  uint32_t park_seq;             /* the loop's sequence when it parked */
   uint32_t last_seq;             /* the loop's sequence at the last wake */
   uint32_t seen_seq; /* the latest stretch looked at (watched or missed) */
 } wd_t;
