@@ -234,6 +234,18 @@ static void publish_main(snap__trace_t *tr, uint64_t t_ns, int64_t cpu_ns,
   tr->main_cpu_ns = cpu_ns;
 }
 
+/* A capture of th into pcs (SNAP__TRACE_DEPTH), quiet where the thread
+   is blocked (a signal would end its sleep or poll early), with its wait
+   and whether the OS reported that wait. */
+static int capture_quiet(const snap__trace_thr_t *th, uintptr_t *pcs,
+                         snap_wait_t *wait, bool *os_blocked) {
+  return snap__capture_thread_wait(
+      th->tid, pcs, SNAP__TRACE_DEPTH,
+      SNAP_CAPTURE_QUIET |
+          (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0),
+      wait, false, os_blocked);
+}
+
 /* Samples one thread (its entry th, looked up under the lock by the
    caller, who let the lock go). `others`: a thread that is not the main
    one, sampled only if it runs. Takes the lock to record. */
@@ -290,11 +302,7 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     snap_wait_t wait = {.size = sizeof wait};
     int64_t runq0 = th->runq;
     bool os_blocked;
-    int n = snap__capture_thread_wait(
-        th->tid, pcs, SNAP__TRACE_DEPTH,
-        SNAP_CAPTURE_QUIET |
-            (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0),
-        &wait, false, &os_blocked);
+    int n = capture_quiet(th, pcs, &wait, &os_blocked);
     if (th->is_main)
       th->runq = snap__plat_thread_runq_ns(th->tid);
     if (n < 0) {
@@ -534,11 +542,7 @@ look:;
   uintptr_t pcs[SNAP__TRACE_DEPTH];
   snap_wait_t wait = {.size = sizeof wait};
   bool os_blocked;
-  int n = snap__capture_thread_wait(
-      th->tid, pcs, SNAP__TRACE_DEPTH,
-      SNAP_CAPTURE_QUIET |
-          (snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0),
-      &wait, false, &os_blocked);
+  int n = capture_quiet(th, pcs, &wait, &os_blocked);
   sample_t s = {.t_us = us_of(tr, t), .stack = SNAP__TRACE_NONE};
   s.cpu_ns = th->have_last && cpu >= th->cpu_seen ? cpu - th->cpu_seen : -1;
   if (n < 0)
