@@ -53,3 +53,20 @@ def result(name):
         return 1
     print(f"{name}: all checks passed", flush=True)
     return 0
+
+
+def run_phases(cmd, out_dir):
+    """Runs a phase program (its output passed through) and reads the
+    phases.json it leaves in out_dir: the facts, or None after a failure
+    (said)."""
+    import json
+    import os
+    import subprocess
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    if r.returncode != 0:
+        fail("%s exited %d" % (" ".join(cmd), r.returncode))
+        return None
+    with open(os.path.join(out_dir, "phases.json")) as f:
+        return json.load(f)

@@ -31,12 +31,11 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, result  # noqa: E402
+from checks import check, result, run_phases  # noqa: E402
 
 
 def main():
@@ -52,14 +51,9 @@ def main():
     d = tempfile.mkdtemp(prefix="snap_trace_lag_edges.")
     cmd = shlex.split(a.run_with) + [a.program, d, str(a.busy)] + \
         (["nolag"] if a.nolag else [])
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
-    sys.stdout.write(r.stdout)
-    sys.stderr.write(r.stderr)
-    if r.returncode != 0:
-        print("FAIL: %s exited %d" % (a.program, r.returncode))
+    facts = run_phases(cmd, d)
+    if facts is None:
         return 1
-    with open(os.path.join(d, "phases.json")) as f:
-        facts = json.load(f)
     phases = facts["phases"]
     print("stats:", facts["stats"], "lag reports:", facts["reports"])
     check(a.nolag or facts["reports"] >= 1, "the watchdog wrote no report: it did not "

@@ -35,7 +35,7 @@ import tempfile
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, result  # noqa: E402
+from checks import check, result, run_phases  # noqa: E402
 
 
 def perfetto_slices(path):
@@ -144,14 +144,9 @@ def main():
     a = ap.parse_args()
     d = tempfile.mkdtemp(prefix="snap_trace_pattern.")
     cmd = shlex.split(a.run_with) + [a.program, d]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
-    sys.stdout.write(r.stdout)
-    sys.stderr.write(r.stderr)
-    if r.returncode != 0:
-        print("FAIL: %s exited %d" % (a.program, r.returncode))
+    facts = run_phases(cmd, d)
+    if facts is None:
         return 1
-    with open(os.path.join(d, "phases.json")) as f:
-        facts = json.load(f)
     phases = facts["phases"]
     print("stats:", facts["stats"])
 
