@@ -24,22 +24,24 @@
  * thread is signalled as without the flag. Not a stopped window: nothing
  * is stopped, but nothing here allocates either.
  *
- * Restartable waits: snap__fp_recover accepts a frame record only behind a
- * direct call to its function, so a quiet walk ends short at an app
- * function reached through a pointer (a pool's job, a callback) when no
- * libc frame below it saved fp. When it does (SNAP__FP_LOST) and the
+ * Restartable waits: snap__fp_recover accepts a frame record found by a
+ * scan only behind a direct call to its function; for an app function
+ * reached through a pointer (a pool's job, a callback) it takes the one
+ * slot the function's prologue put its record in (prologue.c), where that
+ * prologue can be read. Where neither holds, a quiet walk ends short at
+ * that function when no libc frame below it saved fp. When it does
+ * (SNAP__FP_LOST) and the
  * platform says the thread's wait is one a signal cannot change
  * (snap__plat_blocked_t.restartable: an untimed futex wait, a PI lock,
  * which the kernel restarts after our SA_RESTART handler), the thread is
  * signalled after all and walks itself from its real registers; its
  * answer replaces the quiet one only if it is longer (a thread that
  * blocks the signal, or does not answer, keeps the quiet stack). Why not
- * recover the caller from the stack or the unwind tables instead: the
- * tables of libc's frames restore fp only where a frame saved it, and
- * the stack under a pointer-called function holds stale records of
- * earlier calls that unwind consistently to the same outer frames; no
- * check can tell them from the real one without the call's target, so
- * the walk would insert wrong frames. The signal is exact and costs less
+ * scan the stack for it: the tables of libc's frames restore fp only
+ * where a frame saved it, and the stack under a pointer-called function
+ * holds stale records of earlier calls that unwind consistently to the
+ * same outer frames; no check can tell them from the real one without the
+ * call's target or the prologue's slot. The signal is exact and costs less
  * than the quiet walk itself (bench_sample, target blk_ptr). Sleeps and
  * polls keep the shorter stack: the signal would end them with EINTR.
  * The completed stack is kept while the thread stays as the signal left

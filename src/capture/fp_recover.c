@@ -25,8 +25,10 @@
  * record of clock_gettime's (which calls the vDSO through a register)
  * accepted as the caller of a function that later called poll. Only the
  * slot a call to this function pushed holds a return address right after
- * a call to it, so a function reached through a pointer, a PLT stub or a
- * tail call is not recovered and ends the walk: shorter, never wrong. The
+ * a call to it. A function reached through a pointer gets one more try:
+ * the one slot its prologue put its record in (prologue.c), accepted by
+ * the same checks behind any call. What neither finds (a PLT stub, a tail
+ * call, a prologue not read) ends the walk: shorter, never wrong. The
  * answer says so (SNAP__FP_LOST), and capture.c signals such a thread
  * where its wait is one a signal cannot change.
  *
@@ -36,6 +38,7 @@
 #include "capture/fp_recover.h"
 
 #include "capture/arch.h"
+#include "capture/prologue.h"
 #include "capture/readers.h"
 
 /* How far above sp the record is looked for: the function's frame (its
@@ -44,6 +47,9 @@
    read. */
 #define SCAN_BYTES (16 * 1024)
 #define CHUNK_WORDS 128
+/* The farthest a prologue's record may lie above the body's sp (a frame
+   of pages of locals; beyond it, a prologue read wrong). */
+#define PROLOGUE_MAX (1u << 20)
 
 /* Up to CHUNK_WORDS words at addr, fewer where the stack ends. */
 static size_t read_chunk(uintptr_t addr, uintptr_t *buf) {
@@ -69,6 +75,29 @@ static bool is_record(snap__cursor_t *c, const snap__rule_t *rule,
          next->pc == ra;
 }
 
+/* The record where the function's prologue put it (prologue.c), for a
+   function the scan could not vouch for (reached through a pointer): the
+   one slot, accepted as is_record accepts one, but behind any call to it
+   (a direct one still only to start). */
+static bool at_prologue_slot(snap__cursor_t *c, const snap__rule_t *rule,
+                             const snap__regs_t *at, uintptr_t start,
+                             snap__regs_t *next) {
+  uintptr_t off, rec[2], target = 0;
+  if (!snap__prologue_record(start, at->pc, &off) || off > PROLOGUE_MAX ||
+      !snap__plat_read(at->sp + off, rec, sizeof rec))
+    return false;
+  uintptr_t p = at->sp + off, ra = snap__strip_pac(rec[1]);
+  if (p % SNAP__FP_ALIGN || ra == 0 || !snap__cursor_image(c, ra - 1))
+    return false;
+  int call = snap__call_before(ra, &target);
+  if (call == SNAP__CALL_NONE || (call == SNAP__CALL_DIRECT && target != start))
+    return false;
+  snap__regs_t regs = *at;
+  regs.fp = p;
+  return snap__rule_next(rule, &regs, 0, next) == SNAP__STEP_OK &&
+         next->pc == ra;
+}
+
 snap__fp_recover_t snap__fp_recover(const snap__regs_t *at, bool exact,
                                     unsigned flags, snap__regs_t *caller) {
   if (at->fp != 0 || at->sp % sizeof(uintptr_t))
@@ -78,7 +107,7 @@ snap__fp_recover_t snap__fp_recover(const snap__regs_t *at, bool exact,
   bool found = false, needed;
   snap__rule_t rule;
   snap__cursor_rule(&c, &rule);
-  uintptr_t pc = snap__cursor_lookup_pc(&c), start, end;
+  uintptr_t pc = snap__cursor_lookup_pc(&c), start = 0, end;
   snap__image_t scratch;
   const snap__image_t *img = snap__cursor_unwind_image(&c, pc, &scratch);
   needed = rule.cfa == SNAP__CFA_FP;
@@ -102,6 +131,8 @@ snap__fp_recover_t snap__fp_recover(const snap__regs_t *at, bool exact,
         break; /* the stack ended */
     }
   }
+  if (needed && !found && img && start)
+    found = at_prologue_slot(&c, &rule, at, start, caller);
   snap__cursor_done(&c);
   return found    ? SNAP__FP_RECOVERED
          : needed ? SNAP__FP_LOST

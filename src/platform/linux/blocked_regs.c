@@ -37,8 +37,9 @@
  * frame rule says where its return address is).
  *
  * Restartable waits (snap__plat_blocked_t.restartable): without fp a walk
- * can end at an app function reached through a pointer (capture.c says
- * why); a thread whose wait a signal cannot change may then be signalled
+ * can end at an app function reached through a pointer whose prologue it
+ * cannot read (capture.c says why); a thread whose wait a signal cannot
+ * change may then be signalled
  * for its real registers. Which waits those are, from the kernel's
  * futex code (kernel/futex/waitwake.c, pi.c) and signal delivery
  * (arch/x86/kernel/signal.c, arch/arm64/kernel/signal.c):
