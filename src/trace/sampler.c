@@ -9,6 +9,9 @@
  * oldest). Must not: name anything (snapshot.c does, when a trace is
  * written), allocate, or hold the trace's lock across a capture (the lock
  * is taken after each capture returned and the thread runs again).
+ * A thread with a CPU-time timer samples itself: that path (arming,
+ * draining its ring, the look between ticks) is sampler_timed.c's; what
+ * the two share is in sampler_parts.h.
  *
  * What state a sample records is never decided here: every one, a
  * capture's, a tick's, a mark's and that of a sample not taken, is
@@ -39,15 +42,12 @@
 #include "blocked/thread_state.h"
 #include "capture/capture.h"
 #include "platform/platform.h"
+#include "trace/sampler_parts.h"
 #include "trace/trace.h"
 
 /* How often the sampler looks at a timed main thread (see the loop). */
 #define DRAIN_NS (5 * 1000000u)
 #define IDLE_DRAIN_NS (10 * 1000000u) /* ... while it is blocked */
-
-static uint64_t us_of(const snap__trace_t *tr, uint64_t mono_ns) {
-  return mono_ns > tr->t0_ns ? (mono_ns - tr->t0_ns) / 1000u : 0;
-}
 
 uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid) {
   for (uint32_t i = 0; i < tr->n_thr; i++)
@@ -119,19 +119,10 @@ uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,
   return id;
 }
 
-/* One sample's facts, before they meet the thread's open span. */
-typedef struct sample {
-  uint64_t t_us;
-  uint32_t stack;
-  uint8_t state, wait;
-  int64_t cpu_ns; /* since the thread's previous sample; -1 unknown */
-  uint32_t label; /* a mark's label id + 1 */
-} sample_t;
-
 /* Extends the thread's open span with s when they are alike, else closes
    it and opens one with s. A mark is a span of its own, closed at once. */
-static void record(snap__trace_t *tr, snap__trace_thr_t *th,
-                   const sample_t *s) {
+void snap__trace_record(snap__trace_t *tr, snap__trace_thr_t *th,
+                        const snap__trace_sample_t *s) {
   int64_t cpu_us = s->cpu_ns >= 0 ? s->cpu_ns / 1000 : -1;
   atomic_fetch_add_explicit(&tr->samples, 1, memory_order_relaxed);
   if (s->label) {
@@ -170,9 +161,10 @@ static void record(snap__trace_t *tr, snap__trace_thr_t *th,
    th's CPU time from the reading before its previous sample to cpu, the
    state that sample was given (prev), and its run state (os, filled in
    when read). */
-static snap__state_facts_t facts_of(const snap__trace_thr_t *th, int64_t cpu,
-                                    const snap__thread_state_t *prev,
-                                    const snap__plat_sched_t *os) {
+snap__state_facts_t snap__trace_facts_of(const snap__trace_thr_t *th,
+                                         int64_t cpu,
+                                         const snap__thread_state_t *prev,
+                                         const snap__plat_sched_t *os) {
   return (snap__state_facts_t){.cpu0_ns = th->have_last ? th->cpu_seen : -1,
                                .cpu1_ns = cpu,
                                .runq0_ns = -1,
@@ -183,7 +175,7 @@ static snap__state_facts_t facts_of(const snap__trace_thr_t *th, int64_t cpu,
 }
 
 /* The state th's previous sample was given (its kind, when blocked). */
-static snap__thread_state_t prev_of(const snap__trace_thr_t *th) {
+snap__thread_state_t snap__trace_prev_of(const snap__trace_thr_t *th) {
   return (snap__thread_state_t){.state = th->last_state,
                                 .kind = th->last_wait,
                                 .owner_state = SNAP_OWNER_NONE};
@@ -191,8 +183,8 @@ static snap__thread_state_t prev_of(const snap__trace_thr_t *th) {
 
 /* The facts of a capture alone: its decoded wait (NULL: it failed, and a
    failed sample records nothing known). */
-static snap__state_facts_t facts_of_capture(const snap_wait_t *wait,
-                                            bool os_blocked) {
+snap__state_facts_t snap__trace_facts_of_capture(const snap_wait_t *wait,
+                                                 bool os_blocked) {
   return (snap__state_facts_t){.cpu0_ns = -1,
                                .cpu1_ns = -1,
                                .runq0_ns = -1,
@@ -204,14 +196,14 @@ static snap__state_facts_t facts_of_capture(const snap_wait_t *wait,
 
 /* The wait of a sample that ran on the thread (a tick, a mark: the
    thread took it itself): none. */
-static snap_wait_t ran_wait(void) {
+snap_wait_t snap__trace_ran_wait(void) {
   snap_wait_t w = {.size = sizeof w};
   snap__plat_wait_none(&w);
   return w;
 }
 
 /* The judge's answer into s. */
-static void judged(sample_t *s, const snap__state_facts_t *f) {
+void snap__trace_judged(snap__trace_sample_t *s, const snap__state_facts_t *f) {
   snap__thread_state_t st = snap__state_judge(f);
   s->state = st.state;
   s->wait = st.state == SNAP__STATE_BLOCKED ? st.kind : SNAP_WAIT_NONE;
@@ -219,15 +211,15 @@ static void judged(sample_t *s, const snap__state_facts_t *f) {
 
 /* Its run state, as the judge reads it: ready (on a CPU or a run queue),
    or not said. */
-static void read_run(snap_thread_t tid, snap__plat_sched_t *os) {
+void snap__trace_read_run(snap_thread_t tid, snap__plat_sched_t *os) {
   os->run = snap__plat_thread_is_running(tid) == 1 ? SNAP__RUN_READY
                                                    : SNAP__RUN_UNKNOWN;
 }
 
 /* The main thread's latest running sample, for the lag watchdog
    (snap__trace_main_latest). Under the lock. */
-static void publish_main(snap__trace_t *tr, uint64_t t_ns, int64_t cpu_ns,
-                         const uintptr_t *pcs, int n) {
+void snap__trace_publish_main(snap__trace_t *tr, uint64_t t_ns, int64_t cpu_ns,
+                              const uintptr_t *pcs, int n) {
   memcpy(tr->main_pcs, pcs, (size_t)n * sizeof *pcs);
   tr->main_n = n;
   tr->main_t_ns = t_ns;
@@ -237,8 +229,8 @@ static void publish_main(snap__trace_t *tr, uint64_t t_ns, int64_t cpu_ns,
 /* A capture of th into pcs (SNAP__TRACE_DEPTH), quiet where the thread
    is blocked (a signal would end its sleep or poll early), with its wait
    and whether the OS reported that wait. */
-static int capture_quiet(const snap__trace_thr_t *th, uintptr_t *pcs,
-                         snap_wait_t *wait, bool *os_blocked) {
+int snap__trace_capture_quiet(const snap__trace_thr_t *th, uintptr_t *pcs,
+                              snap_wait_t *wait, bool *os_blocked) {
   return snap__capture_thread_wait(
       th->tid, pcs, SNAP__TRACE_DEPTH,
       SNAP_CAPTURE_QUIET |
@@ -249,8 +241,8 @@ static int capture_quiet(const snap__trace_thr_t *th, uintptr_t *pcs,
 /* Samples one thread (its entry th, looked up under the lock by the
    caller, who let the lock go). `others`: a thread that is not the main
    one, sampled only if it runs. Takes the lock to record. */
-static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
-                          bool others) {
+void snap__trace_sample_thread(snap__trace_t *tr, snap__lock_t *lock,
+                               uint32_t idx, bool others) {
   snap__trace_thr_t *th = &tr->thr[idx]; /* fields read here are the
                                             sampler's own: no lock */
   uint64_t now = snap__plat_now_ns();
@@ -269,17 +261,18 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     memcpy(th->name, name, sizeof name);
     snap__plat_lock_unlock(lock);
   }
-  sample_t s = {
-      .t_us = us_of(tr, now), .stack = SNAP__TRACE_NONE, .cpu_ns = -1};
-  snap__thread_state_t prev = prev_of(th);
+  snap__trace_sample_t s = {.t_us = snap__trace_us_of(tr, now),
+                            .stack = SNAP__TRACE_NONE,
+                            .cpu_ns = -1};
+  snap__thread_state_t prev = snap__trace_prev_of(th);
   snap__plat_sched_t os = snap__plat_sched_unknown();
-  snap__state_facts_t f = facts_of(th, cpu, &prev, &os);
+  snap__state_facts_t f = snap__trace_facts_of(th, cpu, &prev, &os);
   /* Its run state is read (once) when its CPU time did not move (then it
      tells whether it may have run, where the clock is not exact, and
      runnable from blocked) and for the other threads, sampled only while
      they run. */
   if (th->have_last && (others || cpu == th->cpu_seen))
-    read_run(th->tid, &os);
+    snap__trace_read_run(th->tid, &os);
   bool ran = !snap__state_did_not_run(&f);
   if (others && (!th->have_last || !ran || os.run != SNAP__RUN_READY)) {
     /* Idle (or first seen, or no longer on a CPU): not sampled; its
@@ -296,18 +289,18 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
        (runnable, or where it was). */
     s.stack = th->last_stack;
     s.cpu_ns = 0;
-    judged(&s, &f);
+    snap__trace_judged(&s, &f);
   } else {
     uintptr_t pcs[SNAP__TRACE_DEPTH];
     snap_wait_t wait = {.size = sizeof wait};
     int64_t runq0 = th->runq;
     bool os_blocked;
-    int n = capture_quiet(th, pcs, &wait, &os_blocked);
+    int n = snap__trace_capture_quiet(th, pcs, &wait, &os_blocked);
     if (th->is_main)
       th->runq = snap__plat_thread_runq_ns(th->tid);
     if (n < 0) {
       atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
-      f = facts_of_capture(NULL, false);
+      f = snap__trace_facts_of_capture(NULL, false);
     } else {
       /* The capture's wait, and (the main thread) its run-queue wait over
          the interval: one that waited more than it ran is runnable. */
@@ -316,7 +309,7 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       f.runq0_ns = runq0;
       f.runq1_ns = th->runq;
     }
-    judged(&s, &f);
+    snap__trace_judged(&s, &f);
     if (th->have_last && th->cpu_seen >= 0 && cpu >= th->cpu_seen)
       s.cpu_ns = cpu - th->cpu_seen;
     snap__plat_lock_lock(lock);
@@ -324,10 +317,10 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
         n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
     if (th->is_main && n > 0 &&
         (s.state == SNAP__STATE_RUNNING || s.state == SNAP__STATE_RUNNABLE))
-      publish_main(tr, now, cpu, pcs, n);
+      snap__trace_publish_main(tr, now, cpu, pcs, n);
     if (th->timed)
       th->timed->last_tick_ns = 0;
-    record(tr, th, &s);
+    snap__trace_record(tr, th, &s);
     th->last_stack = s.stack;
     th->last_state = s.state;
     th->last_wait = s.wait;
@@ -337,253 +330,11 @@ static void sample_thread(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     return;
   }
   snap__plat_lock_lock(lock);
-  record(tr, th, &s);
+  snap__trace_record(tr, th, &s);
   th->last_state = s.state;
   th->last_wait = s.wait;
   snap__plat_lock_unlock(lock);
   th->have_last = true;
-}
-
-/* ---- Threads that sample themselves (a CPU-time timer, self_ring.c) ----
-
-   Where the platform has per-thread CPU-time timers, a thread the trace
-   follows gets one on its first sight: main every main_interval of its
-   CPU time, the others every other_interval. While it runs, its samples
-   arrive in its ring with their own times, and the sampler only drains
-   them: no signal from here, no sampler lock, no /proc read. A tick is
-   a sample that ran on the thread; the judge says running, or runnable
-   when it waited longer for a CPU than it ran since its previous tick
-   (rule 5a, with the wall time between two ticks that the CPU time does
-   not explain as that wait: no blocked sample came between).
-
-   When no tick came since the last look, the thread either did not run
-   (the judge's rule 3: it is where it was, blocked or waiting for a CPU,
-   and its span goes on; a blocked one costs one clock read, no /proc
-   read) or ran less than a period: still running (the next tick will say
-   where), or gone to sleep, which the sampler reads quietly (a quiet
-   capture: /proc, no signal). Such a sleep began about when the thread's
-   CPU time stopped: at its last tick plus the CPU time since, which the
-   sample is dated to (a sampler held back by a busy machine would
-   otherwise date it when it got a CPU, tens of ms late). */
-
-/* Arms th's timer (first sight). The ring comes from the trace's ring
-   memory; none left, or no timer on this platform: the old way. */
-static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
-  th->timer_tried = true;
-  uint32_t cap = th->is_main ? SNAP__SRING_MAIN : SNAP__SRING_OTHER;
-  size_t head = (sizeof(snap__trace_timed_t) + 15) & ~(size_t)15;
-  size_t need = head + snap__sring_bytes(cap);
-  if (tr->srings_used + need > tr->srings_bytes)
-    return;
-  unsigned flags = snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
-  snap__trace_timed_t *tm = (void *)(tr->srings + tr->srings_used);
-  *tm = (snap__trace_timed_t){0};
-  snap__sring_t *r =
-      snap__sring_init(tr->srings + tr->srings_used + head, cap, flags);
-  uint64_t period = (uint64_t)(th->is_main ? tr->cfg.main_interval_us
-                                           : tr->cfg.other_interval_us) *
-                    1000u;
-  if (snap__plat_cpu_timer_start(&tm->timer, th->tid, period, snap__sring_tick,
-                                 r) != SNAP_OK)
-    return;
-  tr->srings_used += need;
-  tm->ring = r;
-  th->timed = tm;
-}
-
-static void disarm(snap__trace_t *tr, snap__trace_thr_t *th) {
-  if (th->timed) {
-    snap__plat_cpu_timer_stop(&th->timed->timer);
-    /* Ticks its full ring had to drop: periods missed. */
-    atomic_fetch_add_explicit(&tr->missed_ticks,
-                              snap__sring_lost(th->timed->ring),
-                              memory_order_relaxed);
-  }
-  th->timed = NULL;
-}
-
-/* The ticks in th's ring, into its spans. Under the lock. Returns how
-   many; *learn: a tick could not walk (the thread's stack is not known
-   to it yet). */
-static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
-  const snap__sring_entry_t *e;
-  int got = 0;
-  while ((e = snap__sring_peek(th->timed->ring))) {
-    if (e->n < 0) {
-      *learn = true;
-      snap__sring_pop(th->timed->ring);
-      continue;
-    }
-    sample_t s = {.t_us = us_of(tr, e->t_ns), .cpu_ns = -1};
-    if (th->have_last && th->cpu_seen >= 0 && e->cpu_ns >= th->cpu_seen)
-      s.cpu_ns = e->cpu_ns - th->cpu_seen;
-    /* A tick ran on the thread. Between two ticks it did not block (a
-       blocked sample resets last_tick_ns): the wall time between them
-       that its CPU time does not explain, it waited for a CPU. */
-    snap_wait_t none = ran_wait();
-    snap__state_facts_t f = facts_of_capture(&none, false);
-    if (th->timed->last_tick_ns && e->t_ns > th->timed->last_tick_ns &&
-        s.cpu_ns >= 0) {
-      f.cpu0_ns = th->cpu_seen;
-      f.cpu1_ns = e->cpu_ns;
-      f.runq0_ns = 0;
-      f.runq1_ns = (int64_t)(e->t_ns - th->timed->last_tick_ns) - s.cpu_ns;
-    }
-    judged(&s, &f);
-    s.stack = snap__trace_add_stack(tr, e->pcs, e->n, true);
-    if (th->is_main && e->n > 0)
-      publish_main(tr, e->t_ns, e->cpu_ns, e->pcs, e->n);
-    record(tr, th, &s);
-    th->last_stack = s.stack;
-    th->last_state = s.state;
-    th->last_wait = 0;
-    th->cpu_seen = e->cpu_ns;
-    th->have_last = true;
-    th->timed->last_tick_ns = e->t_ns;
-    snap__sring_pop(th->timed->ring);
-    got++;
-  }
-  return got;
-}
-
-/* One look at a timed thread. `others`: not the main thread (then a
-   thread that ticked no more is idle: its span ends with its last tick,
-   as for a thread the old way finds not running). */
-static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
-                         bool others) {
-  snap__trace_thr_t *th = &tr->thr[idx];
-  bool learn = false;
-  snap__plat_lock_lock(lock);
-  int got = drain(tr, th, &learn);
-  snap__plat_lock_unlock(lock);
-  if (learn) {
-    /* One sample the old way: the thread learns its own stack in that
-       window (platform/linux/sample.c), and walks itself from then on. */
-    th->timed->last_tick_ns = 0;
-    sample_thread(tr, lock, idx, false);
-    return;
-  }
-  if (got) {
-    th->timed->nudged = false; /* answered (or ticked anyway) */
-    return;
-  }
-  if (others) {
-    snap__plat_lock_lock(lock);
-    snap__trace_close_span(tr, th);
-    snap__plat_lock_unlock(lock);
-    return;
-  }
-  uint64_t now = snap__plat_now_ns();
-  int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
-  if (cpu < 0) { /* gone */
-    disarm(tr, th);
-    snap__plat_lock_lock(lock);
-    snap__trace_close_span(tr, th);
-    th->gone = true;
-    snap__plat_lock_unlock(lock);
-    return;
-  }
-  snap__thread_state_t prev = prev_of(th);
-  snap__plat_sched_t os = snap__plat_sched_unknown();
-  snap__state_facts_t f = facts_of(th, cpu, &prev, &os);
-  /* Blocked and did not run since: where it was, without a look (it
-     cannot have run: its CPU time would have moved; no /proc read).
-     Otherwise its run state is read. */
-  bool still = snap__state_did_not_run(&f);
-  if (!still || prev.state != SNAP__STATE_BLOCKED) {
-    read_run(th->tid, &os);
-    still = snap__state_did_not_run(&f);
-  }
-  if (still) {
-    /* It did not run: where it was (runnable: preempted, or woken). */
-    sample_t s = {.t_us = us_of(tr, now), .stack = th->last_stack, .cpu_ns = 0};
-    judged(&s, &f);
-    if (s.state == SNAP__STATE_BLOCKED && prev.state != SNAP__STATE_BLOCKED)
-      goto look; /* blocked right after its tick: on what, the look says */
-    snap__plat_lock_lock(lock);
-    record(tr, th, &s);
-    th->last_state = s.state;
-    th->last_wait = s.wait;
-    snap__plat_lock_unlock(lock);
-    return;
-  }
-  if (th->have_last && os.run == SNAP__RUN_READY) {
-    /* Running or waiting for a CPU, and no tick since the last look: it
-       had not gone to sleep by now. Nudged, for one tick as soon as it
-       runs: a CPU-time timer fires only at a scheduler tick that finds
-       the thread on a CPU, so a thread that just woke, or one starved by
-       a busy machine, would show its new work only tens of ms later (a
-       thread that keeps running ticks by itself between looks and is
-       never nudged). One nudge at a time: a queued signal is one more
-       sample of the same instant. */
-    if (!th->timed->nudged)
-      th->timed->nudged =
-          snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid) == SNAP_OK;
-    th->timed->seen_running_ns = now;
-    return;
-  }
-look:;
-  /* It ran, and sleeps now: read quietly where (no signal: a blocked
-     thread's registers come from /proc). Dated to when its CPU time
-     stopped, when its last sample was a tick. */
-  uint64_t t = now;
-  if (th->timed->last_tick_ns && cpu >= th->cpu_seen) {
-    /* Its CPU time since the tick, as if it had run all along; on a busy
-       machine it also waited for a CPU meanwhile, and it was still awake
-       at the last look that found it so. */
-    uint64_t est = th->timed->last_tick_ns + (uint64_t)(cpu - th->cpu_seen);
-    if (th->timed->seen_running_ns > est)
-      est = th->timed->seen_running_ns;
-    if (est < t)
-      t = est;
-  }
-  th->timed->seen_running_ns = 0;
-  th->timed->nudged = false;
-  uintptr_t pcs[SNAP__TRACE_DEPTH];
-  snap_wait_t wait = {.size = sizeof wait};
-  bool os_blocked;
-  int n = capture_quiet(th, pcs, &wait, &os_blocked);
-  sample_t s = {.t_us = us_of(tr, t), .stack = SNAP__TRACE_NONE};
-  s.cpu_ns = th->have_last && cpu >= th->cpu_seen ? cpu - th->cpu_seen : -1;
-  if (n < 0)
-    atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
-  snap__state_facts_t fc = facts_of_capture(n < 0 ? NULL : &wait, os_blocked);
-  judged(&s, &fc);
-  snap__plat_lock_lock(lock);
-  s.stack = n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
-  if (n > 0 && s.state != SNAP__STATE_BLOCKED)
-    publish_main(tr, now, cpu, pcs, n);
-  record(tr, th, &s);
-  th->last_stack = s.stack;
-  th->last_state = s.state;
-  th->last_wait = s.wait;
-  th->timed->last_tick_ns = 0;
-  snap__plat_lock_unlock(lock);
-  th->cpu_seen = cpu;
-  th->have_last = true;
-}
-
-/* A thread the trace follows: by its timer when it has one (armed on
-   first sight), else the old way. */
-static void sample_any(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
-                       bool others) {
-  snap__trace_thr_t *th = &tr->thr[idx];
-  if (!th->timer_tried) {
-    arm(tr, th); /* the fields it sets are the sampler's own: no lock */
-    if (th->timed) {
-      char name[sizeof th->name] = "";
-      (void)snap__plat_thread_name(th->tid, name, sizeof name);
-      snap__plat_lock_lock(lock);
-      memcpy(th->name, name, sizeof name);
-      snap__plat_lock_unlock(lock);
-      th->cpu_seen = snap__plat_thread_cpu_ns(th->tid);
-      th->have_last = th->cpu_seen >= 0;
-    }
-  }
-  if (th->timed)
-    sample_timed(tr, lock, idx, others);
-  else
-    sample_thread(tr, lock, idx, others);
 }
 
 /* The queued marks, into the ring. Under the lock. */
@@ -605,15 +356,16 @@ static void drain_marks(snap__trace_t *tr) {
   while ((m = snap__trace_mark_peek(tr))) {
     uint32_t idx = snap__trace_thread_index(tr, m->tid);
     if (idx != SNAP__TRACE_NONE) {
-      sample_t s = {.t_us = us_of(tr, m->t_ns),
-                    .stack = snap__trace_add_stack(tr, m->pcs, m->n, false),
-                    .cpu_ns = -1,
-                    .label = label_id(tr, m->label)};
+      snap__trace_sample_t s = {
+          .t_us = snap__trace_us_of(tr, m->t_ns),
+          .stack = snap__trace_add_stack(tr, m->pcs, m->n, false),
+          .cpu_ns = -1,
+          .label = label_id(tr, m->label)};
       /* The thread took it of itself: a sample that ran on it. */
-      snap_wait_t none = ran_wait();
-      snap__state_facts_t f = facts_of_capture(&none, false);
-      judged(&s, &f);
-      record(tr, &tr->thr[idx], &s);
+      snap_wait_t none = snap__trace_ran_wait();
+      snap__state_facts_t f = snap__trace_facts_of_capture(&none, false);
+      snap__trace_judged(&s, &f);
+      snap__trace_record(tr, &tr->thr[idx], &s);
     }
     snap__trace_mark_done(tr, m);
   }
@@ -638,14 +390,14 @@ static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
     snap__plat_lock_unlock(lock);
     if (idx != SNAP__TRACE_NONE) {
       tr->thr[idx].listed = true;
-      sample_any(tr, lock, idx, true);
+      snap__trace_sample_any(tr, lock, idx, true);
     }
   }
   /* A timed thread no longer listed is gone: its timer goes with it. */
   for (uint32_t i = 0; i < tr->n_thr; i++) {
     snap__trace_thr_t *th = &tr->thr[i];
     if (th->timed && !th->is_main && !th->gone && !th->listed) {
-      disarm(tr, th);
+      snap__trace_disarm(tr, th);
       snap__plat_lock_lock(lock);
       snap__trace_close_span(tr, th);
       th->gone = true;
@@ -670,7 +422,7 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
     uint64_t now = snap__plat_now_ns();
     if (now >= next_main) {
       if (main_idx != SNAP__TRACE_NONE && !tr->thr[main_idx].gone)
-        sample_any(tr, lock, main_idx, false);
+        snap__trace_sample_any(tr, lock, main_idx, false);
       /* A timed main thread's ticks carry their own times and wait in its
          ring: the sampler looks every DRAIN_NS only (a wake costs it
          ~20 us here; 1000 of them a second were 1.5-2 % of a core with
@@ -705,7 +457,7 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
     }
     snap__plat_lock_lock(lock);
     drain_marks(tr);
-    uint64_t now_us = us_of(tr, now);
+    uint64_t now_us = snap__trace_us_of(tr, now);
     snap__span_ring_trim(&tr->ring, now_us > window_us ? now_us - window_us : 0,
                          tr->ring.cap);
     snap__plat_lock_unlock(lock);
@@ -714,7 +466,7 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
   }
   /* The timers first: once stopped, no handler writes a ring. */
   for (uint32_t i = 0; i < tr->n_thr; i++)
-    disarm(tr, &tr->thr[i]);
+    snap__trace_disarm(tr, &tr->thr[i]);
   snap__plat_lock_lock(lock);
   drain_marks(tr);
   for (uint32_t i = 0; i < tr->n_thr; i++)

@@ -230,7 +230,7 @@ bool snap__span_ring_next(const snap__span_ring_t *r, snap__span_iter_t *it,
    compaction's plan): records only shrink, so it is done in place. */
 void snap__span_ring_remap(snap__span_ring_t *r, const snap__stack_table_t *t);
 
-/* ---- The running trace (trace_api.c, sampler.c, marks.c, snapshot.c) ---- */
+/* ---- The running trace (trace_api.c, sampler*.c, marks.c, snapshot.c) --- */
 
 #define SNAP__TRACE_THREADS 256 /* threads a trace follows (first seen) */
 #define SNAP__TRACE_DEPTH 256   /* frames kept of a sample */
@@ -282,7 +282,7 @@ typedef struct snap__trace_thr {
   uint8_t last_state, last_wait;
   bool open;
   snap__tspan_t span; /* the open span, when open */
-  /* Sampled by its own CPU-time timer (sampler.c) when timed is set. */
+  /* Sampled by its own CPU-time timer (sampler_timed.c) when timed is set. */
   struct snap__trace_timed *timed;
   bool timer_tried, listed;
 } snap__trace_thr_t;

@@ -149,9 +149,9 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
     return SNAP_ENOMEM;
   }
   size_t bytes = cfg->max_bytes - own;
-  /* The timed threads' rings (sampler.c, self_ring.c): the main thread's
-     and up to 31 others', at most a quarter of the budget; a thread for
-     which none is left is sampled the old way. */
+  /* The timed threads' rings (sampler_timed.c, self_ring.c): the main
+     thread's and up to 31 others', at most a quarter of the budget; a
+     thread for which none is left is sampled the old way. */
   size_t head = (sizeof(snap__trace_timed_t) + 15) & ~(size_t)15;
   size_t srings = head + snap__sring_bytes(SNAP__SRING_MAIN) +
                   31 * (head + snap__sring_bytes(SNAP__SRING_OTHER));

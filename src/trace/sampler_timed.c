@@ -1,0 +1,275 @@
+/*
+ * sampler_timed.c — the trace's threads that sample themselves: a
+ * per-thread CPU-time timer whose handler walks the thread's own stack
+ * into its ring (self_ring.c), and the sampler thread's side of it.
+ *
+ * Owns: arming a followed thread's timer on its first sight (its ring
+ * carved from the trace's ring memory) and stopping it, draining a ring's
+ * ticks into the thread's spans, the look at a timed thread between ticks
+ * (did it run, sleep, or need a nudge), and choosing per thread between
+ * this path and the old one (sampler.c's snap__trace_sample_thread: a
+ * signal or a /proc read from the sampler thread). Must not: sample a
+ * thread itself (the timer's handler does), decide a sample's state (the
+ * judge does, through sampler_parts.h), or hold the trace's lock across a
+ * capture.
+ *
+ * Why a file of its own: the timed path has its own rules (a tick's times
+ * are the thread's own, a sleep is dated by its CPU time, a nudge for a
+ * thread that woke) that the schedule and the span merging in sampler.c
+ * do not need to know; what both use is in sampler_parts.h.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "blocked/thread_state.h"
+#include "platform/platform.h"
+#include "trace/sampler_parts.h"
+#include "trace/trace.h"
+
+/* ---- Threads that sample themselves (a CPU-time timer, self_ring.c) ----
+
+   Where the platform has per-thread CPU-time timers, a thread the trace
+   follows gets one on its first sight: main every main_interval of its
+   CPU time, the others every other_interval. While it runs, its samples
+   arrive in its ring with their own times, and the sampler only drains
+   them: no signal from here, no sampler lock, no /proc read. A tick is
+   a sample that ran on the thread; the judge says running, or runnable
+   when it waited longer for a CPU than it ran since its previous tick
+   (rule 5a, with the wall time between two ticks that the CPU time does
+   not explain as that wait: no blocked sample came between).
+
+   When no tick came since the last look, the thread either did not run
+   (the judge's rule 3: it is where it was, blocked or waiting for a CPU,
+   and its span goes on; a blocked one costs one clock read, no /proc
+   read) or ran less than a period: still running (the next tick will say
+   where), or gone to sleep, which the sampler reads quietly (a quiet
+   capture: /proc, no signal). Such a sleep began about when the thread's
+   CPU time stopped: at its last tick plus the CPU time since, which the
+   sample is dated to (a sampler held back by a busy machine would
+   otherwise date it when it got a CPU, tens of ms late). */
+
+/* Arms th's timer (first sight). The ring comes from the trace's ring
+   memory; none left, or no timer on this platform: the old way. */
+static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
+  th->timer_tried = true;
+  uint32_t cap = th->is_main ? SNAP__SRING_MAIN : SNAP__SRING_OTHER;
+  size_t head = (sizeof(snap__trace_timed_t) + 15) & ~(size_t)15;
+  size_t need = head + snap__sring_bytes(cap);
+  if (tr->srings_used + need > tr->srings_bytes)
+    return;
+  unsigned flags = snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
+  snap__trace_timed_t *tm = (void *)(tr->srings + tr->srings_used);
+  *tm = (snap__trace_timed_t){0};
+  snap__sring_t *r =
+      snap__sring_init(tr->srings + tr->srings_used + head, cap, flags);
+  uint64_t period = (uint64_t)(th->is_main ? tr->cfg.main_interval_us
+                                           : tr->cfg.other_interval_us) *
+                    1000u;
+  if (snap__plat_cpu_timer_start(&tm->timer, th->tid, period, snap__sring_tick,
+                                 r) != SNAP_OK)
+    return;
+  tr->srings_used += need;
+  tm->ring = r;
+  th->timed = tm;
+}
+
+void snap__trace_disarm(snap__trace_t *tr, snap__trace_thr_t *th) {
+  if (th->timed) {
+    snap__plat_cpu_timer_stop(&th->timed->timer);
+    /* Ticks its full ring had to drop: periods missed. */
+    atomic_fetch_add_explicit(&tr->missed_ticks,
+                              snap__sring_lost(th->timed->ring),
+                              memory_order_relaxed);
+  }
+  th->timed = NULL;
+}
+
+/* The ticks in th's ring, into its spans. Under the lock. Returns how
+   many; *learn: a tick could not walk (the thread's stack is not known
+   to it yet). */
+static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
+  const snap__sring_entry_t *e;
+  int got = 0;
+  while ((e = snap__sring_peek(th->timed->ring))) {
+    if (e->n < 0) {
+      *learn = true;
+      snap__sring_pop(th->timed->ring);
+      continue;
+    }
+    snap__trace_sample_t s = {.t_us = snap__trace_us_of(tr, e->t_ns),
+                              .cpu_ns = -1};
+    if (th->have_last && th->cpu_seen >= 0 && e->cpu_ns >= th->cpu_seen)
+      s.cpu_ns = e->cpu_ns - th->cpu_seen;
+    /* A tick ran on the thread. Between two ticks it did not block (a
+       blocked sample resets last_tick_ns): the wall time between them
+       that its CPU time does not explain, it waited for a CPU. */
+    snap_wait_t none = snap__trace_ran_wait();
+    snap__state_facts_t f = snap__trace_facts_of_capture(&none, false);
+    if (th->timed->last_tick_ns && e->t_ns > th->timed->last_tick_ns &&
+        s.cpu_ns >= 0) {
+      f.cpu0_ns = th->cpu_seen;
+      f.cpu1_ns = e->cpu_ns;
+      f.runq0_ns = 0;
+      f.runq1_ns = (int64_t)(e->t_ns - th->timed->last_tick_ns) - s.cpu_ns;
+    }
+    snap__trace_judged(&s, &f);
+    s.stack = snap__trace_add_stack(tr, e->pcs, e->n, true);
+    if (th->is_main && e->n > 0)
+      snap__trace_publish_main(tr, e->t_ns, e->cpu_ns, e->pcs, e->n);
+    snap__trace_record(tr, th, &s);
+    th->last_stack = s.stack;
+    th->last_state = s.state;
+    th->last_wait = 0;
+    th->cpu_seen = e->cpu_ns;
+    th->have_last = true;
+    th->timed->last_tick_ns = e->t_ns;
+    snap__sring_pop(th->timed->ring);
+    got++;
+  }
+  return got;
+}
+
+/* One look at a timed thread. `others`: not the main thread (then a
+   thread that ticked no more is idle: its span ends with its last tick,
+   as for a thread the old way finds not running). */
+static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
+                         bool others) {
+  snap__trace_thr_t *th = &tr->thr[idx];
+  bool learn = false;
+  snap__plat_lock_lock(lock);
+  int got = drain(tr, th, &learn);
+  snap__plat_lock_unlock(lock);
+  if (learn) {
+    /* One sample the old way: the thread learns its own stack in that
+       window (platform/linux/sample.c), and walks itself from then on. */
+    th->timed->last_tick_ns = 0;
+    snap__trace_sample_thread(tr, lock, idx, false);
+    return;
+  }
+  if (got) {
+    th->timed->nudged = false; /* answered (or ticked anyway) */
+    return;
+  }
+  if (others) {
+    snap__plat_lock_lock(lock);
+    snap__trace_close_span(tr, th);
+    snap__plat_lock_unlock(lock);
+    return;
+  }
+  uint64_t now = snap__plat_now_ns();
+  int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
+  if (cpu < 0) { /* gone */
+    snap__trace_disarm(tr, th);
+    snap__plat_lock_lock(lock);
+    snap__trace_close_span(tr, th);
+    th->gone = true;
+    snap__plat_lock_unlock(lock);
+    return;
+  }
+  snap__thread_state_t prev = snap__trace_prev_of(th);
+  snap__plat_sched_t os = snap__plat_sched_unknown();
+  snap__state_facts_t f = snap__trace_facts_of(th, cpu, &prev, &os);
+  /* Blocked and did not run since: where it was, without a look (it
+     cannot have run: its CPU time would have moved; no /proc read).
+     Otherwise its run state is read. */
+  bool still = snap__state_did_not_run(&f);
+  if (!still || prev.state != SNAP__STATE_BLOCKED) {
+    snap__trace_read_run(th->tid, &os);
+    still = snap__state_did_not_run(&f);
+  }
+  if (still) {
+    /* It did not run: where it was (runnable: preempted, or woken). */
+    snap__trace_sample_t s = {.t_us = snap__trace_us_of(tr, now),
+                              .stack = th->last_stack,
+                              .cpu_ns = 0};
+    snap__trace_judged(&s, &f);
+    if (s.state == SNAP__STATE_BLOCKED && prev.state != SNAP__STATE_BLOCKED)
+      goto look; /* blocked right after its tick: on what, the look says */
+    snap__plat_lock_lock(lock);
+    snap__trace_record(tr, th, &s);
+    th->last_state = s.state;
+    th->last_wait = s.wait;
+    snap__plat_lock_unlock(lock);
+    return;
+  }
+  if (th->have_last && os.run == SNAP__RUN_READY) {
+    /* Running or waiting for a CPU, and no tick since the last look: it
+       had not gone to sleep by now. Nudged, for one tick as soon as it
+       runs: a CPU-time timer fires only at a scheduler tick that finds
+       the thread on a CPU, so a thread that just woke, or one starved by
+       a busy machine, would show its new work only tens of ms later (a
+       thread that keeps running ticks by itself between looks and is
+       never nudged). One nudge at a time: a queued signal is one more
+       sample of the same instant. */
+    if (!th->timed->nudged)
+      th->timed->nudged =
+          snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid) == SNAP_OK;
+    th->timed->seen_running_ns = now;
+    return;
+  }
+look:;
+  /* It ran, and sleeps now: read quietly where (no signal: a blocked
+     thread's registers come from /proc). Dated to when its CPU time
+     stopped, when its last sample was a tick. */
+  uint64_t t = now;
+  if (th->timed->last_tick_ns && cpu >= th->cpu_seen) {
+    /* Its CPU time since the tick, as if it had run all along; on a busy
+       machine it also waited for a CPU meanwhile, and it was still awake
+       at the last look that found it so. */
+    uint64_t est = th->timed->last_tick_ns + (uint64_t)(cpu - th->cpu_seen);
+    if (th->timed->seen_running_ns > est)
+      est = th->timed->seen_running_ns;
+    if (est < t)
+      t = est;
+  }
+  th->timed->seen_running_ns = 0;
+  th->timed->nudged = false;
+  uintptr_t pcs[SNAP__TRACE_DEPTH];
+  snap_wait_t wait = {.size = sizeof wait};
+  bool os_blocked;
+  int n = snap__trace_capture_quiet(th, pcs, &wait, &os_blocked);
+  snap__trace_sample_t s = {.t_us = snap__trace_us_of(tr, t),
+                            .stack = SNAP__TRACE_NONE};
+  s.cpu_ns = th->have_last && cpu >= th->cpu_seen ? cpu - th->cpu_seen : -1;
+  if (n < 0)
+    atomic_fetch_add_explicit(&tr->failed, 1, memory_order_relaxed);
+  snap__state_facts_t fc =
+      snap__trace_facts_of_capture(n < 0 ? NULL : &wait, os_blocked);
+  snap__trace_judged(&s, &fc);
+  snap__plat_lock_lock(lock);
+  s.stack = n > 0 ? snap__trace_add_stack(tr, pcs, n, true) : SNAP__TRACE_NONE;
+  if (n > 0 && s.state != SNAP__STATE_BLOCKED)
+    snap__trace_publish_main(tr, now, cpu, pcs, n);
+  snap__trace_record(tr, th, &s);
+  th->last_stack = s.stack;
+  th->last_state = s.state;
+  th->last_wait = s.wait;
+  th->timed->last_tick_ns = 0;
+  snap__plat_lock_unlock(lock);
+  th->cpu_seen = cpu;
+  th->have_last = true;
+}
+
+/* A thread the trace follows: by its timer when it has one (armed on
+   first sight), else the old way. */
+void snap__trace_sample_any(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
+                            bool others) {
+  snap__trace_thr_t *th = &tr->thr[idx];
+  if (!th->timer_tried) {
+    arm(tr, th); /* the fields it sets are the sampler's own: no lock */
+    if (th->timed) {
+      char name[sizeof th->name] = "";
+      (void)snap__plat_thread_name(th->tid, name, sizeof name);
+      snap__plat_lock_lock(lock);
+      memcpy(th->name, name, sizeof name);
+      snap__plat_lock_unlock(lock);
+      th->cpu_seen = snap__plat_thread_cpu_ns(th->tid);
+      th->have_last = th->cpu_seen >= 0;
+    }
+  }
+  if (th->timed)
+    sample_timed(tr, lock, idx, others);
+  else
+    snap__trace_sample_thread(tr, lock, idx, others);
+}
