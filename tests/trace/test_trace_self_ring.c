@@ -11,9 +11,13 @@
  *  - a thread asleep in nanosleep for 300 ms with the same timer: no
  *    sample, and its sleep was never cut short (nanosleep returned 0 and
  *    the program's clock saw the whole 300 ms): a CPU-time timer never
- *    fires in a blocked thread;
+ *    fires in a blocked thread, even nudged five times meanwhile
+ * (snap__plat_cpu_timer_nudge: the trace's "tick soon" for a thread it saw
+ * awake, which may be asleep again by then; the signal the first nudges queued
+ * ended the sleep);
  *  - stopping a timer while its thread keeps running returns with no
- *    handler inside, and no sample lands in the ring after it.
+ *    handler inside, and no sample lands in the ring after it;
+ *  - a nudge of a running thread whose period is 100 s gives a tick.
  * Skipped (77) where the platform has no such timer.
  */
 #include <pthread.h>
@@ -154,6 +158,16 @@ int main(void) {
   rc = snap__plat_cpu_timer_start(&t, (snap_thread_t)atomic_load(&g_tid),
                                   1000000u, snap__sring_tick, r);
   CHECK_EQ(rc, SNAP_OK);
+  /* Nudged while it sleeps (the trace nudges a thread it saw awake, which
+     may be asleep again by then): still no interruption. */
+  int nudged = 0;
+  for (int i = 0; i < 5; i++) {
+    struct timespec ms20 = {0, 20000000};
+    nanosleep(&ms20, NULL);
+    nudged += snap__plat_cpu_timer_nudge(
+                  &t, (snap_thread_t)atomic_load(&g_tid)) == SNAP_OK;
+  }
+  CHECK_EQ(nudged, 5);
   pthread_join(th, NULL);
   snap__plat_cpu_timer_stop(&t);
   int slept_samples = 0;
@@ -164,6 +178,36 @@ int main(void) {
   CHECK(slept_samples <= 1, "%d samples of a sleeping thread", slept_samples);
   CHECK_EQ(atomic_load(&g_sleep_rc), 0);
   CHECK(atomic_load(&g_slept) >= 300000000u, "the sleep was cut short");
+
+  /* 3. A nudge of a running thread whose period is far off: a tick soon
+     (at a scheduler tick that finds it running), not after the period. */
+  free(mem);
+  r = make_ring(&mem);
+  atomic_store(&g_tid, 0);
+  atomic_store(&g_stop, false);
+  pthread_create(&th, NULL, spinner, NULL);
+  while (!atomic_load(&g_tid))
+    ;
+  rc = snap__plat_cpu_timer_start(&t, (snap_thread_t)atomic_load(&g_tid),
+                                  100000000000u /* 100 s */, snap__sring_tick,
+                                  r);
+  CHECK_EQ(rc, SNAP_OK);
+  CHECK_EQ(snap__plat_cpu_timer_nudge(&t, (snap_thread_t)atomic_load(&g_tid)),
+           SNAP_OK);
+  uint64_t waited = ns(CLOCK_MONOTONIC);
+  until = waited + 5000000000u;
+  while (!snap__sring_peek(r) && ns(CLOCK_MONOTONIC) < until) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  waited = ns(CLOCK_MONOTONIC) - waited;
+  bool ticked = snap__sring_peek(r) != NULL;
+  snap__plat_cpu_timer_stop(&t);
+  atomic_store(&g_stop, true);
+  pthread_join(th, NULL);
+  printf("nudged spinner: %s after %.1f ms\n", ticked ? "a tick" : "no tick",
+         (double)waited / 1e6);
+  CHECK(ticked, "%s", "a nudge gave no tick in 5 s");
   free(mem);
   return check_result("test_trace_self_ring");
 }

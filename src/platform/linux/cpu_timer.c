@@ -31,11 +31,13 @@
  * it reads the count (both sequentially consistent), so one of the two
  * sees the other.
  *
- * A nudge is the same value queued once by rt_tgsigqueueinfo (si_code
- * SI_QUEUE, from this process): a tick as soon as the thread runs, for a
- * thread the trace saw wake. A thread that blocks again between the look
- * and the nudge has its wait interrupted, as any sampling signal would
- * (SA_RESTART resumes the restartable ones).
+ * A nudge, for a thread the trace saw wake, sets the timer to expire after
+ * 1 ns more of the thread's CPU time, then every period as before: a tick
+ * at the first scheduler tick that finds the thread on a CPU, instead of
+ * after a whole period. It is the timer's own expiry, so it keeps the
+ * timer's promise: a thread that went back to sleep between the look and
+ * the nudge is not interrupted (a signal queued at it, as the first
+ * nudges were, ended its nanosleep or poll with EINTR).
  */
 #include <errno.h>
 #include <signal.h>
@@ -65,6 +67,7 @@ typedef struct handle {
   timer_t id;
   uint32_t slot; /* SLOTS: none */
   uint32_t gen;
+  uint64_t period_ns;
 } handle_t;
 _Static_assert(sizeof(handle_t) <= sizeof(snap__plat_cpu_timer_t),
                "the handle must fit the seam's storage");
@@ -178,6 +181,7 @@ int snap__plat_cpu_timer_start(snap__plat_cpu_timer_t *t, snap_thread_t thread,
   h->id = id;
   h->slot = idx;
   h->gen = gen;
+  h->period_ns = period_ns;
   return SNAP_OK;
 }
 
@@ -201,16 +205,8 @@ int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t,
   handle_t *h = (handle_t *)(void *)t->opaque;
   if (h->slot >= SLOTS || !snap__linux_tid_ok(thread))
     return SNAP_EINVAL;
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = snap__linux_sample_signo();
-  si.si_code = SI_QUEUE;
-  si.si_pid = getpid();
-  si.si_uid = getuid();
-  si.si_value.sival_ptr = (void *)(((uintptr_t)TIMER_MAGIC << 32) |
-                                   ((uintptr_t)h->gen << 8) | h->slot);
-  if (syscall(SYS_rt_tgsigqueueinfo, getpid(), (int)thread, si.si_signo, &si) !=
-      0)
-    return errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EBUSY;
-  return SNAP_OK;
+  struct itimerspec its = {.it_interval = {(time_t)(h->period_ns / 1000000000u),
+                                           (long)(h->period_ns % 1000000000u)},
+                           .it_value = {0, 1}};
+  return timer_settime(h->id, 0, &its, NULL) == 0 ? SNAP_OK : SNAP_EBUSY;
 }
