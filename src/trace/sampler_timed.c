@@ -60,7 +60,7 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
     return;
   unsigned flags = snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
   snap__trace_timed_t *tm = (void *)(tr->srings + tr->srings_used);
-  *tm = (snap__trace_timed_t){0};
+  *tm = (snap__trace_timed_t){.runq_blocked = -1};
   snap__sring_t *r =
       snap__sring_init(tr->srings + tr->srings_used + head, cap, flags);
   uint64_t period = (uint64_t)(th->is_main ? tr->cfg.main_interval_us
@@ -85,13 +85,14 @@ void snap__trace_disarm(snap__trace_t *tr, snap__trace_thr_t *th) {
   th->timed = NULL;
 }
 
-/* The ticks in th's ring, into its spans. Under the lock. Returns how
-   many; *learn: a tick could not walk (the thread's stack is not known
-   to it yet). */
-static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
+/* The ticks in th's ring taken up to until_ns, into its spans. Under the
+   lock. Returns how many; *learn: a tick could not walk (the thread's
+   stack is not known to it yet). */
+static int drain(snap__trace_t *tr, snap__trace_thr_t *th, uint64_t until_ns,
+                 bool *learn) {
   const snap__sring_entry_t *e;
   int got = 0;
-  while ((e = snap__sring_peek(th->timed->ring))) {
+  while ((e = snap__sring_peek(th->timed->ring)) && e->t_ns <= until_ns) {
     if (e->n < 0) {
       *learn = true;
       snap__sring_pop(th->timed->ring);
@@ -101,6 +102,21 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
                               .cpu_ns = -1};
     if (th->have_last && th->cpu_seen >= 0 && e->cpu_ns >= th->cpu_seen)
       s.cpu_ns = e->cpu_ns - th->cpu_seen;
+    if (th->last_state == SNAP__STATE_BLOCKED && s.cpu_ns > 0) {
+      /* The first tick since it was seen blocked: it woke no later than
+         the CPU time it used since then before this tick (a timer ticks
+         only at a scheduler tick that finds it on a CPU: on a busy
+         machine, tens of ms after it woke), and not before the blocked
+         span's last sample. Never early: the CPU time was used after the
+         wake. */
+      uint64_t back = e->t_ns - (uint64_t)s.cpu_ns;
+      if (th->timed->woke_ns && th->timed->woke_ns < back)
+        back = th->timed->woke_ns; /* a look dated the wake (woke_at) */
+      uint64_t floor_us = th->open ? th->span.end_us : 0;
+      uint64_t t_us =
+          snap__trace_us_of(tr, back > tr->t0_ns ? back : tr->t0_ns);
+      s.t_us = t_us > floor_us ? t_us : floor_us;
+    }
     /* A tick ran on the thread. Between two ticks it did not block (a
        blocked sample resets last_tick_ns): the wall time between them
        that its CPU time does not explain, it waited for a CPU. */
@@ -124,10 +140,34 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
     th->cpu_seen = e->cpu_ns;
     th->have_last = true;
     th->timed->last_tick_ns = e->t_ns;
+    th->timed->woke_ns = 0;
+    th->timed->runq_blocked = -1; /* a baseline only from a blocked look */
     snap__sring_pop(th->timed->ring);
     got++;
   }
   return got;
+}
+
+/* When the main thread, seen blocked before and awake now with no tick
+   yet, woke: since it was seen blocked it ran its CPU time and waited its
+   run-queue wait (schedstat), all of it after the wake. Read in that
+   order, then the clock: each reading is at most what it was when the
+   clock was read, so the wake is dated no earlier than it was (a sampler
+   preempted between its readings dates it later, never earlier; so does
+   a thread that slept again meanwhile). Not before the blocked span's last
+   sample. 0: not known. */
+static uint64_t woke_at(const snap__trace_t *tr, const snap__trace_thr_t *th) {
+  if (!th->is_main || th->timed->runq_blocked < 0)
+    return 0;
+  int64_t runq = snap__plat_thread_runq_ns(th->tid);
+  int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
+  uint64_t now = snap__plat_now_ns();
+  if (runq < th->timed->runq_blocked || cpu < th->cpu_seen)
+    return 0;
+  uint64_t awake = (uint64_t)(cpu - th->cpu_seen) +
+                   (uint64_t)(runq - th->timed->runq_blocked);
+  uint64_t floor = tr->t0_ns + (th->open ? th->span.end_us * 1000u : 0);
+  return awake < now && now - awake > floor ? now - awake : floor;
 }
 
 /* One look at a timed thread. `others`: not the main thread (then a
@@ -138,12 +178,13 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   snap__trace_thr_t *th = &tr->thr[idx];
   bool learn = false;
   snap__plat_lock_lock(lock);
-  int got = drain(tr, th, &learn);
+  int got = drain(tr, th, UINT64_MAX, &learn);
   snap__plat_lock_unlock(lock);
   if (learn) {
     /* One sample the old way: the thread learns its own stack in that
        window (platform/linux/sample.c), and walks itself from then on. */
     th->timed->last_tick_ns = 0;
+    th->timed->runq_blocked = -1;
     snap__trace_sample_thread(tr, lock, idx, false);
     return;
   }
@@ -200,23 +241,43 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
        the thread on a CPU, so a thread that just woke, or one starved by
        a busy machine, would show its new work only tens of ms later (a
        thread that keeps running ticks by itself between looks and is
-       never nudged). One nudge at a time: a queued signal is one more
-       sample of the same instant. */
+       never nudged). One nudge at a time: it re-arms the timer, which
+       never fires in a thread that went back to sleep meanwhile. */
     if (!th->timed->nudged)
       th->timed->nudged =
           snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid) == SNAP_OK;
+    /* Its first tick may come tens of ms after its wake on a busy machine:
+       the wake is dated now, from its clocks (woke_at), and the tick's
+       span starts there. */
+    if (th->last_state == SNAP__STATE_BLOCKED && !th->timed->woke_ns)
+      th->timed->woke_ns = woke_at(tr, th);
     th->timed->seen_running_ns = now;
     return;
   }
 look:;
   /* It ran, and sleeps now: read quietly where (no signal: a blocked
-     thread's registers come from /proc). Dated to when its CPU time
-     stopped, when its last sample was a tick. */
-  uint64_t t = now;
+     thread's registers come from /proc). */
+  uintptr_t pcs[SNAP__TRACE_DEPTH];
+  snap_wait_t wait = {.size = sizeof wait};
+  bool os_blocked;
+  uint64_t t = snap__plat_now_ns();
+  int n = snap__trace_capture_quiet(th, pcs, &wait, &os_blocked);
+  /* Ticks its handler took after the drain above and before it slept
+     came before the sleep: into its spans first (left in the ring, they
+     were drawn after the sleep, as the phase before it coming back; seen
+     beside busy loops). Those taken after t stay: it may have woken. */
+  bool late_learn = false;
+  snap__plat_lock_lock(lock);
+  (void)drain(tr, th, t, &late_learn);
+  snap__plat_lock_unlock(lock);
+  int64_t cpu_now = snap__plat_thread_cpu_ns(th->tid);
+  if (cpu_now >= cpu)
+    cpu = cpu_now;
+  /* Dated to when its CPU time stopped, when its last sample was a tick:
+     its CPU time since the tick, as if it had run all along; on a busy
+     machine it also waited for a CPU meanwhile, and it was still awake at
+     the last look that found it so. */
   if (th->timed->last_tick_ns && cpu >= th->cpu_seen) {
-    /* Its CPU time since the tick, as if it had run all along; on a busy
-       machine it also waited for a CPU meanwhile, and it was still awake
-       at the last look that found it so. */
     uint64_t est = th->timed->last_tick_ns + (uint64_t)(cpu - th->cpu_seen);
     if (th->timed->seen_running_ns > est)
       est = th->timed->seen_running_ns;
@@ -225,10 +286,6 @@ look:;
   }
   th->timed->seen_running_ns = 0;
   th->timed->nudged = false;
-  uintptr_t pcs[SNAP__TRACE_DEPTH];
-  snap_wait_t wait = {.size = sizeof wait};
-  bool os_blocked;
-  int n = snap__trace_capture_quiet(th, pcs, &wait, &os_blocked);
   snap__trace_sample_t s = {.t_us = snap__trace_us_of(tr, t),
                             .stack = SNAP__TRACE_NONE};
   s.cpu_ns = th->have_last && cpu >= th->cpu_seen ? cpu - th->cpu_seen : -1;
@@ -249,6 +306,11 @@ look:;
   snap__plat_lock_unlock(lock);
   th->cpu_seen = cpu;
   th->have_last = true;
+  /* The baseline its wake is dated from (woke_at): one read a sleep. */
+  th->timed->woke_ns = 0;
+  th->timed->runq_blocked = th->is_main && s.state == SNAP__STATE_BLOCKED
+                                ? snap__plat_thread_runq_ns(th->tid)
+                                : -1;
 }
 
 /* A thread the trace follows: by its timer when it has one (armed on

@@ -295,7 +295,11 @@ typedef struct snap__trace_timed {
   snap__sring_t *ring;
   uint64_t last_tick_ns;
   uint64_t seen_running_ns;
-  bool nudged; /* a nudge is queued, not answered yet */
+  int64_t runq_blocked; /* the main thread's run-queue wait when last seen
+                           blocked (-1: unknown) */
+  uint64_t woke_ns;     /* when it woke from there, as a look dated it
+                           (0: not dated) */
+  bool nudged;          /* a nudge is queued, not answered yet */
 } snap__trace_timed_t;
 
 /* A mark, queued by any thread for the sampler (marks.c: a bounded
