@@ -42,8 +42,9 @@ typedef struct stripe {
   snap__lock_t lock;
   cache_index_t index;
   cache_entry_t *newest, *oldest;
-  size_t bytes;       /* entries, their stacks and index_bytes */
-  size_t index_bytes; /* the index block, as last counted */
+  size_t bytes;              /* entries, their stacks and index_bytes */
+  size_t index_bytes;        /* the index block, as last counted */
+  const void *counted_cells; /* the block index_bytes was counted for */
   uint64_t entries, hits, misses, evictions;
 } stripe_t;
 

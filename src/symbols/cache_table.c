@@ -74,8 +74,13 @@ void snap__cache_lru_push(stripe_t *st, cache_entry_t *e) {
 }
 
 /* Counts what st's index takes now. Under the stripe's lock, after every
-   add or delete. */
+   add or delete; asks the allocator only when the index has a new block
+   (it resizes, or goes: an add or delete that kept the block left its
+   size as it was). */
 void snap__cache_reindex(stripe_t *st) {
+  if (st->index.cells == st->counted_cells)
+    return;
+  st->counted_cells = st->index.cells;
   size_t now = st->index.cells
                    ? snap__plat_alloc_size(st->index.cells,
                                            ((size_t)1 << st->index.bits) *
