@@ -12,7 +12,9 @@
  * A stack the cache will not keep carries its own copies of the names at
  * the end of the block instead (own_strings: ids are then offsets in the
  * block), which takes neither the shared strings' lock nor their hash.
- * One allocation, so the cache can charge its exact size against the cap.
+ * A stack packed for the cache ends with room for the cache's entry of
+ * it (snap__stack_link). One allocation, so the cache can charge its exact
+ * size against the cap.
  *
  * The views: snap_frame_t per frame, built on the first snap_stack_frame
  * call (a stack with its own strings has it built at once, in its block),
@@ -184,6 +186,20 @@ static parts_t parts(const snap_stack_t *s) {
 
 static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i);
 
+/* Where the cache's record goes in a block whose parts end at end. */
+static size_t link_at(size_t end) {
+  return (end + _Alignof(max_align_t) - 1) &
+         ~(size_t)(_Alignof(max_align_t) - 1);
+}
+
+void *snap__stack_link(const snap_stack_t *s) {
+  if (s->own_strings)
+    return NULL;
+  layout_t l = layout_of(s->key.n, s->key.n_images, s->n_names, s->count,
+                         s->wide, s->lines);
+  return (char *)s + link_at(l.end);
+}
+
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key, bool own_strings) {
   /* Scratch, one block (on the stack for up to ~30 frames: a cold lookup
@@ -236,6 +252,8 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
      snap_stack_frame (a malloc, a free and the cache's view count: a
      sixth of a cold lookup). */
   size_t view_at = 0;
+  if (!own_strings)
+    end = link_at(end) + SNAP__STACK_LINK_BYTES;
   if (own_strings) {
     view_at = (end + _Alignof(max_align_t) - 1) &
               ~(size_t)(_Alignof(max_align_t) - 1);
