@@ -241,9 +241,13 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
   /* Own strings go after the rest; a record holds its string's offset in
      the block (never 0: the header comes first) instead of an id. */
   size_t end = l.end;
-  for (int k = 0; own_strings && k < 2 * n; k++)
-    if (strs[k])
-      end += strlen(strs[k]) + 1;
+  for (int k = 0; own_strings && k < 2 * n; k++) {
+    /* ids hold each length until the copy below (too long for 32 bits
+       makes end too big, and the names are interned instead). */
+    size_t len = strs[k] ? strlen(strs[k]) + 1 : 0;
+    ids[k] = (uint32_t)len;
+    end += len;
+  }
   if (end > UINT32_MAX) /* offsets would not fit: intern after all */
     own_strings = false, end = l.end;
   /* A stack with its own strings is nobody's to keep (the cache is off):
@@ -263,9 +267,9 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
   if (block && own_strings) {
     size_t at = l.end;
     for (int k = 0; k < 2 * n; k++) {
+      size_t len = ids[k];
       ids[k] = 0;
       if (strs[k]) {
-        size_t len = strlen(strs[k]) + 1;
         memcpy(block + at, strs[k], len);
         ids[k] = (uint32_t)at;
         at += len;
@@ -468,7 +472,8 @@ static void stack_free(snap_stack_t *s) {
       k = 0;
     }
   }
-  snap__intern_release(ids, k);
+  if (k)
+    snap__intern_release(ids, k);
   snap__stack_view_t *v[2] = {
       atomic_load_explicit(&s->view, memory_order_acquire),
       atomic_load_explicit(&s->lines_view, memory_order_acquire)};
