@@ -63,8 +63,10 @@ typedef struct naming {
 
 /* Keeps s (malloc'ed when heap) as slot's string; returns it, or NULL. */
 static const char *keep(naming_t *nm, size_t slot, const char *s, bool heap) {
-  free(nm->owned[slot]);
-  nm->owned[slot] = NULL;
+  if (nm->owned[slot]) { /* rarely: a name given twice, or a long one */
+    free(nm->owned[slot]);
+    nm->owned[slot] = NULL;
+  }
   if (heap)
     return nm->owned[slot] = (char *)s;
   size_t len = strlen(s);
@@ -203,7 +205,8 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
   }
   s = snap__stack_pack(frames, kept, &key, !cached);
   for (size_t i = 0; i < 2 * cells; i++)
-    free(owned[i]);
+    if (owned[i]) /* most names were in the pool: no call for those */
+      free(owned[i]);
   if (block != local)
     free(block);
   return s;
