@@ -109,14 +109,14 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
 const snap_stack_t *snap__cache_put(snap_stack_t *s) {
   size_t cap =
       atomic_load_explicit(&snap__cache_limit, memory_order_relaxed) / STRIPES;
-  size_t bytes = sizeof(cache_entry_t) + stack_bytes(s);
-  if (!caching() || bytes > cap)
+  if (!caching())
     return s; /* not cached: the caller owns the only reference */
-  cache_entry_t *fresh_entry = malloc(sizeof *fresh_entry);
-  if (!fresh_entry)
+  /* The entry is in the stack's block; a stack named with its own strings
+     (the cache was off when it was named) has none and is not kept. */
+  cache_entry_t *fresh_entry = snap__stack_link(s);
+  size_t bytes = stack_bytes(s);
+  if (!fresh_entry || bytes > cap)
     return s;
-  bytes =
-      snap__plat_alloc_size(fresh_entry, sizeof *fresh_entry) + stack_bytes(s);
   uint64_t key =
       s->key.hash & atomic_load_explicit(&g_key_mask, memory_order_relaxed);
   memset(fresh_entry, 0, sizeof *fresh_entry);
@@ -142,7 +142,6 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
     result = snap__stack_retain(e->stack);
     out[nout++] = fresh_entry->stack;
     out[nout++] = s;
-    free(fresh_entry);
   } else {
     if (e) /* a collision or a stale twin: the newer answer wins */
       out[nout++] = snap__cache_drop(st, e);
@@ -150,7 +149,6 @@ const snap_stack_t *snap__cache_put(snap_stack_t *s) {
     snap__cache_reindex(st);
     if (!added_ok) { /* the index could not grow: not cached */
       out[nout++] = fresh_entry->stack;
-      free(fresh_entry);
     } else {
       snap__cache_lru_push(st, fresh_entry);
       st->bytes += bytes;

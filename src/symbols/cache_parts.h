@@ -38,12 +38,18 @@ typedef struct cache_entry {
   size_t bytes;
 } cache_entry_t;
 
+/* An entry lives in its stack's block (snap__stack_link): it goes with
+   the stack's last reference, after the table has let go of it. */
+_Static_assert(sizeof(cache_entry_t) <= SNAP__STACK_LINK_BYTES,
+               "an entry fits in its stack's link");
+
 typedef struct stripe {
   snap__lock_t lock;
   cache_index_t index;
   cache_entry_t *newest, *oldest;
-  size_t bytes;       /* entries, their stacks and index_bytes */
-  size_t index_bytes; /* the index block, as last counted */
+  size_t bytes;              /* entries, their stacks and index_bytes */
+  size_t index_bytes;        /* the index block, as last counted */
+  const void *counted_cells; /* the block index_bytes was counted for */
   uint64_t entries, hits, misses, evictions;
 } stripe_t;
 

@@ -6,8 +6,9 @@
  * STRIPES stripes, the stripe chosen by the 64-bit stack hash (stripe_of),
  * each with its own lock, index (cache_index.c) and LRU list. An entry
  * holds one reference to a named stack, its size, and its place in the
- * stripe's LRU list; the stack itself carries the real key (flags and
- * every pc), checked on every hit (cache_verify.c).
+ * stripe's LRU list, and lives in that stack's block (snap__stack_link:
+ * one allocation a kept stack, not two); the stack itself carries the real key
+ * (flags and every pc), checked on every hit (cache_verify.c).
  *
  * Memory: the cap counts the table (entries, compact stacks and the index
  * of each stripe), the fronts (cache_front.c), the shared symbol strings
@@ -74,8 +75,13 @@ void snap__cache_lru_push(stripe_t *st, cache_entry_t *e) {
 }
 
 /* Counts what st's index takes now. Under the stripe's lock, after every
-   add or delete. */
+   add or delete; asks the allocator only when the index has a new block
+   (it resizes, or goes: an add or delete that kept the block left its
+   size as it was). */
 void snap__cache_reindex(stripe_t *st) {
+  if (st->index.cells == st->counted_cells)
+    return;
+  st->counted_cells = st->index.cells;
   size_t now = st->index.cells
                    ? snap__plat_alloc_size(st->index.cells,
                                            ((size_t)1 << st->index.bits) *
@@ -109,9 +115,7 @@ snap_stack_t *snap__cache_drop(stripe_t *st, cache_entry_t *e) {
   atomic_fetch_sub_explicit(&snap__cache_table_bytes, e->bytes,
                             memory_order_relaxed);
   st->entries--;
-  snap_stack_t *s = e->stack;
-  free(e);
-  return s;
+  return e->stack; /* e lives in its block: it goes with the stack */
 }
 
 /* Everything the cap counts (see the head comment). */

@@ -12,10 +12,13 @@
  * A stack the cache will not keep carries its own copies of the names at
  * the end of the block instead (own_strings: ids are then offsets in the
  * block), which takes neither the shared strings' lock nor their hash.
- * One allocation, so the cache can charge its exact size against the cap.
+ * A stack packed for the cache ends with room for the cache's entry of
+ * it (snap__stack_link). One allocation, so the cache can charge its exact
+ * size against the cap.
  *
  * The views: snap_frame_t per frame, built on the first snap_stack_frame
- * call, and the formatted lines, on the first snap_stack_line call; each
+ * call (a stack with its own strings has it built at once, in its block),
+ * and the formatted lines, on the first snap_stack_line call; each
  * published once with a compare-and-swap (a racing builder frees its own
  * copy), freed with the stack. Its size is told to the cache
  * (snap__stack_on_view), which counts views against its cap.
@@ -181,6 +184,22 @@ static parts_t parts(const snap_stack_t *s) {
                    (line_rec_t *)(void *)(b + l.lines)};
 }
 
+static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i);
+
+/* Where the cache's record goes in a block whose parts end at end. */
+static size_t link_at(size_t end) {
+  return (end + _Alignof(max_align_t) - 1) &
+         ~(size_t)(_Alignof(max_align_t) - 1);
+}
+
+void *snap__stack_link(const snap_stack_t *s) {
+  if (s->own_strings)
+    return NULL;
+  layout_t l = layout_of(s->key.n, s->key.n_images, s->n_names, s->count,
+                         s->wide, s->lines);
+  return (char *)s + link_at(l.end);
+}
+
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key, bool own_strings) {
   /* Scratch, one block (on the stack for up to ~30 frames: a cold lookup
@@ -222,18 +241,35 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
   /* Own strings go after the rest; a record holds its string's offset in
      the block (never 0: the header comes first) instead of an id. */
   size_t end = l.end;
-  for (int k = 0; own_strings && k < 2 * n; k++)
-    if (strs[k])
-      end += strlen(strs[k]) + 1;
+  for (int k = 0; own_strings && k < 2 * n; k++) {
+    /* ids hold each length until the copy below (too long for 32 bits
+       makes end too big, and the names are interned instead). */
+    size_t len = strs[k] ? strlen(strs[k]) + 1 : 0;
+    ids[k] = (uint32_t)len;
+    end += len;
+  }
   if (end > UINT32_MAX) /* offsets would not fit: intern after all */
     own_strings = false, end = l.end;
+  /* A stack with its own strings is nobody's to keep (the cache is off):
+     it is named to be read now, so its frames view goes in the same
+     block, built here, rather than in a second allocation on the first
+     snap_stack_frame (a malloc, a free and the cache's view count: a
+     sixth of a cold lookup). */
+  size_t view_at = 0;
+  if (!own_strings)
+    end = link_at(end) + SNAP__STACK_LINK_BYTES;
+  if (own_strings) {
+    view_at = (end + _Alignof(max_align_t) - 1) &
+              ~(size_t)(_Alignof(max_align_t) - 1);
+    end = view_at + sizeof(snap__stack_view_t) + cells * sizeof(snap_frame_t);
+  }
   char *block = malloc(end);
   if (block && own_strings) {
     size_t at = l.end;
     for (int k = 0; k < 2 * n; k++) {
+      size_t len = ids[k];
       ids[k] = 0;
       if (strs[k]) {
-        size_t len = strlen(strs[k]) + 1;
         memcpy(block + at, strs[k], len);
         ids[k] = (uint32_t)at;
         at += len;
@@ -284,6 +320,15 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
     if (lines)
       p.lines[i] = (line_rec_t){ids[n + i], f->source_line};
     j++;
+  }
+  if (view_at) {
+    snap__stack_view_t *v = (snap__stack_view_t *)(void *)(block + view_at);
+    v->bytes = 0; /* inside the block: no view of its own to count */
+    v->frames = (snap_frame_t *)(void *)(v + 1);
+    v->lines = NULL;
+    for (int i = 0; i < n; i++)
+      v->frames[i] = frame_of(s, &p, i);
+    atomic_init(&s->view, v);
   }
 out:
   if (scratch != local)
@@ -406,6 +451,12 @@ snap_stack_t *snap__stack_retain(const snap_stack_t *cs) {
   return s;
 }
 
+/* Whether view v lives in s's own block (snap__stack_pack built it). */
+static bool in_block(const snap_stack_t *s, const snap__stack_view_t *v) {
+  return (const char *)v > (const char *)s &&
+         (const char *)v < (const char *)s + s->bytes;
+}
+
 static void stack_free(snap_stack_t *s) {
   /* The names' references, dropped in batches (one lock each): a small
      buffer, since any thread may release, whatever its stack. */
@@ -421,12 +472,13 @@ static void stack_free(snap_stack_t *s) {
       k = 0;
     }
   }
-  snap__intern_release(ids, k);
+  if (k)
+    snap__intern_release(ids, k);
   snap__stack_view_t *v[2] = {
       atomic_load_explicit(&s->view, memory_order_acquire),
       atomic_load_explicit(&s->lines_view, memory_order_acquire)};
   for (int i = 0; i < 2; i++)
-    if (v[i]) {
+    if (v[i] && !in_block(s, v[i])) {
       atomic_fetch_sub_explicit(&g_view_bytes, v[i]->bytes,
                                 memory_order_relaxed);
       free(v[i]);

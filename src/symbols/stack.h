@@ -72,6 +72,12 @@ struct snap_stack {
    allocation per cold lookup: a third of one in a 60 k-function library). */
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key, bool own_strings);
+/* Room at the end of the block of a stack packed for the cache (not
+   own_strings) for the cache's record of it (cache_parts.h,
+   cache_entry_t), so that keeping a stack is one allocation, not two;
+   NULL for a stack with its own strings. Opaque here. */
+#define SNAP__STACK_LINK_BYTES 40
+void *snap__stack_link(const snap_stack_t *s);
 /* Adds a reference; returns s. */
 snap_stack_t *snap__stack_retain(const snap_stack_t *s);
 

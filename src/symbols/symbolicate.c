@@ -63,8 +63,10 @@ typedef struct naming {
 
 /* Keeps s (malloc'ed when heap) as slot's string; returns it, or NULL. */
 static const char *keep(naming_t *nm, size_t slot, const char *s, bool heap) {
-  free(nm->owned[slot]);
-  nm->owned[slot] = NULL;
+  if (nm->owned[slot]) { /* rarely: a name given twice, or a long one */
+    free(nm->owned[slot]);
+    nm->owned[slot] = NULL;
+  }
   if (heap)
     return nm->owned[slot] = (char *)s;
   size_t len = strlen(s);
@@ -203,7 +205,8 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
   }
   s = snap__stack_pack(frames, kept, &key, !cached);
   for (size_t i = 0; i < 2 * cells; i++)
-    free(owned[i]);
+    if (owned[i]) /* most names were in the pool: no call for those */
+      free(owned[i]);
   if (block != local)
     free(block);
   return s;
@@ -221,12 +224,17 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
   if (n < 0 || n > SNAP_MAX_FRAMES || (n > 0 && !pcs) ||
       (flags & ~NAMING_FLAGS))
     return SNAP_EINVAL;
-  uint64_t hash = snap__stack_hash(pcs, n, flags);
+  /* Whether the cache keeps what is named now, decided once: a stack
+     named with the cache off is packed with its own strings and no room
+     for an entry, and the cache refuses it (snap__cache_put), so it needs
+     no hash; the cache turned on meanwhile only misses it. */
+  bool keeps = snap__cache_keeps();
+  uint64_t hash = keeps ? snap__stack_hash(pcs, n, flags) : 0;
   const snap_stack_t *hit = NULL;
   /* Identity hits (off by default, see the head comment): this thread's
      front answers without the loader's lock if every image is still the
      one recorded. */
-  if (!images_current &&
+  if (keeps && !images_current &&
       atomic_load_explicit(&g_identity_hits, memory_order_relaxed))
     hit = snap__cache_get(hash, pcs, n, flags, false);
   if (hit) {
@@ -242,7 +250,7 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
     *out = hit;
     return SNAP_OK;
   }
-  snap_stack_t *s = name_stack(pcs, n, flags, hash, snap__cache_keeps());
+  snap_stack_t *s = name_stack(pcs, n, flags, hash, keeps);
   if (!s)
     return SNAP_ENOMEM; /* name_stack fails only when an allocation does */
   *out = snap__cache_put(s);
@@ -258,8 +266,8 @@ int snap__symbolicate_uncached(const uintptr_t *pcs, int n, unsigned flags,
       (flags & ~NAMING_FLAGS))
     return SNAP_EINVAL;
   (void)snap__images_refresh_if_stale();
-  snap_stack_t *s =
-      name_stack(pcs, n, flags, snap__stack_hash(pcs, n, flags), false);
+  snap_stack_t *s = name_stack(pcs, n, flags, 0, false); /* no key: kept by
+                                                            no cache */
   if (!s)
     return SNAP_ENOMEM;
   *out = s;

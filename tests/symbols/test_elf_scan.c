@@ -12,6 +12,11 @@
  * library, this executable and the libc it runs on (from .dynsym when
  * stripped: then it names what the index names). Finally the lazy parse is
  * indexed and must hold the same table as the eager one.
+ *
+ * The eager index's buckets (elf_reader.h: where a search starts) are
+ * checked the same way against a search over every key: the same answer
+ * at each address above, and at each bucket's first byte and the byte
+ * before it.
  */
 #include <fcntl.h>
 #include <link.h>
@@ -69,6 +74,24 @@ static void same(const char *path, const snap__elf_t *eager,
           b ? (unsigned long long)b->end : 0ull, (unsigned long long)f2);
 }
 
+/* The index's answer at v with its buckets, and without (every key
+   searched): the same. */
+static long g_bucket_mismatches;
+
+static void same_without_buckets(const char *path, const snap__elf_t *eager,
+                                 uint64_t v) {
+  snap__elf_t all = *eager;
+  all.buckets = NULL;
+  uint64_t f1 = 7, f2 = 9;
+  const snap__elf_sym_t *a = snap__elf_find(eager, v, &f1);
+  const snap__elf_sym_t *b = snap__elf_find(&all, v, &f2);
+  if ((a != b || f1 != f2) && g_bucket_mismatches++ < 5)
+    CHECK(false,
+          "%s at %#llx: bucketed %s floor %#llx, all keys %s floor %#llx", path,
+          (unsigned long long)v, a ? a->name : "-", (unsigned long long)f1,
+          b ? b->name : "-", (unsigned long long)f2);
+}
+
 static void check_file(const char *path) {
   size_t n;
   uint8_t *data = slurp(path, &n);
@@ -84,8 +107,10 @@ static void check_file(const char *path) {
     const snap__elf_sym_t *s = &eager.syms[i];
     const uint64_t at[] = {s->addr - 1, s->addr, s->addr + 1,
                            s->end - 1,  s->end,  s->end + 1};
-    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++, asked++)
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++, asked++) {
       same(path, &eager, &lazy, at[k]);
+      same_without_buckets(path, &eager, at[k]);
+    }
     /* A scan is a pass over the table: a sample of the functions in a
        big one. */
     if (eager.nsyms > 2000)
@@ -95,6 +120,18 @@ static void check_file(const char *path) {
   for (int k = 0; k < 500; k++, asked++)
     same(path, &eager, &lazy,
          lo - 64 + snap_xorshift(&g_rng) % (hi - lo + 128));
+  if (eager.keys) {
+    CHECK(eager.buckets && eager.nbuckets <= eager.nsyms,
+          "%s: at most one bucket a function", path);
+    for (size_t b = 0; eager.buckets && b <= eager.nbuckets; b++) {
+      uint64_t at = lo + ((uint64_t)b << eager.bucket_shift);
+      same_without_buckets(path, &eager, at - 1);
+      same_without_buckets(path, &eager, at);
+    }
+    for (int k = 0; k < 2000; k++)
+      same_without_buckets(path, &eager,
+                           lo - 64 + snap_xorshift(&g_rng) % (hi - lo + 128));
+  }
   CHECK(snap__elf_index(&lazy) == 0 && !lazy.lazy, "%s: indexed", path);
   CHECK(lazy.nsyms == eager.nsyms &&
             memcmp(lazy.keys ? (void *)lazy.keys : (void *)"",

@@ -23,7 +23,10 @@
  *     unterminated strings cannot make the parse quadratic).
  *  3. Lookup: binary search for the last start <= pc (over 32-bit start
  *     and end offsets from the first function when they fit: 8 bytes a
- *     function to touch, not 24); a pc at or past that
+ *     function to touch, not 24), within the few functions of the pc's
+ *     bucket (about one function a bucket: two words read, then a few
+ *     keys, where a search over all of them took ~17 probes, the last
+ *     ones cache misses in a big library); a pc at or past that
  *     function's end is not that function (a gap, or code without a
  *     symbol), unless a function starting just before encloses it (nested
  *     or overlapping symbols, looked for a few entries back). A lazy
@@ -150,6 +153,33 @@ static bool func_sym(const snap__elf_t *e, const shdrs_t *sh, uint64_t off,
          s->st_value < sec->end;
 }
 
+/* The buckets over e->keys (elf_reader.h): the smallest power-of-two
+   width (>= 16 bytes) that makes at most one bucket a function, so they
+   cost 4 bytes a function at most. Out of memory: none (the search then
+   runs over every key). */
+static void make_buckets(snap__elf_t *e) {
+  size_t m = e->nsyms;
+  uint32_t last = e->keys[2 * (m - 1)];
+  unsigned shift = 4;
+  while (shift < 32 && ((uint64_t)last >> shift) + 1 > m)
+    shift++;
+  size_t nb = (size_t)((uint64_t)last >> shift) + 1;
+  uint32_t *b = malloc((nb + 1) * sizeof *b);
+  if (!b)
+    return;
+  size_t i = 0;
+  for (size_t k = 0; k < nb; k++) {
+    uint64_t from = (uint64_t)k << shift;
+    while (i < m && e->keys[2 * i] < from)
+      i++;
+    b[k] = (uint32_t)i;
+  }
+  b[nb] = (uint32_t)m;
+  e->buckets = b;
+  e->nbuckets = nb;
+  e->bucket_shift = shift;
+}
+
 int snap__elf_load_syms(snap__elf_t *e, const shdrs_t *sh,
                         const Elf64_Shdr *sym) {
   if (sym->sh_entsize != sizeof(Elf64_Sym) ||
@@ -264,6 +294,7 @@ int snap__elf_load_syms(snap__elf_t *e, const shdrs_t *sh,
   }
   uint32_t *shrunk = realloc(keys, 2 * m * sizeof *keys);
   e->keys = shrunk ? shrunk : keys;
+  make_buckets(e);
   return 0;
 }
 
@@ -277,8 +308,17 @@ const snap__elf_sym_t *snap__elf_find(const snap__elf_t *e, uint64_t vaddr,
     if (vaddr < base)
       return NULL;
     uint64_t rel = vaddr - base;
-    if (rel > UINT32_MAX) /* past every key */
+    if (rel > UINT32_MAX) { /* past every key */
       lo = e->nsyms;
+    } else if (e->buckets) {
+      /* The first start above rel is at or after the first in rel's
+         bucket, and at or before the first in the next one. */
+      size_t b = (size_t)(rel >> e->bucket_shift);
+      if (b >= e->nbuckets)
+        lo = e->nsyms;
+      else
+        lo = e->buckets[b], hi = e->buckets[b + 1];
+    }
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
       if (e->keys[2 * mid] <= (uint32_t)rel)

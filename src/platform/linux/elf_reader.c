@@ -252,6 +252,7 @@ int snap__elf_detach(snap__elf_t *e) {
 void snap__elf_free(snap__elf_t *e) {
   free(e->syms);
   free(e->keys);
+  free(e->buckets);
   free(e->owned);
   memset(e, 0, sizeof *e);
 }

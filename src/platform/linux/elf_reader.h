@@ -58,6 +58,15 @@ typedef struct snap__elf {
      function instead of 24, so a big image's search stays in the CPU's
      caches. Owned. */
   uint32_t *keys;
+  /* With keys: where a search starts. buckets[b] is the first function
+     whose key start is >= b << bucket_shift, for b in [0, nbuckets], the
+     last one nsyms; about one bucket a function, so a lookup reads two
+     words and searches a few keys, not log2(nsyms) of them all over
+     memory (each a cache miss in a big library). NULL: search all keys.
+     Owned. */
+  uint32_t *buckets;
+  size_t nbuckets;
+  unsigned bucket_shift;
   bool from_symtab; /* the names came from .symtab (not only .dynsym) */
 
   /* For PLT names: .dynsym and the relocations that point into it. */

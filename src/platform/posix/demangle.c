@@ -153,6 +153,10 @@ char *snap__plat_demangle(const char *name) {
     return NULL;
   /* Apple's extra underscore goes; swift_demangle accepts both spellings
      but __cxa_demangle wants "_Z". */
+  /* Every mangled spelling starts with '_' or '$'; a plain C name (most
+     names) goes without the prefix tests below. */
+  if (name[0] != '_' && name[0] != '$')
+    return NULL;
   const char *s = name;
   if (SNAP_EXTRA_UNDERSCORE && s[0] == '_' && (s[1] == '_' || s[1] == '$'))
     s++;
