@@ -17,12 +17,12 @@
  *             stack passes through libc, which has no frame pointers.
  *   blk_ptr   the same, but the last level calls the function that waits
  *             through a function pointer (as a thread pool calls a job):
- *             a quiet walk cannot recover that function's frame record
- *             from the stack (capture/fp_recover.c), and since the wait is
- *             an untimed futex wait, which the kernel restarts after a
- *             SA_RESTART handler, the thread is signalled for its own
- *             registers after the quiet walk (capture.c, "Restartable
- *             waits"): its snap_quiet row is that whole cost.
+ *             a stack scan cannot vouch for that function's frame record
+ *             (capture/fp_recover.c); the quiet walk takes it from the
+ *             slot the function's prologue put it in (capture/prologue.c),
+ *             and signals the thread for its own registers only where
+ *             that prologue cannot be read (capture.c, "Restartable
+ *             waits").
  *
  * Per target, DEPTH 32, SAMPLES samples each (after a warm-up), interleaved
  * one by one so drift hits all methods alike; between samples, untimed, the
@@ -526,7 +526,8 @@ int main(void) {
   bool deep = res[T_SPINNING][M_SNAP].frames_min > DEPTH &&
               res[T_BLOCKED][M_SNAP].frames_min > DEPTH &&
               res[T_BLOCKED_PTR][M_SNAP].frames_min > DEPTH;
-  /* The quiet rows too: blk_ptr's quiet walk is completed by the signal. */
+  /* The quiet rows too: blk_ptr's quiet walk crosses the job by its
+     prologue (or is completed by the signal where that is not read). */
   bool quiet_deep = res[T_BLOCKED][M_SNAP_QUIET].frames_min > DEPTH &&
                     res[T_BLOCKED_PTR][M_SNAP_QUIET].frames_min > DEPTH;
   printf("frame check (snap walked past all %d levels in every sample): %s\n",

@@ -25,10 +25,12 @@
  * record of clock_gettime's (which calls the vDSO through a register)
  * accepted as the caller of a function that later called poll. Only the
  * slot a call to this function pushed holds a return address right after
- * a call to it. A function reached through a pointer gets one more try:
- * the one slot its prologue put its record in (prologue.c), accepted by
- * the same checks behind any call. What neither finds (a PLT stub, a tail
- * call, a prologue not read) ends the walk: shorter, never wrong. The
+ * a call to it. Before the scan, the one slot the function's prologue put
+ * its record in (prologue.c) is tried, accepted by the same checks but
+ * behind any call (a direct one still only to this function): one read,
+ * and the only way to a function reached through a pointer. What neither
+ * finds (a PLT stub, a tail call, a prologue not read) ends the walk:
+ * shorter, never wrong. The
  * answer says so (SNAP__FP_LOST), and capture.c signals such a thread
  * where its wait is one a signal cannot change.
  *
@@ -111,7 +113,12 @@ snap__fp_recover_t snap__fp_recover(const snap__regs_t *at, bool exact,
   snap__image_t scratch;
   const snap__image_t *img = snap__cursor_unwind_image(&c, pc, &scratch);
   needed = rule.cfa == SNAP__CFA_FP;
-  if (needed && img && snap__cfi_function_bounds(img, pc, &start, &end)) {
+  /* The prologue's slot first: one read where the scan costs a checked
+     read per KiB up to the record (all SCAN_BYTES of them for a function
+     reached through a pointer, which the scan cannot vouch for). */
+  if (needed && img && snap__cfi_function_bounds(img, pc, &start, &end))
+    found = at_prologue_slot(&c, &rule, at, start, caller);
+  if (needed && !found && start) {
     uintptr_t words[CHUNK_WORDS + 1];
     uintptr_t at_addr = at->sp;
     size_t have = 0; /* words[0] carries the previous chunk's last word */
@@ -131,8 +138,6 @@ snap__fp_recover_t snap__fp_recover(const snap__regs_t *at, bool exact,
         break; /* the stack ended */
     }
   }
-  if (needed && !found && img && start)
-    found = at_prologue_slot(&c, &rule, at, start, caller);
   snap__cursor_done(&c);
   return found    ? SNAP__FP_RECOVERED
          : needed ? SNAP__FP_LOST
