@@ -188,14 +188,16 @@ int snap__plat_cpu_timer_start(snap__plat_cpu_timer_t *t, snap_thread_t thread,
    be freed then). A timer never started or already stopped: nothing.
    [setup] */
 void snap__plat_cpu_timer_stop(snap__plat_cpu_timer_t *t);
-/* One tick of t soon, for a thread that woke (it runs, or waits for a
-   CPU): fn runs on it at the first scheduler tick that finds it on a CPU,
-   instead of after a whole period of its CPU time (on a busy machine,
-   tens of ms of wall time). Like every tick of the timer, never while the
-   thread does not run: a thread that went back to sleep is not
-   interrupted. No reply is waited for, no lock taken. SNAP_OK, or a
-   negative code. [setup] */
-int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t, snap_thread_t thread);
+/* One tick of t soon, for a thread seen awake: fn runs on it at the next
+   scheduler tick while it runs (`waiting` false: it is on a CPU now; a
+   thread that went to sleep meanwhile is not interrupted), or as soon as
+   it gets a CPU (`waiting` true: it waits for one, its clock does not
+   move; delivered on its return to user mode, before it can begin a
+   sleep), instead of after a whole period of its CPU time (on a busy
+   machine, tens of ms of wall time). No reply is waited for, no lock
+   taken. SNAP_OK, or a negative code. [setup] */
+int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t, snap_thread_t thread,
+                               bool waiting);
 /* The calling thread's CPU time in ns, from inside fn. [signal-safe] */
 int64_t snap__plat_self_cpu_ns(void);
 

@@ -60,7 +60,7 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
     return;
   unsigned flags = snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
   snap__trace_timed_t *tm = (void *)(tr->srings + tr->srings_used);
-  *tm = (snap__trace_timed_t){.runq_blocked = -1};
+  *tm = (snap__trace_timed_t){.runq_base = -1};
   snap__sring_t *r =
       snap__sring_init(tr->srings + tr->srings_used + head, cap, flags);
   uint64_t period = (uint64_t)(th->is_main ? tr->cfg.main_interval_us
@@ -85,6 +85,28 @@ void snap__trace_disarm(snap__trace_t *tr, snap__trace_thr_t *th) {
   th->timed = NULL;
 }
 
+/* A baseline for dating th's next tick (trace.h, base_ns): now, with its
+   CPU time already in cpu_seen; the main thread's run-queue wait too. */
+static void set_base(snap__trace_thr_t *th) {
+  th->timed->base_ns = snap__plat_now_ns();
+  th->timed->runq_base = th->is_main ? snap__plat_thread_runq_ns(th->tid) : -1;
+  th->timed->woke_ns = 0;
+}
+
+static void clear_base(snap__trace_thr_t *th) {
+  th->timed->base_ns = 0;
+  th->timed->runq_base = -1;
+  th->timed->woke_ns = 0;
+}
+
+/* The earliest a dated start may be: when the baseline was taken, and
+   not inside the span already recorded (its last sample). */
+static uint64_t base_floor(const snap__trace_t *tr,
+                           const snap__trace_thr_t *th) {
+  uint64_t span_end = th->open ? tr->t0_ns + th->span.end_us * 1000u : 0;
+  return th->timed->base_ns > span_end ? th->timed->base_ns : span_end;
+}
+
 /* The ticks in th's ring taken up to until_ns, into its spans. Under the
    lock. Returns how many; *learn: a tick could not walk (the thread's
    stack is not known to it yet). */
@@ -102,20 +124,18 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, uint64_t until_ns,
                               .cpu_ns = -1};
     if (th->have_last && th->cpu_seen >= 0 && e->cpu_ns >= th->cpu_seen)
       s.cpu_ns = e->cpu_ns - th->cpu_seen;
-    if (th->last_state == SNAP__STATE_BLOCKED && s.cpu_ns > 0) {
-      /* The first tick since it was seen blocked: it woke no later than
-         the CPU time it used since then before this tick (a timer ticks
-         only at a scheduler tick that finds it on a CPU: on a busy
-         machine, tens of ms after it woke), and not before the blocked
-         span's last sample. Never early: the CPU time was used after the
-         wake. */
+    if (th->timed->base_ns && s.cpu_ns > 0) {
+      /* The first tick since it was seen not ticking (blocked, or when
+         its timer was armed): it began to run no later than the CPU time
+         it used since then before this tick (a timer ticks only at a
+         scheduler tick that finds it on a CPU: on a busy machine, tens of
+         ms late), or than a look dated it (woke_at); never before it was
+         seen so. Never early: the CPU time was used after it began. */
       uint64_t back = e->t_ns - (uint64_t)s.cpu_ns;
       if (th->timed->woke_ns && th->timed->woke_ns < back)
-        back = th->timed->woke_ns; /* a look dated the wake (woke_at) */
-      uint64_t floor_us = th->open ? th->span.end_us : 0;
-      uint64_t t_us =
-          snap__trace_us_of(tr, back > tr->t0_ns ? back : tr->t0_ns);
-      s.t_us = t_us > floor_us ? t_us : floor_us;
+        back = th->timed->woke_ns;
+      uint64_t floor = base_floor(tr, th);
+      s.t_us = snap__trace_us_of(tr, back > floor ? back : floor);
     }
     /* A tick ran on the thread. Between two ticks it did not block (a
        blocked sample resets last_tick_ns): the wall time between them
@@ -140,33 +160,32 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, uint64_t until_ns,
     th->cpu_seen = e->cpu_ns;
     th->have_last = true;
     th->timed->last_tick_ns = e->t_ns;
-    th->timed->woke_ns = 0;
-    th->timed->runq_blocked = -1; /* a baseline only from a blocked look */
+    clear_base(th);
     snap__sring_pop(th->timed->ring);
     got++;
   }
   return got;
 }
 
-/* When the main thread, seen blocked before and awake now with no tick
-   yet, woke: since it was seen blocked it ran its CPU time and waited its
-   run-queue wait (schedstat), all of it after the wake. Read in that
+/* When the main thread, seen not ticking at base_ns and awake now with no
+   tick yet, began to run: since then it ran its CPU time and waited its
+   run-queue wait (schedstat), all of it after it began. Read in that
    order, then the clock: each reading is at most what it was when the
-   clock was read, so the wake is dated no earlier than it was (a sampler
+   clock was read, so the start is dated no earlier than it was (a sampler
    preempted between its readings dates it later, never earlier; so does
-   a thread that slept again meanwhile). Not before the blocked span's last
-   sample. 0: not known. */
+   a thread that slept again meanwhile). Not before base_floor. 0: not
+   known. */
 static uint64_t woke_at(const snap__trace_t *tr, const snap__trace_thr_t *th) {
-  if (!th->is_main || th->timed->runq_blocked < 0)
+  if (!th->is_main || th->timed->runq_base < 0)
     return 0;
   int64_t runq = snap__plat_thread_runq_ns(th->tid);
   int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
   uint64_t now = snap__plat_now_ns();
-  if (runq < th->timed->runq_blocked || cpu < th->cpu_seen)
+  if (runq < th->timed->runq_base || cpu < th->cpu_seen)
     return 0;
-  uint64_t awake = (uint64_t)(cpu - th->cpu_seen) +
-                   (uint64_t)(runq - th->timed->runq_blocked);
-  uint64_t floor = tr->t0_ns + (th->open ? th->span.end_us * 1000u : 0);
+  uint64_t awake =
+      (uint64_t)(cpu - th->cpu_seen) + (uint64_t)(runq - th->timed->runq_base);
+  uint64_t floor = base_floor(tr, th);
   return awake < now && now - awake > floor ? now - awake : floor;
 }
 
@@ -184,7 +203,7 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     /* One sample the old way: the thread learns its own stack in that
        window (platform/linux/sample.c), and walks itself from then on. */
     th->timed->last_tick_ns = 0;
-    th->timed->runq_blocked = -1;
+    clear_base(th);
     snap__trace_sample_thread(tr, lock, idx, false);
     return;
   }
@@ -241,15 +260,20 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
        the thread on a CPU, so a thread that just woke, or one starved by
        a busy machine, would show its new work only tens of ms later (a
        thread that keeps running ticks by itself between looks and is
-       never nudged). One nudge at a time: it re-arms the timer, which
-       never fires in a thread that went back to sleep meanwhile. */
-    if (!th->timed->nudged)
-      th->timed->nudged =
-          snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid) == SNAP_OK;
+       never nudged). How (cpu_timer.c): one on a CPU now (its clock moved
+       since this look's first reading, a /proc read ago) gets its timer
+       re-armed, which never interrupts a sleep it begins meanwhile; one
+       waiting for a CPU gets the tick queued, taken on its return to user
+       mode, before it can begin one. One nudge at a time. */
+    if (!th->timed->nudged) {
+      bool waiting = snap__plat_thread_cpu_ns(th->tid) == cpu;
+      th->timed->nudged = snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid,
+                                                     waiting) == SNAP_OK;
+    }
     /* Its first tick may come tens of ms after its wake on a busy machine:
        the wake is dated now, from its clocks (woke_at), and the tick's
        span starts there. */
-    if (th->last_state == SNAP__STATE_BLOCKED && !th->timed->woke_ns)
+    if (th->timed->base_ns && !th->timed->woke_ns)
       th->timed->woke_ns = woke_at(tr, th);
     th->timed->seen_running_ns = now;
     return;
@@ -307,10 +331,10 @@ look:;
   th->cpu_seen = cpu;
   th->have_last = true;
   /* The baseline its wake is dated from (woke_at): one read a sleep. */
-  th->timed->woke_ns = 0;
-  th->timed->runq_blocked = th->is_main && s.state == SNAP__STATE_BLOCKED
-                                ? snap__plat_thread_runq_ns(th->tid)
-                                : -1;
+  if (s.state == SNAP__STATE_BLOCKED)
+    set_base(th);
+  else
+    clear_base(th);
 }
 
 /* A thread the trace follows: by its timer when it has one (armed on
@@ -328,6 +352,8 @@ void snap__trace_sample_any(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       snap__plat_lock_unlock(lock);
       th->cpu_seen = snap__plat_thread_cpu_ns(th->tid);
       th->have_last = th->cpu_seen >= 0;
+      if (th->have_last)
+        set_base(th); /* its first tick is dated back to here at most */
     }
   }
   if (th->timed)

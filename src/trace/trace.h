@@ -295,11 +295,13 @@ typedef struct snap__trace_timed {
   snap__sring_t *ring;
   uint64_t last_tick_ns;
   uint64_t seen_running_ns;
-  int64_t runq_blocked; /* the main thread's run-queue wait when last seen
-                           blocked (-1: unknown) */
-  uint64_t woke_ns;     /* when it woke from there, as a look dated it
-                           (0: not dated) */
-  bool nudged;          /* a nudge is queued, not answered yet */
+  uint64_t base_ns;  /* when it was last seen not ticking (armed, or seen
+                        blocked) with no tick since: its next tick's span
+                        is dated back from its clocks (0: none) */
+  int64_t runq_base; /* the main thread's run-queue wait then (-1) */
+  uint64_t woke_ns;  /* when it began to run since, as a look dated it
+                        (0: not dated) */
+  bool nudged;       /* a nudge is queued, not answered yet */
 } snap__trace_timed_t;
 
 /* A mark, queued by any thread for the sampler (marks.c: a bounded

@@ -164,8 +164,8 @@ int main(void) {
   for (int i = 0; i < 5; i++) {
     struct timespec ms20 = {0, 20000000};
     nanosleep(&ms20, NULL);
-    nudged += snap__plat_cpu_timer_nudge(
-                  &t, (snap_thread_t)atomic_load(&g_tid)) == SNAP_OK;
+    nudged += snap__plat_cpu_timer_nudge(&t, (snap_thread_t)atomic_load(&g_tid),
+                                         false) == SNAP_OK;
   }
   CHECK_EQ(nudged, 5);
   pthread_join(th, NULL);
@@ -192,8 +192,9 @@ int main(void) {
                                   100000000000u /* 100 s */, snap__sring_tick,
                                   r);
   CHECK_EQ(rc, SNAP_OK);
-  CHECK_EQ(snap__plat_cpu_timer_nudge(&t, (snap_thread_t)atomic_load(&g_tid)),
-           SNAP_OK);
+  CHECK_EQ(
+      snap__plat_cpu_timer_nudge(&t, (snap_thread_t)atomic_load(&g_tid), false),
+      SNAP_OK);
   uint64_t waited = ns(CLOCK_MONOTONIC);
   until = waited + 5000000000u;
   while (!snap__sring_peek(r) && ns(CLOCK_MONOTONIC) < until) {

@@ -23,10 +23,11 @@ int snap__plat_cpu_timer_start(snap__plat_cpu_timer_t *t, snap_thread_t thread,
 
 void snap__plat_cpu_timer_stop(snap__plat_cpu_timer_t *t) { (void)t; }
 
-int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t,
-                               snap_thread_t thread) {
+int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t, snap_thread_t thread,
+                               bool waiting) {
   (void)t;
   (void)thread;
+  (void)waiting;
   return SNAP_EUNSUPPORTED;
 }
 

@@ -31,13 +31,21 @@
  * it reads the count (both sequentially consistent), so one of the two
  * sees the other.
  *
- * A nudge, for a thread the trace saw wake, sets the timer to expire after
- * 1 ns more of the thread's CPU time, then every period as before: a tick
- * at the first scheduler tick that finds the thread on a CPU, instead of
- * after a whole period. It is the timer's own expiry, so it keeps the
- * timer's promise: a thread that went back to sleep between the look and
- * the nudge is not interrupted (a signal queued at it, as the first
- * nudges were, ended its nanosleep or poll with EINTR).
+ * A nudge, for a thread the trace saw awake with no tick since, comes two
+ * ways. For a thread on a CPU now, the timer is set to expire after 1 ns
+ * more of its CPU time, then every period as before: a tick at the next
+ * scheduler tick (at most 1/HZ away, it runs), and the timer's own expiry
+ * keeps its promise: a thread that went to sleep meanwhile is not
+ * interrupted. For a thread waiting for a CPU (its clock does not move: a
+ * busy machine), the next scheduler tick that finds it running may be tens
+ * of ms away, so the timer's value is queued to it as a signal
+ * (rt_tgsigqueueinfo, si_code SI_QUEUE): the kernel delivers it on the
+ * thread's next return to user mode, before it can make another system
+ * call, so it cannot end a sleep the thread has not begun. (A thread
+ * preempted inside a system call on its way to sleeping would see it
+ * pending and sleep no more: with voluntary kernel preemption, Debian's,
+ * that is a thread that yields inside the call, which the waits we know
+ * do not.) Whether the thread runs is the caller's reading.
  */
 #include <errno.h>
 #include <signal.h>
@@ -200,13 +208,28 @@ void snap__plat_cpu_timer_stop(snap__plat_cpu_timer_t *t) {
   h->slot = SLOTS;
 }
 
-int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t,
-                               snap_thread_t thread) {
+int snap__plat_cpu_timer_nudge(snap__plat_cpu_timer_t *t, snap_thread_t thread,
+                               bool waiting) {
   handle_t *h = (handle_t *)(void *)t->opaque;
   if (h->slot >= SLOTS || !snap__linux_tid_ok(thread))
     return SNAP_EINVAL;
-  struct itimerspec its = {.it_interval = {(time_t)(h->period_ns / 1000000000u),
-                                           (long)(h->period_ns % 1000000000u)},
-                           .it_value = {0, 1}};
-  return timer_settime(h->id, 0, &its, NULL) == 0 ? SNAP_OK : SNAP_EBUSY;
+  if (!waiting) {
+    struct itimerspec its = {
+        .it_interval = {(time_t)(h->period_ns / 1000000000u),
+                        (long)(h->period_ns % 1000000000u)},
+        .it_value = {0, 1}};
+    return timer_settime(h->id, 0, &its, NULL) == 0 ? SNAP_OK : SNAP_EBUSY;
+  }
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = snap__linux_sample_signo();
+  si.si_code = SI_QUEUE;
+  si.si_pid = getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_ptr = (void *)(((uintptr_t)TIMER_MAGIC << 32) |
+                                   ((uintptr_t)h->gen << 8) | h->slot);
+  if (syscall(SYS_rt_tgsigqueueinfo, getpid(), (int)thread, si.si_signo, &si) !=
+      0)
+    return errno == ESRCH ? SNAP_ENOTHREAD : SNAP_EBUSY;
+  return SNAP_OK;
 }
