@@ -74,17 +74,6 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
   th->timed = tm;
 }
 
-void snap__trace_disarm(snap__trace_t *tr, snap__trace_thr_t *th) {
-  if (th->timed) {
-    snap__plat_cpu_timer_stop(&th->timed->timer);
-    /* Ticks its full ring had to drop: periods missed. */
-    atomic_fetch_add_explicit(&tr->missed_ticks,
-                              snap__sring_lost(th->timed->ring),
-                              memory_order_relaxed);
-  }
-  th->timed = NULL;
-}
-
 /* The ticks in th's ring, into its spans. Under the lock. Returns how
    many; *learn: a tick could not walk (the thread's stack is not known
    to it yet). */
@@ -114,7 +103,8 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
       f.runq1_ns = (int64_t)(e->t_ns - th->timed->last_tick_ns) - s.cpu_ns;
     }
     snap__trace_judged(&s, &f);
-    s.stack = snap__trace_add_stack(tr, e->pcs, e->n, true);
+    s.stack = snap__trace_add_stack_path(
+        tr, th->is_main ? &tr->main_path : NULL, e->pcs, e->n, true);
     if (th->is_main && e->n > 0)
       snap__trace_publish_main(tr, e->t_ns, e->cpu_ns, e->pcs, e->n);
     snap__trace_record(tr, th, &s);
@@ -130,6 +120,24 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, bool *learn) {
   return got;
 }
 
+void snap__trace_disarm(snap__trace_t *tr, snap__lock_t *lock,
+                        snap__trace_thr_t *th) {
+  if (th->timed) {
+    snap__plat_cpu_timer_stop(&th->timed->timer);
+    /* The ticks since the last look, which may be 40 ms of them (the
+       loop's spaced looks): the end of the thread's last span. */
+    bool learn = false;
+    snap__plat_lock_lock(lock);
+    (void)drain(tr, th, &learn);
+    snap__plat_lock_unlock(lock);
+    /* Ticks its full ring had to drop: periods missed. */
+    atomic_fetch_add_explicit(&tr->missed_ticks,
+                              snap__sring_lost(th->timed->ring),
+                              memory_order_relaxed);
+  }
+  th->timed = NULL;
+}
+
 /* One look at a timed thread. `others`: not the main thread (then a
    thread that ticked no more is idle: its span ends with its last tick,
    as for a thread the old way finds not running). */
@@ -137,9 +145,23 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
                          bool others) {
   snap__trace_thr_t *th = &tr->thr[idx];
   bool learn = false;
+  uint64_t tick0 = th->timed->last_tick_ns;
+  int64_t cpu0 = th->cpu_seen;
   snap__plat_lock_lock(lock);
   int got = drain(tr, th, &learn);
   snap__plat_lock_unlock(lock);
+  /* It ran on since the last look when, from the tick before it to the
+     newest, its CPU time kept up with the wall time (nine tenths): no
+     sleep between (nor, on a busy machine, a long wait for a CPU). Then
+     the loop may space the looks; anything else makes them close. */
+  uint64_t tick1 = th->timed->last_tick_ns;
+  if (got && !learn && tick0 && tick1 > tick0 && th->cpu_seen > cpu0 &&
+      (uint64_t)(th->cpu_seen - cpu0) * 10 >= (tick1 - tick0) * 9) {
+    if (th->timed->steady < UINT8_MAX)
+      th->timed->steady++;
+  } else {
+    th->timed->steady = 0;
+  }
   if (learn) {
     /* One sample the old way: the thread learns its own stack in that
        window (platform/linux/sample.c), and walks itself from then on. */
@@ -160,7 +182,7 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   uint64_t now = snap__plat_now_ns();
   int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
   if (cpu < 0) { /* gone */
-    snap__trace_disarm(tr, th);
+    snap__trace_disarm(tr, lock, th);
     snap__plat_lock_lock(lock);
     snap__trace_close_span(tr, th);
     th->gone = true;
@@ -263,6 +285,8 @@ void snap__trace_sample_any(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       (void)snap__plat_thread_name(th->tid, name, sizeof name);
       snap__plat_lock_lock(lock);
       memcpy(th->name, name, sizeof name);
+      if (th->is_main)
+        tr->main_ring = th->timed->ring;
       snap__plat_lock_unlock(lock);
       th->cpu_seen = snap__plat_thread_cpu_ns(th->tid);
       th->have_last = th->cpu_seen >= 0;
