@@ -443,8 +443,9 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
       uint64_t step = main_ns;
       if (main_idx != SNAP__TRACE_NONE && tr->thr[main_idx].timed) {
         /* Blocked: its wake shows by its own tick, dated by itself; the
-           look only nudges it sooner on a busy machine. Running on (each
-           of its last looks drained ticks): the looks space out to 40 ms,
+           look only nudges it sooner on a busy machine. Running on (its
+           last looks found it never slept: note_steady, sampler_timed.c):
+           the looks space out to 40 ms,
            as a wake was most of what the sampler cost per tick (40 us a
            wake on this VM, a bare one 15-20). The ticks date themselves,
            the watchdog reads the newest one from the ring (trace_api.c),

@@ -138,6 +138,34 @@ void snap__trace_disarm(snap__trace_t *tr, snap__lock_t *lock,
   th->timed = NULL;
 }
 
+/* Whether the main thread ran on since the previous look (ticked: this
+   look drained ticks, and so did that one): its CPU time and its waits
+   for a CPU together kept up with the wall time (nine tenths), so it did
+   not sleep between, busy machine or not; the loop spaces its looks by
+   how many looks in a row said so. The wait is the kernel's (schedstat);
+   where it is not kept, the CPU time alone. */
+static void note_steady(snap__trace_timed_t *tm, snap_thread_t tid,
+                        bool ticked) {
+  uint64_t now = snap__plat_now_ns();
+  int64_t cpu = ticked ? snap__plat_thread_cpu_ns(tid) : -1;
+  int64_t runq = ticked ? snap__plat_thread_runq_ns(tid) : -1;
+  bool steady = false;
+  if (ticked && tm->look_ns && now > tm->look_ns && cpu >= tm->look_cpu &&
+      tm->look_cpu >= 0) {
+    int64_t used = cpu - tm->look_cpu;
+    if (runq >= tm->look_runq && tm->look_runq >= 0)
+      used += runq - tm->look_runq;
+    steady = (uint64_t)used * 10 >= (now - tm->look_ns) * 9;
+  }
+  if (!steady)
+    tm->steady = 0;
+  else if (tm->steady < UINT8_MAX)
+    tm->steady++;
+  tm->look_ns = ticked ? now : 0;
+  tm->look_cpu = cpu;
+  tm->look_runq = runq;
+}
+
 /* One look at a timed thread. `others`: not the main thread (then a
    thread that ticked no more is idle: its span ends with its last tick,
    as for a thread the old way finds not running). */
@@ -145,23 +173,11 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
                          bool others) {
   snap__trace_thr_t *th = &tr->thr[idx];
   bool learn = false;
-  uint64_t tick0 = th->timed->last_tick_ns;
-  int64_t cpu0 = th->cpu_seen;
   snap__plat_lock_lock(lock);
   int got = drain(tr, th, &learn);
   snap__plat_lock_unlock(lock);
-  /* It ran on since the last look when, from the tick before it to the
-     newest, its CPU time kept up with the wall time (nine tenths): no
-     sleep between (nor, on a busy machine, a long wait for a CPU). Then
-     the loop may space the looks; anything else makes them close. */
-  uint64_t tick1 = th->timed->last_tick_ns;
-  if (got && !learn && tick0 && tick1 > tick0 && th->cpu_seen > cpu0 &&
-      (uint64_t)(th->cpu_seen - cpu0) * 10 >= (tick1 - tick0) * 9) {
-    if (th->timed->steady < UINT8_MAX)
-      th->timed->steady++;
-  } else {
-    th->timed->steady = 0;
-  }
+  if (!others)
+    note_steady(th->timed, th->tid, got > 0 && !learn);
   if (learn) {
     /* One sample the old way: the thread learns its own stack in that
        window (platform/linux/sample.c), and walks itself from then on. */

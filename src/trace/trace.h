@@ -319,7 +319,11 @@ typedef struct snap__trace_timed {
   uint64_t last_tick_ns;
   uint64_t seen_running_ns;
   bool nudged;    /* a nudge is queued, not answered yet */
-  uint8_t steady; /* looks in a row that drained ticks (the look's step) */
+  uint8_t steady; /* looks in a row that found it ran on (the step) */
+  /* The main thread at the last look that drained ticks (look_ns 0: the
+     last look did not): time, CPU time, run-queue wait (-1 unknown). */
+  uint64_t look_ns;
+  int64_t look_cpu, look_runq;
 } snap__trace_timed_t;
 
 /* A mark, queued by any thread for the sampler (marks.c: a bounded
