@@ -48,6 +48,11 @@
 /* How often the sampler looks at a timed main thread (see the loop). */
 #define DRAIN_NS (5 * 1000000u)
 #define IDLE_DRAIN_NS (10 * 1000000u) /* ... while it is blocked */
+/* ... up to DRAIN_NS << 1 while it runs on: a sleep shorter than a look
+   that starts after a long run reads as a wait for a CPU, so the looks
+   stay short (10 ms; 40 ms cost ~3 us a sample less, and missed 40 ms
+   frame sleeps of a game loop). */
+#define STEADY_SHIFT_MAX 1
 
 uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid) {
   for (uint32_t i = 0; i < tr->n_thr; i++)
@@ -103,9 +108,20 @@ static void compact(snap__trace_t *tr) {
 
 uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,
                                bool exact0) {
+  return snap__trace_add_stack_path(tr, NULL, pcs, n, exact0);
+}
+
+static uint32_t table_add(snap__trace_t *tr, snap__stack_path_t *path,
+                          const uintptr_t *pcs, int n, bool exact0) {
+  return path ? snap__stack_table_add_path(&tr->table, path, pcs, n, exact0)
+              : snap__stack_table_add(&tr->table, pcs, n, exact0);
+}
+
+uint32_t snap__trace_add_stack_path(snap__trace_t *tr, snap__stack_path_t *path,
+                                    const uintptr_t *pcs, int n, bool exact0) {
   if (n <= 0)
     return SNAP__TRACE_NONE;
-  uint32_t id = snap__stack_table_add(&tr->table, pcs, n, exact0);
+  uint32_t id = table_add(tr, path, pcs, n, exact0);
   /* Full: drop nodes nobody holds; while that frees less than a quarter,
      drop the oldest quarter of the spans too (the newest are kept). */
   for (int round = 0; id == SNAP__TRACE_NONE && round < 4; round++) {
@@ -114,7 +130,7 @@ uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,
       snap__span_ring_trim(&tr->ring, 0, tr->ring.len / 4 * 3);
       compact(tr);
     }
-    id = snap__stack_table_add(&tr->table, pcs, n, exact0);
+    id = table_add(tr, path, pcs, n, exact0);
   }
   return id;
 }
@@ -397,7 +413,7 @@ static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
   for (uint32_t i = 0; i < tr->n_thr; i++) {
     snap__trace_thr_t *th = &tr->thr[i];
     if (th->timed && !th->is_main && !th->gone && !th->listed) {
-      snap__trace_disarm(tr, th);
+      snap__trace_disarm(tr, lock, th);
       snap__plat_lock_lock(lock);
       snap__trace_close_span(tr, th);
       th->gone = true;
@@ -431,10 +447,22 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
       uint64_t step = main_ns;
       if (main_idx != SNAP__TRACE_NONE && tr->thr[main_idx].timed) {
         /* Blocked: its wake shows by its own tick, dated by itself; the
-           look only nudges it sooner on a busy machine. */
-        uint64_t d = tr->thr[main_idx].last_state == SNAP__STATE_BLOCKED
+           look only nudges it sooner on a busy machine. Running on (its
+           last looks found it never slept: note_steady, sampler_timed.c):
+           the looks space out to 10 ms,
+           as a wake was most of what the sampler cost per tick (40 us a
+           wake on this VM, a bare one 15-20). The ticks date themselves,
+           the watchdog reads the newest one from the ring (trace_api.c),
+           and a sleep is still dated by the CPU time; what a spaced look
+           can miss is a sleep shorter than it that starts after a long
+           run: its gap reads as a wait for a CPU until the first sleep
+           seen makes the looks 5 ms again. */
+        const snap__trace_thr_t *m = &tr->thr[main_idx];
+        unsigned sh = m->timed->steady < STEADY_SHIFT_MAX ? m->timed->steady
+                                                          : STEADY_SHIFT_MAX;
+        uint64_t d = m->last_state == SNAP__STATE_BLOCKED
                          ? IDLE_DRAIN_NS
-                         : DRAIN_NS;
+                         : (uint64_t)DRAIN_NS << sh;
         step = main_ns < d ? d : main_ns;
       }
       next_main += step;
@@ -466,7 +494,7 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
   }
   /* The timers first: once stopped, no handler writes a ring. */
   for (uint32_t i = 0; i < tr->n_thr; i++)
-    snap__trace_disarm(tr, &tr->thr[i]);
+    snap__trace_disarm(tr, lock, &tr->thr[i]);
   snap__plat_lock_lock(lock);
   drain_marks(tr);
   for (uint32_t i = 0; i < tr->n_thr; i++)

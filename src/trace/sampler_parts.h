@@ -71,9 +71,11 @@ void snap__trace_sample_thread(snap__trace_t *tr, snap__lock_t *lock,
 
 /* sampler_timed.c: a thread the trace follows, by its timer when it has
    one (armed on first sight), else the old way; and stopping its timer
-   (its ring's lost ticks counted as missed). */
+   (the ticks left in its ring recorded, taking the lock; the ticks its
+   ring lost counted as missed). */
 void snap__trace_sample_any(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
                             bool others);
-void snap__trace_disarm(snap__trace_t *tr, snap__trace_thr_t *th);
+void snap__trace_disarm(snap__trace_t *tr, snap__lock_t *lock,
+                        snap__trace_thr_t *th);
 
 #endif

@@ -74,17 +74,6 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
   th->timed = tm;
 }
 
-void snap__trace_disarm(snap__trace_t *tr, snap__trace_thr_t *th) {
-  if (th->timed) {
-    snap__plat_cpu_timer_stop(&th->timed->timer);
-    /* Ticks its full ring had to drop: periods missed. */
-    atomic_fetch_add_explicit(&tr->missed_ticks,
-                              snap__sring_lost(th->timed->ring),
-                              memory_order_relaxed);
-  }
-  th->timed = NULL;
-}
-
 /* A baseline for dating th's next tick (trace.h, base_ns): now, with its
    CPU time already in cpu_seen; the main thread's run-queue wait too. */
 static void set_base(snap__trace_thr_t *th) {
@@ -150,7 +139,8 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, uint64_t until_ns,
       f.runq1_ns = (int64_t)(e->t_ns - th->timed->last_tick_ns) - s.cpu_ns;
     }
     snap__trace_judged(&s, &f);
-    s.stack = snap__trace_add_stack(tr, e->pcs, e->n, true);
+    s.stack = snap__trace_add_stack_path(
+        tr, th->is_main ? &tr->main_path : NULL, e->pcs, e->n, true);
     if (th->is_main && e->n > 0)
       snap__trace_publish_main(tr, e->t_ns, e->cpu_ns, e->pcs, e->n);
     snap__trace_record(tr, th, &s);
@@ -189,6 +179,52 @@ static uint64_t woke_at(const snap__trace_t *tr, const snap__trace_thr_t *th) {
   return awake < now && now - awake > floor ? now - awake : floor;
 }
 
+void snap__trace_disarm(snap__trace_t *tr, snap__lock_t *lock,
+                        snap__trace_thr_t *th) {
+  if (th->timed) {
+    snap__plat_cpu_timer_stop(&th->timed->timer);
+    /* The ticks since the last look, which may be 10 ms of them (the
+       loop's spaced looks): the end of the thread's last span. */
+    bool learn = false;
+    snap__plat_lock_lock(lock);
+    (void)drain(tr, th, UINT64_MAX, &learn);
+    snap__plat_lock_unlock(lock);
+    /* Ticks its full ring had to drop: periods missed. */
+    atomic_fetch_add_explicit(&tr->missed_ticks,
+                              snap__sring_lost(th->timed->ring),
+                              memory_order_relaxed);
+  }
+  th->timed = NULL;
+}
+
+/* Whether the main thread ran on since the previous look (ticked: this
+   look drained ticks, and so did that one): its CPU time and its waits
+   for a CPU together kept up with the wall time (nine tenths), so it did
+   not sleep between, busy machine or not; the loop spaces its looks by
+   how many looks in a row said so. The wait is the kernel's (schedstat);
+   where it is not kept, the CPU time alone. */
+static void note_steady(snap__trace_timed_t *tm, snap_thread_t tid,
+                        bool ticked) {
+  uint64_t now = snap__plat_now_ns();
+  int64_t cpu = ticked ? snap__plat_thread_cpu_ns(tid) : -1;
+  int64_t runq = ticked ? snap__plat_thread_runq_ns(tid) : -1;
+  bool steady = false;
+  if (ticked && tm->look_ns && now > tm->look_ns && cpu >= tm->look_cpu &&
+      tm->look_cpu >= 0) {
+    int64_t used = cpu - tm->look_cpu;
+    if (runq >= tm->look_runq && tm->look_runq >= 0)
+      used += runq - tm->look_runq;
+    steady = (uint64_t)used * 10 >= (now - tm->look_ns) * 9;
+  }
+  if (!steady)
+    tm->steady = 0;
+  else if (tm->steady < UINT8_MAX)
+    tm->steady++;
+  tm->look_ns = ticked ? now : 0;
+  tm->look_cpu = cpu;
+  tm->look_runq = runq;
+}
+
 /* One look at a timed thread. `others`: not the main thread (then a
    thread that ticked no more is idle: its span ends with its last tick,
    as for a thread the old way finds not running). */
@@ -199,6 +235,8 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   snap__plat_lock_lock(lock);
   int got = drain(tr, th, UINT64_MAX, &learn);
   snap__plat_lock_unlock(lock);
+  if (!others)
+    note_steady(th->timed, th->tid, got > 0 && !learn);
   if (learn) {
     /* One sample the old way: the thread learns its own stack in that
        window (platform/linux/sample.c), and walks itself from then on. */
@@ -220,7 +258,7 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   uint64_t now = snap__plat_now_ns();
   int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
   if (cpu < 0) { /* gone */
-    snap__trace_disarm(tr, th);
+    snap__trace_disarm(tr, lock, th);
     snap__plat_lock_lock(lock);
     snap__trace_close_span(tr, th);
     th->gone = true;
@@ -349,6 +387,8 @@ void snap__trace_sample_any(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
       (void)snap__plat_thread_name(th->tid, name, sizeof name);
       snap__plat_lock_lock(lock);
       memcpy(th->name, name, sizeof name);
+      if (th->is_main)
+        tr->main_ring = th->timed->ring;
       snap__plat_lock_unlock(lock);
       th->cpu_seen = snap__plat_thread_cpu_ns(th->tid);
       th->have_last = th->cpu_seen >= 0;

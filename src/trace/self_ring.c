@@ -6,7 +6,8 @@
  * Owns: the ring's memory layout (made whole at snap_trace_start from the
  * trace's budget), the handler's side (snap__sring_tick: walk the thread's
  * own stack from the interrupted registers into the next free entry) and
- * the sampler's side (peek, pop). Must not: allocate, lock, print or read
+ * the sampler's side (peek, pop; newest, for a reader that holds the
+ * lock the sampler pops under). Must not: allocate, lock, print or read
  * a file in snap__sring_tick, which runs in a signal handler on the
  * sampled thread.
  *
@@ -70,6 +71,14 @@ const snap__sring_entry_t *snap__sring_peek(snap__sring_t *r) {
   uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
   uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
   return t == h ? NULL : &r->e[t % r->cap];
+}
+
+const snap__sring_entry_t *snap__sring_newest(snap__sring_t *r) {
+  /* Entries in [tail, head) are never written by the producer (it writes
+     entry head only while head - tail < cap): stable while no pop. */
+  uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+  return t == h ? NULL : &r->e[(h - 1) % r->cap];
 }
 
 void snap__sring_pop(snap__sring_t *r) {

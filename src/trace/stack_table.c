@@ -16,6 +16,10 @@
 
 #include "trace/trace.h"
 
+_Static_assert(sizeof(((snap__stack_path_t *)0)->pcs) / sizeof(uintptr_t) >=
+                   SNAP__TRACE_DEPTH,
+               "a path holds any stack the trace keeps");
+
 size_t snap__stack_table_bytes(uint32_t cap) {
   size_t slots = 2;
   while (slots < 2 * (size_t)cap)
@@ -83,6 +87,38 @@ uint32_t snap__stack_table_add(snap__stack_table_t *t, const uintptr_t *pcs,
   return id;
 }
 
+uint32_t snap__stack_table_add_path(snap__stack_table_t *t,
+                                    snap__stack_path_t *path,
+                                    const uintptr_t *pcs, int n, bool exact0) {
+  if (n <= 0 || n > (int)(sizeof path->pcs / sizeof path->pcs[0]))
+    return snap__stack_table_add(t, pcs, n, exact0);
+  int m = path->epoch == t->epoch ? path->n : 0;
+  /* The outer frames both stacks have, leaves excepted (a leaf node may
+     carry the exact flag, an inner one never does). */
+  int k = 0, most = (n < m ? n : m) - 1;
+  while (k < most && pcs[n - 1 - k] == path->pcs[m - 1 - k])
+    k++;
+  /* Root first, in place: the shared frames move to their new places. */
+  if (k && n != m) {
+    memmove(&path->pcs[n - k], &path->pcs[m - k],
+            (size_t)k * sizeof(uintptr_t));
+    memmove(&path->ids[n - k], &path->ids[m - k], (size_t)k * sizeof(uint32_t));
+  }
+  uint32_t id = k ? path->ids[n - k] : SNAP__TRACE_NONE;
+  for (int i = n - 1 - k; i >= 0; i--) {
+    id = find_or_add(t, id, pcs[i], i == 0 && exact0 ? SNAP__TNODE_EXACT : 0);
+    if (id == SNAP__TRACE_NONE) {
+      path->n = 0;
+      return SNAP__TRACE_NONE;
+    }
+    path->pcs[i] = pcs[i];
+    path->ids[i] = id;
+  }
+  path->n = n;
+  path->epoch = t->epoch;
+  return id;
+}
+
 void snap__stack_table_unmark(snap__stack_table_t *t) {
   for (uint32_t i = 0; i < t->n; i++)
     t->nodes[i].flags &= ~SNAP__TNODE_LIVE;
@@ -121,6 +157,7 @@ void snap__stack_table_finish(snap__stack_table_t *t) {
     t->nodes[n++] = nd;
   }
   t->n = n;
+  t->epoch++;
   memset(t->slots, 0, ((size_t)t->slot_mask + 1) * sizeof(uint32_t));
   for (uint32_t i = 0; i < n; i++) {
     const snap__tnode_t *nd = &t->nodes[i];

@@ -160,7 +160,20 @@ typedef struct snap__stack_table {
   uint32_t cap;    /* nodes */
   uint32_t n;
   uint32_t slot_mask; /* slots = slot_mask + 1, a power of two >= 2 cap */
+  uint32_t epoch;     /* counts compactions: node ids older than it moved */
 } snap__stack_table_t;
+
+/* The nodes of a thread's previous stack, root first (ids[i] is the node
+   of pcs[i]), valid while the table's epoch is the same: the next stack
+   of that thread reuses the outer frames it shares instead of looking
+   each one up again (one probe of a table of megabytes is a cache miss;
+   a 40-deep stack whose leaf moved was 40 of them, at every tick). */
+typedef struct snap__stack_path {
+  uint32_t epoch;
+  int n; /* 0: none */
+  uintptr_t pcs[256];
+  uint32_t ids[256];
+} snap__stack_path_t;
 
 /* The bytes a table of cap nodes takes. */
 size_t snap__stack_table_bytes(uint32_t cap);
@@ -171,6 +184,12 @@ void snap__stack_table_init(snap__stack_table_t *t, void *mem, size_t bytes);
    is full (then the stack has no leaf; nodes made on the way are kept). */
 uint32_t snap__stack_table_add(snap__stack_table_t *t, const uintptr_t *pcs,
                                int n, bool exact0);
+/* The same, starting from the outer frames pcs shares with path's stack
+   (path: the same thread's previous stack; updated to pcs). The answer is
+   the node snap__stack_table_add gives. */
+uint32_t snap__stack_table_add_path(snap__stack_table_t *t,
+                                    snap__stack_path_t *path,
+                                    const uintptr_t *pcs, int n, bool exact0);
 /* Compaction, in three steps around the rewriting of every holder of a
    node id: unmark, then mark each live leaf (and so its parents); plan
    gives every marked node its new id (in order: parents stay below their
@@ -263,6 +282,10 @@ void snap__sring_tick(const snap__regs_t *regs, void *ctx);
    giving it back; samples dropped because the ring was full. */
 const snap__sring_entry_t *snap__sring_peek(snap__sring_t *r);
 void snap__sring_pop(snap__sring_t *r);
+/* The newest entry not consumed (NULL: none), for a reader other than the
+   sampler: valid while the sampler cannot pop (the caller holds the lock
+   it drains under). */
+const snap__sring_entry_t *snap__sring_newest(snap__sring_t *r);
 uint64_t snap__sring_lost(const snap__sring_t *r);
 
 #define SNAP__SRING_MAIN 64 /* entries of the main thread's ring */
@@ -302,6 +325,11 @@ typedef struct snap__trace_timed {
   uint64_t woke_ns;  /* when it began to run since, as a look dated it
                         (0: not dated) */
   bool nudged;       /* a nudge is queued, not answered yet */
+  uint8_t steady;    /* looks in a row that found it ran on (the step) */
+  /* The main thread at the last look that drained ticks (look_ns 0: the
+     last look did not): time, CPU time, run-queue wait (-1 unknown). */
+  uint64_t look_ns;
+  int64_t look_cpu, look_runq;
 } snap__trace_timed_t;
 
 /* A mark, queued by any thread for the sampler (marks.c: a bounded
@@ -341,6 +369,12 @@ typedef struct snap__trace {
   int64_t main_cpu_ns;
   int main_n;
   uintptr_t main_pcs[SNAP__TRACE_DEPTH];
+  /* The main thread's ring when it is timed (under lock): its ticks not
+     drained yet are later than main_t_ns. */
+  snap__sring_t *main_ring;
+  /* The main thread's previous stack in the table, for its next tick
+     (the sampler's own). */
+  snap__stack_path_t main_path;
   /* Counters (snap_trace_stats). */
   _Atomic uint64_t samples, failed, marks_taken, marks_dropped, missed_ticks,
       threads_untracked, compactions;
@@ -372,6 +406,9 @@ void snap__trace_close_span(snap__trace_t *tr, snap__trace_thr_t *th);
    when it is full. Under the lock. */
 uint32_t snap__trace_add_stack(snap__trace_t *tr, const uintptr_t *pcs, int n,
                                bool exact0);
+/* The same, from a thread's previous stack (path, NULL: none). */
+uint32_t snap__trace_add_stack_path(snap__trace_t *tr, snap__stack_path_t *path,
+                                    const uintptr_t *pcs, int n, bool exact0);
 
 /* trace_api.c, for the lag watchdog (one sampler: it takes the main
    thread's stack from the trace instead of stopping the thread again):

@@ -219,7 +219,17 @@ int snap__trace_main_latest(uintptr_t *pcs, int max, uint64_t since_ns,
     return SNAP_EINVAL;
   int n = SNAP_EBUSY;
   snap__plat_lazy_lock(&g_lock);
-  if (tr->main_n > 0 && tr->main_t_ns >= since_ns) {
+  /* A timed main thread's newest tick may wait in its ring for the
+     sampler's next look: the sampler drains it under this lock, so it
+     holds still while read. */
+  const snap__sring_entry_t *e =
+      tr->main_ring ? snap__sring_newest(tr->main_ring) : NULL;
+  if (e && e->n > 0 && e->t_ns >= since_ns && e->t_ns > tr->main_t_ns) {
+    n = e->n < max ? e->n : max;
+    memcpy(pcs, e->pcs, (size_t)n * sizeof *pcs);
+    *t_ns = e->t_ns;
+    *cpu_ns = e->cpu_ns;
+  } else if (tr->main_n > 0 && tr->main_t_ns >= since_ns) {
     n = tr->main_n < max ? tr->main_n : max;
     memcpy(pcs, tr->main_pcs, (size_t)n * sizeof *pcs);
     *t_ns = tr->main_t_ns;

@@ -18,7 +18,12 @@
  *
  * Also the span encoding itself, against a reference: random spans
  * (times, counts, ids, states, cpu, labels across their ranges) pushed and
- * read back exactly; and the remap after a compaction.
+ * read back exactly; and the remap after a compaction. And the path memo
+ * of the sampler's ticks (snap__stack_table_add_path, which reuses the
+ * nodes of a thread's previous stack) against the plain add: random
+ * stacks that share outer frames, leaves that move, depths that change,
+ * compactions between them; both tables must give the same node every
+ * time.
  */
 #include <malloc.h>
 #include <stdlib.h>
@@ -88,8 +93,77 @@ static void ring_roundtrip(void) {
         "trim kept a record older than the limit");
 }
 
+/* A random stack of the kind a thread's ticks give: most often the
+   previous one with its leaf moved (and now and then a frame near it
+   changed, or a frame more or less), else a new one of any depth under
+   one of a few shared roots. */
+static int random_stack(uint64_t *rng, uintptr_t *pcs, int n) {
+  uint64_t pick = snap_xorshift(rng) % 8;
+  if (n == 0 || pick == 0) {
+    n = 1 + (int)(snap_xorshift(rng) % 256);
+    uintptr_t root = 0x1000u * (1 + snap_xorshift(rng) % 3);
+    for (int i = n - 1; i >= 0; i--)
+      pcs[i] = root + 0x10u * (uintptr_t)(n - i);
+  } else if (pick == 1 && n < 256) { /* a call deeper */
+    memmove(pcs + 1, pcs, (size_t)n * sizeof *pcs);
+    n++;
+  } else if (pick == 2 && n > 1) { /* a return */
+    memmove(pcs, pcs + 1, (size_t)(n - 1) * sizeof *pcs);
+    n--;
+  } else if (pick == 3 && n > 2) { /* a frame near the leaf changed */
+    pcs[1 + snap_xorshift(rng) % (uint64_t)(n - 1 < 4 ? n - 1 : 4)] =
+        0x800000u + 0x10u * (snap_xorshift(rng) % 8);
+  }
+  pcs[0] = 0x900000u + 4u * (snap_xorshift(rng) % 64);
+  return n;
+}
+
+static void path_same_as_add(void) {
+  enum { BYTES = 1 << 20, ROUNDS = 200000 };
+  static uint8_t mem_a[BYTES], mem_b[BYTES];
+  static snap__stack_path_t path;
+  snap__stack_table_t a, b;
+  snap__stack_table_init(&a, mem_a, sizeof mem_a);
+  snap__stack_table_init(&b, mem_b, sizeof mem_b);
+  uint64_t rng = 0xfeedu;
+  uintptr_t pcs[256];
+  int n = 0;
+  uint32_t live[8] = {0};
+  size_t differ = 0, compactions = 0;
+  for (int r = 0; r < ROUNDS && differ == 0; r++) {
+    n = random_stack(&rng, pcs, n);
+    bool exact0 = snap_xorshift(&rng) % 4 != 0;
+    uint32_t ia = snap__stack_table_add(&a, pcs, n, exact0);
+    uint32_t ib = snap__stack_table_add_path(&b, &path, pcs, n, exact0);
+    differ += ia != ib || a.n != b.n;
+    live[r % 8] = ia;
+    if (ia == SNAP__TRACE_NONE || r % 97 == 96) {
+      /* Compaction keeps the last 8 stacks: ids move, and the memo must
+         not be trusted after it. */
+      snap__stack_table_t *t[2] = {&a, &b};
+      uint32_t old[8];
+      memcpy(old, live, sizeof old);
+      for (int k = 0; k < 2; k++) {
+        snap__stack_table_unmark(t[k]);
+        for (int j = 0; j < 8; j++)
+          snap__stack_table_mark(t[k], old[j]);
+        snap__stack_table_plan(t[k]);
+        for (int j = 0; j < 8; j++)
+          live[j] = snap__stack_table_remap(t[k], old[j]);
+        snap__stack_table_finish(t[k]);
+      }
+      compactions++;
+    }
+  }
+  printf("path memo: %d stacks, %zu compactions, %zu differences\n", ROUNDS,
+         compactions, differ);
+  CHECK(differ == 0, "add_path gave another node than add");
+  CHECK(compactions > 10, "too few compactions (%zu)", compactions);
+}
+
 int main(void) {
   ring_roundtrip();
+  path_same_as_add();
 
   /* 10 minutes at 1 kHz through the sampler's storage. */
   size_t max_bytes = 1u << 20; /* 1 MiB: compaction happens often */
