@@ -8,10 +8,10 @@
  * decision table that fills it (thread_state.c). The public SNAP_WAIT_*
  * kinds (stacksnap.h) are the kinds of a blocked state; nothing else
  * classifies a wait, and no caller says running, runnable, ready or
- * blocked itself: the trace's sampler (trace/sampler.c) asks the judge
- * for every sample it records, a tick its timer took and a sample it did
- * not take (the thread did not run) alike. Must not: read anything itself
- * (callers hand in what the platform said: platform.h's
+ * blocked itself: the trace's sampler (trace/sampler.c, sampler_timed.c)
+ * asks the judge for every sample it records, a tick its timer took and a
+ * sample it did not take (the thread did not run) alike. Must not: read
+ * anything itself (callers hand in what the platform said: platform.h's
  * snap__plat_thread_sched, a sample's decoded wait, snap__plat_trace_facts),
  * name an OS API, or allocate. Every function here is pure, so it may be asked
  * from any thread, and from a sampler that records its answer as it goes.

@@ -17,7 +17,7 @@
  * what is a lag or what state a thread is in, or write anything.
  *
  * One sampler: while a trace runs, the main thread samples itself for it
- * (trace/sampler.c: its CPU-time timer), and a running main thread's
+ * (trace/sampler_timed.c: its CPU-time timer), and a running main thread's
  * stack is taken from the trace's latest sample of it, never by stopping
  * it again (the two samplers waited on each other at the process-wide
  * sampler lock, and the trace's slice edges moved by 50-100 ms on a busy
