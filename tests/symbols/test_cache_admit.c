@@ -112,10 +112,12 @@ int main(void) {
      before, a few in a thousand here; before, every one was cached. */
   CHECK(b.entries <= ONE_OFFS / 50, "%d one-off stacks left %llu entries",
         ONE_OFFS, (unsigned long long)b.entries);
-  CHECK(b.bytes <= b.entries * 4096,
-        "%d one-off stacks left %llu bytes "
-        "counted for %llu entries",
-        ONE_OFFS, (unsigned long long)b.bytes, (unsigned long long)b.entries);
+  /* Nothing counted without an entry; with a few admitted by mistake,
+     what the first entry brings along too (the shared names' and the
+     stripe's tables, the thread's front block: ~70 KiB). */
+  CHECK(b.entries ? b.bytes <= (128u << 10) + b.entries * 4096 : b.bytes == 0,
+        "%d one-off stacks left %llu bytes counted for %llu entries", ONE_OFFS,
+        (unsigned long long)b.bytes, (unsigned long long)b.entries);
   CHECK(b.misses - a.misses == ONE_OFFS, "%llu misses for %d one-offs",
         (unsigned long long)(b.misses - a.misses), ONE_OFFS);
 
