@@ -19,7 +19,7 @@
  * The record is a Bloom filter of the keys, two generations of DOOR_WORDS
  * 64-bit words each (16 KiB of static memory, never the heap: not counted
  * in the cap, as the stripes themselves are not). A key sets two bits in
- * one word (one cache line touched, one atomic OR); "seen" means both
+ * one word (one cache line touched, one store); "seen" means both
  * bits set in either generation. After DOOR_WINDOW first sightings the
  * older generation is cleared and becomes the current one, so a key is
  * remembered for at least DOOR_WINDOW first sightings of other keys and the
@@ -55,18 +55,18 @@ static atomic_uint g_door_gen;              /* g_door[gen & 1] is current */
 static atomic_uint_fast64_t g_first_sights; /* ever: the stats' misses */
 static atomic_bool g_admit_all;             /* the switch: every miss cached */
 
-/* The word and the two bits of key. Keys are avalanched hashes, but the
-   test hook's mask (snap__cache_set_key_mask) can leave a few bits only:
-   a multiply spreads them over the word index and bit positions. */
-static inline _Atomic uint64_t *door_word(unsigned gen, uint64_t key,
-                                          uint64_t *bits) {
+/* The word index and the two bits of key (the same in both
+   generations). Keys are avalanched hashes, but the test hook's mask
+   (snap__cache_set_key_mask) can leave a few bits only: a multiply
+   spreads them over the word index and bit positions. */
+static inline unsigned door_slot(uint64_t key, uint64_t *bits) {
   uint64_t h = (key ^ (key >> 31)) * 0x9E3779B97F4A7C15ull;
   unsigned b0 = (unsigned)(h >> 20) & 63; /* two different bits */
   unsigned b1 = (b0 + 1 + (unsigned)((h >> 26) % 63)) & 63;
   *bits = (1ull << b0) | (1ull << b1);
-  return &g_door[gen & 1][h >> 54]; /* the top 10 bits: DOOR_WORDS */
+  return (unsigned)(h >> 54); /* the top 10 bits: DOOR_WORDS */
 }
-_Static_assert(DOOR_WORDS == 1u << 10, "door_word takes the top 10 bits");
+_Static_assert(DOOR_WORDS == 1u << 10, "door_slot takes the top 10 bits");
 
 /* Clears words of generation gen, which becomes the current one. Racing
    setters may lose a bit or keep one: admission only. */
@@ -79,16 +79,21 @@ bool snap__cache_admits(uint64_t key) {
   if (atomic_load_explicit(&g_admit_all, memory_order_relaxed))
     return true;
   unsigned gen = atomic_load_explicit(&g_door_gen, memory_order_relaxed);
-  uint64_t bits, old_bits;
-  _Atomic uint64_t *cur = door_word(gen, key, &bits);
-  _Atomic uint64_t *old = door_word(gen + 1, key, &old_bits);
+  uint64_t bits;
+  unsigned at = door_slot(key, &bits);
+  _Atomic uint64_t *cur = &g_door[gen & 1][at];
+  _Atomic uint64_t *old = &g_door[(gen + 1) & 1][at];
   /* Seen: only loads, so that a key asked again and again (a stack the
      table holds, probed by threads whose fronts miss) writes nothing
      shared. */
-  if ((atomic_load_explicit(cur, memory_order_relaxed) & bits) == bits ||
-      (atomic_load_explicit(old, memory_order_relaxed) & old_bits) == old_bits)
+  uint64_t word = atomic_load_explicit(cur, memory_order_relaxed);
+  if ((word & bits) == bits ||
+      (atomic_load_explicit(old, memory_order_relaxed) & bits) == bits)
     return true;
-  atomic_fetch_or_explicit(cur, bits, memory_order_relaxed);
+  /* A plain store, not an atomic OR (a locked instruction on every cold
+     lookup): a racing thread's bits lost here only make its key's next
+     sighting a first one again, named uncached once more. */
+  atomic_store_explicit(cur, word | bits, memory_order_relaxed);
   uint64_t n =
       atomic_fetch_add_explicit(&g_first_sights, 1, memory_order_relaxed) + 1;
   if (n % DOOR_WINDOW == 0) { /* one thread ages it: the one that counted */
