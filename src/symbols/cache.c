@@ -62,8 +62,6 @@ bool snap__cache_keeps(void) { return caching(); }
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
                                     unsigned flags, bool table_current,
                                     bool *admit) {
-  if (admit)
-    *admit = false;
   if (!caching()) {
     /* A cap of 0: this thread's front, busy when the cap went down, goes
        now (snap__cache_fronts_flush). */
