@@ -358,16 +358,19 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
    Costs a DWARF lookup per frame on a cache miss; never on a hit. */
 #define SNAP_SYMBOLICATE_SOURCE_LINES 0x200u
 
-/* Names the pcs. Results are cached: the same pcs (and flags) give the same
-   object back quickly, verified pc by pc, so two different stacks never
-   share an answer; names cached for an image that was unloaded since are
-   not served. flags: SNAP_CAPTURE_APP_ONLY drops non-app frames,
+/* Names the pcs. Results are cached from the second call on: the first
+   call for some pcs (and flags) names them without keeping them (most
+   stacks are never asked for again), the second names them again and
+   caches the result, and later calls give that object back quickly,
+   verified pc by pc, so two different stacks never share an answer; names
+   cached for an image that was unloaded since are not served. flags: SNAP_CAPTURE_APP_ONLY drops non-app frames,
    SNAP_SYMBOLICATE_EXACT_PC0, SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an
    empty stack. NULL for NULL pcs with n > 0, n < 0, n > SNAP_MAX_FRAMES,
    unknown flags, or out of memory (snap_symbolicate_ex tells which).
    Release the result with snap_stack_release.
-   [thread-safe] A hit (the same pcs again) allocates nothing and takes no
-   lock when the calling thread's own front holds it; a miss [allocates]
+   [thread-safe] A hit (the same pcs a third time) allocates nothing and
+   takes no lock when the calling thread's own front holds it; a miss
+   [allocates]
    [locks: a cache stripe, the symbol provider's] [blocks: the loader's
    lock briefly; reading an image's symbol file the first time one of its
    pcs is named]. Not async-signal-safe. */
@@ -438,6 +441,8 @@ SNAP_EXPORT int snap_print_callstack(int fd, int max, unsigned flags);
    (under 1 KiB each: names are shared, frames and lines are built on the
    first snap_stack_frame / snap_stack_line and kept with the stack, ~5 KiB
    more), more distinct call sites than a hooked API sees in a test run.
+   A stack is kept from its second lookup on (the first is named and not
+   kept: only a small fixed filter of keys remembers it, not counted here).
    Least recently used stacks are evicted past the cap; a lower cap also
    empties every thread's front slots. A stack handed out stays valid until
    released. 0 disables caching (every call names afresh) and lets go of

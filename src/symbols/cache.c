@@ -7,11 +7,13 @@
  * shared write), then the striped shared table (cache_table.c, one stripe's
  * lock for a probe and an LRU splice); a hit from either is served only once
  * verified (cache_verify.c), outside every lock, and a shared hit refills
- * the front. An insertion puts a freshly named stack in its stripe (the
- * newer of two equal keys wins; of two equal stacks, the one cached first is
- * handed out), fills the front, then evicts down to the stripe's share and
- * the whole cap. The design of each part, and what the cap counts, is in its
- * file; cache_parts.h lists them.
+ * the front. A front miss of a key the doorkeeper has never seen
+ * (cache_admit.c) is not probed further, and its stack is not offered: a
+ * stack is cached on its second sighting. An insertion puts a freshly named
+ * stack in its stripe (the newer of two equal keys wins; of two equal stacks,
+ * the one cached first is handed out), fills the front, then evicts down to the
+ * stripe's share and the whole cap. The design of each part, and what the cap
+ * counts, is in its file; cache_parts.h lists them.
  *
  * Must not: hold a stripe's lock across a verification or a stack release
  * (a release may free, and freeing takes the shared strings' lock), or be
@@ -58,7 +60,8 @@ static bool caching(void) {
 bool snap__cache_keeps(void) { return caching(); }
 
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
-                                    unsigned flags, bool table_current) {
+                                    unsigned flags, bool table_current,
+                                    bool *admit) {
   if (!caching()) {
     /* A cap of 0: this thread's front, busy when the cap went down, goes
        now (snap__cache_fronts_flush). */
@@ -70,6 +73,13 @@ const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
   if (hit || !table_current)
     return hit;
   t_front_misses++;
+  /* The doorkeeper (cache_admit.c): a key never seen is in no stripe, so
+     its first sighting skips the probe and is not cached; a key it forgot
+     while the table still holds it is found again from its next one. */
+  if (!snap__cache_admits(key))
+    return NULL;
+  if (admit)
+    *admit = true;
 
   stripe_t *st = stripe_of(key);
   snap__plat_lock_lock(&st->lock);
@@ -183,6 +193,8 @@ int snap_set_symbol_cache_limit(size_t bytes) {
   if (!atomic_load(&snap__cache_ready))
     return SNAP_OK;
   snap__cache_fronts_flush(bytes == 0);
+  if (bytes == 0)
+    snap__cache_admit_forget();
   for (int i = 0; i < STRIPES; i++)
     snap__cache_trim_stripe(&snap__cache_stripes[i].s, bytes / STRIPES, NULL);
   snap__cache_trim_to_cap();
@@ -210,6 +222,7 @@ int snap_symbol_cache_stats(snap_symbol_cache_stats_t *caller) {
   out->bytes += snap__cache_front_bytes() + snap__intern_bytes() +
                 snap__stack_view_bytes();
   out->hits += snap__cache_front_hits();
+  out->misses += snap__cache_admit_refused(); /* first sightings */
   snap__abi_copy_out(caller, &all, caller->size);
   return SNAP_OK;
 }

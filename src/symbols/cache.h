@@ -4,7 +4,9 @@
  * A hit is verified pc by pc against the stack's stored key (two different
  * stacks never share an answer) and against the loaded images (names of an
  * image unloaded since are never served). Bounded by a memory cap with
- * least-recently-used eviction.
+ * least-recently-used eviction. A stack is cached on the second sighting
+ * of its key, not the first (cache_admit.c: most cold stacks are never
+ * asked for again, and a cached miss costs 1.5-4x an uncached one).
  *
  * Must not: be used from the stopped window (locks, allocates).
  */
@@ -24,9 +26,21 @@
    snap__cache_set_identity_hits), only the calling thread's front is
    probed, and a hit is served only if every image its names came from is,
    by the loader's lock-free answer, the one the table recorded; NULL
-   means "ask again with the table current". */
+   means "ask again with the table current".
+   admit (may be NULL): on a miss, whether the stack the caller names now
+   is to be offered to the cache (snap__cache_put) — its key's second
+   sighting — or named with its own strings and not offered (the first:
+   the shared table was not even probed, it cannot hold a key never seen).
+   Only ever set to true (on an admitted miss): the caller starts it false
+   (a store on every hit was 2 of a hit's ~40 instructions here). */
 const snap_stack_t *snap__cache_get(uint64_t key, const uintptr_t *pcs, int n,
-                                    unsigned flags, bool table_current);
+                                    unsigned flags, bool table_current,
+                                    bool *admit);
+
+/* Every miss cached, as before the doorkeeper (on), or the second sighting
+   only (off, the default). For the bench and tests that measure both.
+   [setup] */
+void snap__cache_set_admit_all(bool on);
 
 /* Whether hits may be checked by image identity (lock-free) instead of the
    loader's stamp (a lock): not exact — see symbolicate.c. Off by default.
@@ -43,7 +57,8 @@ uint64_t snap__cache_front_misses(void);
    released). Consumes the caller's reference to s. */
 const snap_stack_t *snap__cache_put(snap_stack_t *s);
 /* Whether the cache keeps stacks now (it is ready and its cap is above
-   0): a stack named when it does not is packed with its own strings. */
+   0): a stack named when it does not is packed with its own strings, and
+   so is one the cache does not admit (snap__cache_get's admit). */
 bool snap__cache_keeps(void);
 
 /* For tests: keep only these bits of every key, to force collisions. */

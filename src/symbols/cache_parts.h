@@ -8,6 +8,7 @@
  *                   bytes they count, eviction down to the cap;
  *   cache_index.c   a stripe's open-addressed index (cache_index.h);
  *   cache_front.c   each thread's front of recent answers;
+ *   cache_admit.c   the doorkeeper: a miss is cached on its second sighting;
  *   cache_verify.c  whether a cached stack may still be served.
  *
  * Owns: cache_entry_t, stripe_t and the declarations below. Must not: be
@@ -104,6 +105,17 @@ void snap__cache_fronts_flush(bool free_blocks);
 void snap__cache_front_drop_own(void);
 size_t snap__cache_front_bytes(void);
 uint64_t snap__cache_front_hits(void);
+
+/* ---- Admission (cache_admit.c) ------------------------------------------ */
+
+/* Whether a missed stack of this key is to be cached: true when the key
+   was seen before (or every miss is cached: snap__cache_set_admit_all);
+   false on its first sighting, which it records. Lock-free. */
+bool snap__cache_admits(uint64_t key);
+/* Forgets every key (a cap of 0 holds nothing). */
+void snap__cache_admit_forget(void);
+/* First sightings so far: misses that never reached the shared table. */
+uint64_t snap__cache_admit_refused(void);
 
 /* ---- Verification (cache_verify.c) --------------------------------------- */
 

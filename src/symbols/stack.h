@@ -66,7 +66,8 @@ struct snap_stack {
    NULL when out of memory. Every frames[i].pc is one of key->pcs, in
    order (app-only naming drops some). own_strings: the names are copied
    into the block instead, for a stack the cache will not keep (a cap of
-   0, snap__symbolicate_uncached): interning is worth its lock and hash
+   0, snap__symbolicate_uncached, the first sighting of a stack:
+   cache_admit.c): interning is worth its lock and hash
    only for names that many cached stacks share, and an uncached stack's
    were interned and dropped again at once (two lock round trips and an
    allocation per cold lookup: a third of one in a 60 k-function library). */

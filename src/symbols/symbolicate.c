@@ -12,7 +12,9 @@
  * (a noreturn call) names the caller, not the next function — find its
  * image in the image table, ask the platform's symbol provider for all of
  * them in one batch (one _NSCallStackArray on Apple), demangle, then pack
- * one stack object and offer it to the cache.
+ * one stack object and offer it to the cache — on the second sighting of
+ * its pcs only: the first is packed with its own strings and handed out
+ * uncached, as with the cache off (cache_admit.c says why).
  *
  * Why a hit still asks the platform's load/unload stamp, which on Linux
  * takes the loader's lock: a hit must not serve names of an image that was
@@ -224,10 +226,9 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
   if (n < 0 || n > SNAP_MAX_FRAMES || (n > 0 && !pcs) ||
       (flags & ~NAMING_FLAGS))
     return SNAP_EINVAL;
-  /* Whether the cache keeps what is named now, decided once: a stack
-     named with the cache off is packed with its own strings and no room
-     for an entry, and the cache refuses it (snap__cache_put), so it needs
-     no hash; the cache turned on meanwhile only misses it. */
+  /* Whether the cache keeps anything now, decided once: with the cache
+     off nothing is probed, so no hash is needed; the cache turned on
+     meanwhile only misses. */
   bool keeps = snap__cache_keeps();
   uint64_t hash = keeps ? snap__stack_hash(pcs, n, flags) : 0;
   const snap_stack_t *hit = NULL;
@@ -236,7 +237,7 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
      one recorded. */
   if (keeps && !images_current &&
       atomic_load_explicit(&g_identity_hits, memory_order_relaxed))
-    hit = snap__cache_get(hash, pcs, n, flags, false);
+    hit = snap__cache_get(hash, pcs, n, flags, false, NULL);
   if (hit) {
     *out = hit;
     return SNAP_OK;
@@ -245,15 +246,21 @@ int snap__symbolicate(const uintptr_t *pcs, int n, unsigned flags,
      dlopen that finished before this call must be seen (cache_verify.c). */
   if (!images_current)
     images_current = snap__images_refresh_if_stale() == SNAP_OK;
-  hit = images_current ? snap__cache_get(hash, pcs, n, flags, true) : NULL;
+  /* admit: this miss is its key's second sighting (cache_admit.c), and
+     what is named now is offered to the cache. Else (the first sighting,
+     the cache off, a table that could not be refreshed) it is named the
+     cache-off way: its own strings, no room for an entry, never offered. */
+  bool admit = false;
+  hit = images_current ? snap__cache_get(hash, pcs, n, flags, true, &admit)
+                       : NULL;
   if (hit) {
     *out = hit;
     return SNAP_OK;
   }
-  snap_stack_t *s = name_stack(pcs, n, flags, hash, keeps);
+  snap_stack_t *s = name_stack(pcs, n, flags, hash, admit);
   if (!s)
     return SNAP_ENOMEM; /* name_stack fails only when an allocation does */
-  *out = snap__cache_put(s);
+  *out = admit ? snap__cache_put(s) : s;
   return SNAP_OK;
 }
 

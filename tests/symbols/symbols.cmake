@@ -31,6 +31,12 @@ snap_test(test_cache_index symbols/test_cache_index.c)
 snap_test(test_uncached_strings symbols/test_uncached_strings.c)
 set_target_properties(test_uncached_strings PROPERTIES ENABLE_EXPORTS ON)
 
+# The doorkeeper: a stack is cached on its second sighting; one-off stacks
+# leave nothing in the cache (issue 26, goal 1: cold lookups, cache on).
+snap_test(test_cache_admit symbols/test_cache_admit.c)
+set_target_properties(test_cache_admit PROPERTIES ENABLE_EXPORTS ON)
+target_link_libraries(test_cache_admit PRIVATE Threads::Threads)
+
 # The cache's per-thread fronts count in its cap; a lower cap empties them,
 # also a waiting thread's (issue 12, "the bounded cache").
 snap_test(test_cache_fronts symbols/test_cache_fronts.c)
