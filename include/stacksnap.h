@@ -363,17 +363,16 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
    stacks are never asked for again), the second names them again and
    caches the result, and later calls give that object back quickly,
    verified pc by pc, so two different stacks never share an answer; names
-   cached for an image that was unloaded since are not served. flags: SNAP_CAPTURE_APP_ONLY drops non-app frames,
-   SNAP_SYMBOLICATE_EXACT_PC0, SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an
-   empty stack. NULL for NULL pcs with n > 0, n < 0, n > SNAP_MAX_FRAMES,
-   unknown flags, or out of memory (snap_symbolicate_ex tells which).
-   Release the result with snap_stack_release.
-   [thread-safe] A hit (the same pcs a third time) allocates nothing and
-   takes no lock when the calling thread's own front holds it; a miss
-   [allocates]
-   [locks: a cache stripe, the symbol provider's] [blocks: the loader's
-   lock briefly; reading an image's symbol file the first time one of its
-   pcs is named]. Not async-signal-safe. */
+   cached for an image that was unloaded since are not served. flags:
+   SNAP_CAPTURE_APP_ONLY drops non-app frames, SNAP_SYMBOLICATE_EXACT_PC0,
+   SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an empty stack. NULL for NULL pcs
+   with n > 0, n < 0, n > SNAP_MAX_FRAMES, unknown flags, or out of memory
+   (snap_symbolicate_ex tells which). Release the result with
+   snap_stack_release. [thread-safe] A hit (the same pcs a third time) allocates
+   nothing and takes no lock when the calling thread's own front holds it; a
+   miss [allocates] [locks: a cache stripe, the symbol provider's] [blocks: the
+   loader's lock briefly; reading an image's symbol file the first time one of
+   its pcs is named]. Not async-signal-safe. */
 SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
                                                  unsigned flags);
 
