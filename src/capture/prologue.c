@@ -195,7 +195,13 @@ bool snap__prologue_record(uintptr_t start, uintptr_t pc, uintptr_t *off) {
   bool to_sp =
       (x & 31) == 31 && !(x & 0x20000000u) &&
       ((x & 0x1f000000u) == 0x11000000u || (x & 0x1f200000u) == 0x0b200000u);
-  if (to_sp || (x & 31) == 29)
+  /* ... nor a load or store that writes back to sp (a pair or a
+     register, pre- or post-indexed: the d registers' saves among them) */
+  unsigned rn_end = (x >> 5) & 31;
+  bool pair_wb = ((x >> 27) & 7) == 5 && ((x >> 23) & 1) == 1;
+  bool reg_wb = ((x >> 27) & 7) == 7 && ((x >> 24) & 3) == 0 &&
+                !(x & (1u << 21)) && ((x >> 10) & 1) == 1;
+  if (to_sp || (x & 31) == 29 || (rn_end == 31 && (pair_wb || reg_wb)))
     return false;
   if (fp & 1 || rec != fp || fp < sp)
     return false; /* no record at x29 */

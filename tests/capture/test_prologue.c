@@ -127,6 +127,9 @@ static void check_refusals(void) {
   static const uint32_t realign[16] = {
       0xa9bf7bfdu /* stp x29, x30, [sp, #-16]! */, 0x910003fdu /* mov */,
       0xcb2063ffu /* sub sp, sp, x0 */, 0xd65f03c0u};
+  static const uint32_t dsave[16] = {0xa9bf7bfdu, 0x910003fdu,
+                                     0x6dbf27e8u /* stp d8, d9, [sp, #-16]! */,
+                                     0xd65f03c0u};
   static const uint32_t negative[16] = {
       0xa9bf7bfdu, 0x910003fdu, 0x910043ffu /* add sp, sp, #16 */, 0xd65f03c0u};
   static const uint32_t good[16] = {0xd100c3ffu /* sub sp, sp, #48 */,
@@ -143,6 +146,10 @@ static void check_refusals(void) {
   CHECK(!snap__prologue_record((uintptr_t)negative, (uintptr_t)negative + 32,
                                &off),
         "%s", "sp moved up");
+#if defined(__aarch64__)
+  CHECK(!snap__prologue_record((uintptr_t)dsave, (uintptr_t)dsave + 32, &off),
+        "%s", "d registers saved with writeback to sp");
+#endif
   CHECK(snap__prologue_record((uintptr_t)good, (uintptr_t)good + 32, &off),
         "%s", "the hand-laid good prologue");
 #if defined(__x86_64__)
