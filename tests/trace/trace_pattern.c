@@ -41,11 +41,34 @@
 typedef struct phase {
   const char *name;
   uint64_t begin, end;
+  uint64_t first_cpu; /* when its first FIRST_CPU_NS of CPU were used (a
+                         computing phase; 0: blocked) */
 } phase_t;
 static phase_t g_ph[4];
 static int g_at;
 #define PHASE_BEGIN(n) (g_ph[g_at].name = (n), g_ph[g_at].begin = unix_ns())
 #define PHASE_END() (g_ph[g_at++].end = unix_ns())
+
+/* A sampler of running code sees a phase once its thread ran in it: a
+   CPU-time timer of 1 ms fires at the first scheduler tick after that
+   millisecond (HZ 250 here: within 4 ms of CPU time). How much longer
+   than FIRST_CPU_NS a phase took to use that much CPU is how long a busy
+   machine kept its thread off a CPU at its start, which no sampler of
+   running code can see through (the test allows it). */
+#define FIRST_CPU_NS 5000000u
+
+/* spin_ms, noting when the phase had used its first FIRST_CPU_NS. Inlined:
+   no frame of its own between the phase and pattern_run's slices. */
+__attribute__((always_inline)) static inline void phase_spin(unsigned ms) {
+  int64_t end = unix_ns() + (int64_t)ms * 1000000, cpu0 = thread_cpu_ns();
+  phase_t *p = &g_ph[g_at];
+  for (int64_t now; (now = unix_ns()) < end;) {
+    if (!p->first_cpu && thread_cpu_ns() - cpu0 >= (int64_t)FIRST_CPU_NS)
+      p->first_cpu = (uint64_t)now;
+  }
+  if (!p->first_cpu)
+    p->first_cpu = (uint64_t)unix_ns();
+}
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_held;
@@ -61,7 +84,7 @@ static void *holder(void *arg) {
 
 __attribute__((noinline)) static void phase_a(void) {
   PHASE_BEGIN("phase_a");
-  spin_ms(200);
+  phase_spin(200);
   PHASE_END();
   __asm__ volatile("" ::: "memory"); /* not a tail call */
 }
@@ -81,7 +104,7 @@ __attribute__((noinline)) static void phase_b(void) {
 
 __attribute__((noinline)) static void phase_c(void) {
   PHASE_BEGIN("phase_c");
-  spin_ms(50);
+  phase_spin(50);
   snap_trace_mark("phase_c mark");
   spin_ms(50);
   PHASE_END();
@@ -175,9 +198,11 @@ int main(int argc, char **argv) {
           SNAP_TEST_TSAN ? "true" : "false", (unsigned long long)t0,
           (unsigned long long)t1);
   for (int i = 0; i < 4; i++)
-    fprintf(f, "%s{\"name\": \"%s\", \"begin\": %llu, \"end\": %llu}",
+    fprintf(f,
+            "%s{\"name\": \"%s\", \"begin\": %llu, \"end\": %llu, "
+            "\"first_cpu\": %llu}",
             i ? ", " : "", ph[i].name, (unsigned long long)ph[i].begin,
-            (unsigned long long)ph[i].end);
+            (unsigned long long)ph[i].end, (unsigned long long)ph[i].first_cpu);
   fprintf(f,
           "], \"stats\": {\"samples\": %llu, \"failed\": %llu, \"spans\": "
           "%llu, \"marks\": %llu, \"missed_ticks\": %llu, \"nodes\": %llu, "
