@@ -256,12 +256,11 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
      snap_stack_frame (a malloc, a free and the cache's view count: a
      sixth of a cold lookup). */
   size_t view_at = 0;
-  if (!own_strings)
-    end = link_at(end) + SNAP__STACK_LINK_BYTES;
   if (own_strings) {
-    view_at = (end + _Alignof(max_align_t) - 1) &
-              ~(size_t)(_Alignof(max_align_t) - 1);
+    view_at = link_at(end);
     end = view_at + sizeof(snap__stack_view_t) + cells * sizeof(snap_frame_t);
+  } else {
+    end = link_at(end) + SNAP__STACK_LINK_BYTES;
   }
   char *block = malloc(end);
   if (block && own_strings) {
