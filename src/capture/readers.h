@@ -75,6 +75,27 @@ static inline bool snap__record_next(uintptr_t *pc, uintptr_t *sp,
   return true;
 }
 
+/* snap__record_next for the records-only loop (walk.c), which asks it of
+   every frame: lim is the stack's top less a record (the highest record
+   start inside [sp, hi)), and *fp may still carry the Swift async tag,
+   which the caller strips only when this says no: a tagged value lies
+   above every user-space stack (tag bits 60-63), so it never passes the
+   bound. Same answer as snap__record_next once untagged; three compares
+   and no tag test a frame, where the general rule has five and one. */
+static inline bool snap__record_next_raw(uintptr_t *pc, uintptr_t *sp,
+                                         uintptr_t *fp, uintptr_t lim) {
+  uintptr_t at = *fp;
+  if (at % SNAP__FP_ALIGN || at < *sp || at > lim)
+    return false;
+  uintptr_t ra = snap__strip_pac(snap__stack_word(at + sizeof(uintptr_t)));
+  if (ra == 0)
+    return false;
+  *pc = ra;
+  *sp = at + SNAP__RECORD_SIZE;
+  *fp = snap__stack_word(at);
+  return true;
+}
+
 /* Whether, under a frame-record rule with CFA offset k (0: not one), the
    caller of the frame (sp, fp) is the record at fp with CFA fp + k: the
    record lies at or above sp (so its slots are not freed stack) and the

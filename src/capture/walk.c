@@ -221,7 +221,7 @@ static uintptr_t stack_hi(uintptr_t sp) {
 
 int snap__walk_records_bounded(const snap__regs_t *regs, uintptr_t hi,
                                uintptr_t *pcs, int max, int skip) {
-  if (regs->lr_valid || hi <= regs->sp || max <= 0)
+  if (regs->lr_valid || hi <= regs->sp || hi < SNAP__RECORD_SIZE || max <= 0)
     return -1; /* the cursor's cases (hi 0: checked reads) */
   uintptr_t pc = snap__strip_pac(regs->pc), sp = regs->sp;
   uintptr_t fp = snap__untag_fp(regs->fp);
@@ -236,8 +236,17 @@ int snap__walk_records_bounded(const snap__regs_t *regs, uintptr_t hi,
       return n;
   int room = max - n < STEP_BUDGET - steps ? max - n : STEP_BUDGET - steps;
   uintptr_t *out = pcs + n, *end = out + room;
-  while (out < end && snap__record_next(&pc, &sp, &fp, hi))
-    *out++ = pc;
+  const uintptr_t lim = hi - SNAP__RECORD_SIZE;
+  while (out < end) {
+    if (snap__record_next_raw(&pc, &sp, &fp, lim)) {
+      *out++ = pc;
+      continue;
+    }
+    uintptr_t untagged = snap__untag_fp(fp); /* a Swift async frame's */
+    if (untagged == fp)
+      break; /* the records end */
+    fp = untagged;
+  }
   return (int)(out - pcs);
 }
 

@@ -46,7 +46,8 @@ int snap__walk_bounded_in(snap__walk_state_t *st, const snap__regs_t *regs,
                           uintptr_t *pcs, int max, int skip);
 /* SNAP_CAPTURE_FP_ONLY alone (no filter, no async chains), frame 0 not
    exact-sensitive: the walk reduced to what it does then — frame 0, then
-   the frame-record rule (snap__record_next) until the records end, the
+   the frame-record rule (snap__record_next, in the form with the bounds
+   folded: snap__record_next_raw) until the records end, the
    buffer fills or the step budget runs out — with no cursor or emitter
    to set up, which was most of what a depth-32 FP-only capture cost over
    a bare frame-pointer loop. Returns the pcs written, or -1 where the

@@ -207,7 +207,9 @@ static void build(uintptr_t *w, snap__regs_t *regs, bool *exact) {
            : rnd(3) ? cfa - 8 * (1 + rnd(8))
                     : noise(lo);
       fp_slot = &w[(fp_at - lo) / 8];
-      *fp_slot = fp;
+      /* 1 in 8 saved tagged, as a Swift async frame saves its caller's:
+         a walk untags it and goes on (readers.h, snap__untag_fp). */
+      *fp_slot = rnd(8) ? fp : fp | (1ull << 60);
       fp_used = false;
     }
     pc = next_pc, sp = cfa;
