@@ -18,6 +18,7 @@ set(SNAP_DARWIN_SOURCES
   src/platform/darwin/threads_darwin.c
   src/platform/darwin/sample.c
   src/platform/darwin/cpu_timer_darwin.c
+  src/platform/darwin/waker_darwin.c
   src/platform/darwin/rescuer.c
   src/platform/darwin/prebind.c
   src/platform/darwin/memory.c

@@ -595,6 +595,34 @@ void snap__plat_sem_destroy(snap__sem_t *s);
    snap__plat_now_ns) reaches deadline_ns (SNAP_ETIMEDOUT). */
 int snap__plat_sem_timedwait(snap__sem_t *s, uint64_t deadline_ns);
 
+/* ---- Wakers ------------------------------------------------------------ */
+
+/* What the trace's sampler sleeps on: a semaphore with a dead man's
+   switch. Its wait ends when it is posted, when the deadline passes, or
+   when its alarm goes off; a thread sampling itself (its CPU-time timer's
+   handler) pushes the alarm later at each tick, so the sampler wakes when
+   the ticks stop (the thread slept, or got no CPU), not every few ms while
+   they come: on a VM a wake costs more than the tick it drains. Linux: an
+   eventfd and a timerfd on the monotonic clock, waited on with poll(2);
+   post and alarm are a write(2) and a timerfd_settime(2), both
+   async-signal-safe. Apple: the semaphore alone, and the alarm does
+   nothing (no thread samples itself there: cpu_timer_darwin.c). */
+typedef struct snap__waker {
+  _Alignas(16) unsigned char opaque[80];
+} snap__waker_t;
+
+int snap__plat_waker_init(snap__waker_t *w); /* SNAP_OK or code */
+void snap__plat_waker_destroy(snap__waker_t *w);
+/* Wakes the waiter (or its next wait). [signal-safe] */
+void snap__plat_waker_post(snap__waker_t *w);
+/* Sets the alarm to go off after_ns from now, replacing any set before;
+   0 disarms it. [signal-safe] */
+void snap__plat_waker_alarm(snap__waker_t *w, uint64_t after_ns);
+/* SNAP_OK when posted or the alarm went off since the last wait that
+   returned SNAP_OK (both consumed), else SNAP_ETIMEDOUT once the monotonic
+   clock reaches deadline_ns. One waiter at a time. */
+int snap__plat_waker_wait(snap__waker_t *w, uint64_t deadline_ns);
+
 /* ---- Clocks ------------------------------------------------------------ */
 
 /* Monotonic nanoseconds; not counting time the machine slept where the
