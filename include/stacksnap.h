@@ -662,7 +662,8 @@ static inline void snap_trace_config_default(snap_trace_config_t *cfg) {
    value out of range), SNAP_ENOMEM, SNAP_EBUSY (already started). A trace
    started again after a stop starts empty. [thread-safe] [allocates: the
    whole max_bytes, at once] [locks] [blocks: creating the sampler
-   thread] */
+   thread, and until its first look at the main thread, at most 200 ms on
+   a busy machine, so the trace holds what follows the start] */
 SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg);
 /* Stops and joins the sampler. What was recorded stays readable by
    snap_trace_write until the next start. SNAP_OK, also when no trace runs
@@ -689,8 +690,10 @@ SNAP_EXPORT int snap_trace_mark(const char *label);
    nothing is left at path), SNAP_ENOMEM. A window with no samples writes
    a valid, empty trace. docs/security.md says what is promised.
    [thread-safe] [allocates] [locks: the trace's storage, while it copies
-   the window out] [blocks: naming every stack (reading symbol files),
-   writing and fsyncing the file] */
+   the window out] [blocks: while tracing, until the sampler has taken in
+   the main thread's newest samples (at most 500 ms on a busy machine);
+   naming every stack (reading symbol files), writing and fsyncing the
+   file] */
 SNAP_EXPORT int snap_trace_write(const char *path, unsigned format,
                                  uint64_t since_unix_ns,
                                  uint64_t until_unix_ns);

@@ -48,11 +48,9 @@
 /* How often the sampler looks at a timed main thread (see the loop). */
 #define DRAIN_NS (5 * 1000000u)
 #define IDLE_DRAIN_NS (10 * 1000000u) /* ... while it is blocked */
-/* ... up to DRAIN_NS << 1 while it runs on: a sleep shorter than a look
-   that starts after a long run reads as a wait for a CPU, so the looks
-   stay short (10 ms; 40 ms cost ~3 us a sample less, and missed 40 ms
-   frame sleeps of a game loop). */
-#define STEADY_SHIFT_MAX 1
+/* ... while it ticks: its ring's alarm and half-full post wake the
+   sampler sooner; this only bounds how stale the spans and marks get. */
+#define TICKING_NS (200 * 1000000u)
 
 uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid) {
   for (uint32_t i = 0; i < tr->n_thr; i++)
@@ -367,9 +365,11 @@ static uint32_t label_id(snap__trace_t *tr, const char *label) {
   return ++tr->n_labels;
 }
 
-static void drain_marks(snap__trace_t *tr) {
+/* Returns how many there were. */
+static int drain_marks(snap__trace_t *tr) {
   snap__trace_mark_t *m;
-  while ((m = snap__trace_mark_peek(tr))) {
+  int n = 0;
+  for (; (m = snap__trace_mark_peek(tr)); n++) {
     uint32_t idx = snap__trace_thread_index(tr, m->tid);
     if (idx != SNAP__TRACE_NONE) {
       snap__trace_sample_t s = {
@@ -385,6 +385,7 @@ static void drain_marks(snap__trace_t *tr) {
     }
     snap__trace_mark_done(tr, m);
   }
+  return n;
 }
 
 /* The other threads: each one that ran since the last look is sampled. */
@@ -424,7 +425,7 @@ static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
 }
 
 void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
-                             _Atomic bool *stop, snap__sem_t *wake) {
+                             _Atomic bool *stop) {
   snap_thread_t self = snap__plat_thread_self();
   snap__capture_prepare(); /* for the timers' first walks */
   uint64_t main_ns = (uint64_t)tr->cfg.main_interval_us * 1000u;
@@ -435,34 +436,33 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
   snap__plat_lock_unlock(lock);
   uint64_t next_main = snap__plat_now_ns(), next_other = next_main;
   while (!atomic_load(stop)) {
+    uint64_t asked = atomic_load(&tr->flush_asked);
     uint64_t now = snap__plat_now_ns();
-    if (now >= next_main) {
+    bool looked = now >= next_main;
+    if (looked) {
       if (main_idx != SNAP__TRACE_NONE && !tr->thr[main_idx].gone)
         snap__trace_sample_any(tr, lock, main_idx, false);
       /* A timed main thread's ticks carry their own times and wait in its
-         ring: the sampler looks every DRAIN_NS only (a wake costs it
-         ~20 us here; 1000 of them a second were 1.5-2 % of a core with
-         nothing to do), which still dates a sleep (by the CPU time) and
-         nudges a thread that woke within a scheduler tick or so. */
+         ring: the sampler need not wake for them (a wake costs it 40-60
+         us of CPU on this VM, more than the tick it drains). While it
+         runs on (its last looks found it never slept: note_steady,
+         sampler_timed.c), the ring's alarm (pushed by each tick,
+         snap__sring_watch) wakes the sampler 5-10 ms after the last one:
+         the thread slept, or gets no CPU, and the look dates it (by its
+         CPU time) and reads where it sleeps, as a look every 5-10 ms did.
+         The ring's half-full post, a writer's flush and a burst of marks
+         (below) wake it too; otherwise it drains every TICKING_NS. What
+         it can miss, as looks 10 ms apart did: a sleep shorter than the
+         alarm that starts after a long run, whose gap reads as a wait for
+         a CPU; the first sleep seen makes the looks DRAIN_NS again.
+         Blocked: its wake shows by its own tick, dated by itself; the
+         look only nudges it sooner on a busy machine. */
       uint64_t step = main_ns;
       if (main_idx != SNAP__TRACE_NONE && tr->thr[main_idx].timed) {
-        /* Blocked: its wake shows by its own tick, dated by itself; the
-           look only nudges it sooner on a busy machine. Running on (its
-           last looks found it never slept: note_steady, sampler_timed.c):
-           the looks space out to 10 ms,
-           as a wake was most of what the sampler cost per tick (40 us a
-           wake on this VM, a bare one 15-20). The ticks date themselves,
-           the watchdog reads the newest one from the ring (trace_api.c),
-           and a sleep is still dated by the CPU time; what a spaced look
-           can miss is a sleep shorter than it that starts after a long
-           run: its gap reads as a wait for a CPU until the first sleep
-           seen makes the looks 5 ms again. */
         const snap__trace_thr_t *m = &tr->thr[main_idx];
-        unsigned sh = m->timed->steady < STEADY_SHIFT_MAX ? m->timed->steady
-                                                          : STEADY_SHIFT_MAX;
-        uint64_t d = m->last_state == SNAP__STATE_BLOCKED
-                         ? IDLE_DRAIN_NS
-                         : (uint64_t)DRAIN_NS << sh;
+        uint64_t d = m->last_state == SNAP__STATE_BLOCKED ? IDLE_DRAIN_NS
+                     : m->timed->steady                   ? TICKING_NS
+                                                          : DRAIN_NS;
         step = main_ns < d ? d : main_ns;
       }
       next_main += step;
@@ -484,13 +484,22 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
         next_other = now + other_ns;
     }
     snap__plat_lock_lock(lock);
-    drain_marks(tr);
+    /* Marks in a burst: the queue (64) must not wait TICKING_NS
+       (snap_trace_mark makes no system call to wake us). */
+    if (drain_marks(tr) >= SNAP__TRACE_MARKS / 4 && next_main > now + DRAIN_NS)
+      next_main = now + DRAIN_NS;
     uint64_t now_us = snap__trace_us_of(tr, now);
     snap__span_ring_trim(&tr->ring, now_us > window_us ? now_us - window_us : 0,
                          tr->ring.cap);
     snap__plat_lock_unlock(lock);
+    if (looked && atomic_load(&tr->flush_done) != asked) {
+      atomic_store(&tr->flush_done, asked);
+      snap__plat_sem_post(tr->flushed);
+    }
     uint64_t next = other_ns && next_other < next_main ? next_other : next_main;
-    (void)snap__plat_sem_timedwait(wake, next);
+    /* Posted, or the alarm went off: the main thread is looked at now. */
+    if (snap__plat_waker_wait(tr->wake, next) == SNAP_OK)
+      next_main = snap__plat_now_ns();
   }
   /* The timers first: once stopped, no handler writes a ring. */
   for (uint32_t i = 0; i < tr->n_thr; i++)
@@ -501,4 +510,21 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
     snap__trace_close_span(tr, &tr->thr[i]);
   tr->sampler_cpu_ns = snap__plat_thread_cpu_ns(self);
   snap__plat_lock_unlock(lock);
+}
+
+bool snap__trace_flush(snap__trace_t *tr, uint64_t timeout_ns) {
+  /* Passes asked are counted: a pass that began after this ask drained
+     every tick taken before it. */
+  uint64_t ask = atomic_fetch_add(&tr->flush_asked, 1) + 1;
+  snap__plat_waker_post(tr->wake);
+  uint64_t end = snap__plat_now_ns() + timeout_ns;
+  while (atomic_load(&tr->flush_done) < ask) {
+    uint64_t now = snap__plat_now_ns();
+    if (now >= end)
+      return false;
+    /* Posted once a pass: each waiting writer looks again within 1 ms. */
+    uint64_t until = now + 1000000u < end ? now + 1000000u : end;
+    (void)snap__plat_sem_timedwait(tr->flushed, until);
+  }
+  return true;
 }

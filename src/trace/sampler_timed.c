@@ -66,6 +66,8 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
   uint64_t period = (uint64_t)(th->is_main ? tr->cfg.main_interval_us
                                            : tr->cfg.other_interval_us) *
                     1000u;
+  if (th->is_main && tr->wake)
+    snap__sring_watch(r, tr->wake, SNAP__TRACE_ALARM_NS);
   if (snap__plat_cpu_timer_start(&tm->timer, th->tid, period, snap__sring_tick,
                                  r) != SNAP_OK)
     return;
@@ -198,11 +200,13 @@ void snap__trace_disarm(snap__trace_t *tr, snap__lock_t *lock,
 }
 
 /* Whether the main thread ran on since the previous look (ticked: this
-   look drained ticks, and so did that one): its CPU time and its waits
-   for a CPU together kept up with the wall time (nine tenths), so it did
-   not sleep between, busy machine or not; the loop spaces its looks by
-   how many looks in a row said so. The wait is the kernel's (schedstat);
-   where it is not kept, the CPU time alone. */
+   look drained fresh ticks, and so did that one): its CPU time and its
+   waits for a CPU together kept up with the wall time (nine tenths), so
+   it did not sleep between, busy machine or not. Then the loop lets the
+   ring's alarm wake it (sampler.c); a thread that sleeps now and then is
+   looked at every DRAIN_NS, or its short sleeps would go unseen. The
+   wait is the kernel's (schedstat); where it is not kept, the CPU time
+   alone. */
 static void note_steady(snap__trace_timed_t *tm, snap_thread_t tid,
                         bool ticked) {
   uint64_t now = snap__plat_now_ns();
@@ -235,8 +239,16 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   snap__plat_lock_lock(lock);
   int got = drain(tr, th, UINT64_MAX, &learn);
   snap__plat_lock_unlock(lock);
+  /* The main thread runs on if its last tick is recent: the sampler
+     sleeps while it ticks, so ticks drained now may be all it did before
+     it slept (the ring's alarm woke us half an alarm or more after the
+     last one): then it is looked at as one that did not tick. */
+  uint64_t since_tick = snap__plat_now_ns() - th->timed->last_tick_ns;
+  bool fresh = got > 0 && (others || since_tick < SNAP__TRACE_ALARM_NS / 2);
   if (!others)
-    note_steady(th->timed, th->tid, got > 0 && !learn);
+    note_steady(th->timed, th->tid, fresh && !learn);
+  if (got)
+    th->timed->nudged = false; /* answered (or ticked anyway) */
   if (learn) {
     /* One sample the old way: the thread learns its own stack in that
        window (platform/linux/sample.c), and walks itself from then on. */
@@ -245,10 +257,8 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     snap__trace_sample_thread(tr, lock, idx, false);
     return;
   }
-  if (got) {
-    th->timed->nudged = false; /* answered (or ticked anyway) */
+  if (fresh)
     return;
-  }
   if (others) {
     snap__plat_lock_lock(lock);
     snap__trace_close_span(tr, th);

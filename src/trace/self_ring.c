@@ -9,7 +9,7 @@
  * the sampler's side (peek, pop; newest, for a reader that holds the
  * lock the sampler pops under). Must not: allocate, lock, print or read
  * a file in snap__sring_tick, which runs in a signal handler on the
- * sampled thread.
+ * sampled thread (the waker's post and alarm are signal-safe).
  *
  * Single producer, single consumer: only the thread itself writes (its
  * handler cannot nest: the signal is blocked while it runs), only the
@@ -19,6 +19,10 @@
  * below head (acquire) and gives each back with a release store of tail.
  * A full ring drops the new sample and counts it (lost): the sampler was
  * held back longer than the ring covers.
+ *
+ * The main thread's ring wakes the sampler (snap__sring_watch): the
+ * sampler sleeps while the ticks come (sampler.c, the schedule), and the
+ * handler pushes the waker's alarm later, so it goes off once they stop.
  */
 #include <string.h>
 
@@ -29,7 +33,12 @@ struct snap__sring {
   _Atomic uint64_t head, tail;
   _Atomic uint64_t lost;
   uint32_t cap;
-  unsigned flags;          /* the walk's SNAP_CAPTURE_* */
+  unsigned flags; /* the walk's SNAP_CAPTURE_* */
+  /* The sampler's waker, for the main thread's ring (snap__sring_watch;
+     NULL: none), the alarm's delay, and when the alarm set last goes off
+     (the handler's own: only it reads or writes it). */
+  snap__waker_t *waker;
+  uint64_t alarm_ns, alarm_at;
   snap__walk_state_t walk; /* the handler's scratch: not on the stack */
   snap__sring_entry_t e[]; /* cap entries */
 };
@@ -46,7 +55,30 @@ snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags) {
   atomic_init(&r->lost, 0);
   r->cap = cap;
   r->flags = flags;
+  r->waker = NULL;
+  r->alarm_ns = r->alarm_at = 0;
   return r;
+}
+
+void snap__sring_watch(snap__sring_t *r, snap__waker_t *w, uint64_t alarm_ns) {
+  r->waker = w;
+  r->alarm_ns = alarm_ns;
+}
+
+/* After a tick at now with `fill` entries waiting: the alarm pushed to
+   alarm_ns from now when less than half of that is left (it goes off
+   between half of alarm_ns and all of it after the last tick; a push
+   costs the handler 7-9 us on this VM, so not at every tick), and the
+   sampler posted as the ring becomes half full (it would otherwise sleep
+   until the ticks stop, and drop those that find it full) and while it
+   is full. Fill grows by one a tick, so it meets cap / 2 on its way up. */
+static void keep_waker(snap__sring_t *r, uint64_t now, uint64_t fill) {
+  if (r->alarm_at < now + r->alarm_ns / 2) {
+    snap__plat_waker_alarm(r->waker, r->alarm_ns);
+    r->alarm_at = now + r->alarm_ns;
+  }
+  if (fill == r->cap / 2 || fill >= r->cap)
+    snap__plat_waker_post(r->waker);
 }
 
 void snap__sring_tick(const snap__regs_t *regs, void *ctx) {
@@ -55,6 +87,8 @@ void snap__sring_tick(const snap__regs_t *regs, void *ctx) {
   uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
   if (h - t >= r->cap) {
     atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
+    if (r->waker)
+      keep_waker(r, snap__plat_now_ns(), h - t);
     return;
   }
   snap__sring_entry_t *e = &r->e[h % r->cap];
@@ -65,6 +99,8 @@ void snap__sring_tick(const snap__regs_t *regs, void *ctx) {
                               SNAP__TRACE_DEPTH, 0)
               : SNAP_ENOSTACK;
   atomic_store_explicit(&r->head, h + 1, memory_order_release);
+  if (r->waker)
+    keep_waker(r, e->t_ns, h + 1 - t);
 }
 
 const snap__sring_entry_t *snap__sring_peek(snap__sring_t *r) {

@@ -276,6 +276,12 @@ typedef struct snap__sring snap__sring_t;
    for pointers). flags: the walk's SNAP_CAPTURE_*. */
 size_t snap__sring_bytes(uint32_t cap);
 snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags);
+/* The main thread's ring also keeps the sampler's waker informed
+   (sampler.c, the schedule): each tick pushes its alarm to alarm_ns later
+   (when less than half of that was left: a system call every few ticks),
+   so the sampler wakes when the ticks stop; a tick that finds the ring
+   half full posts it. Before the timer is armed. */
+void snap__sring_watch(snap__sring_t *r, snap__waker_t *w, uint64_t alarm_ns);
 /* The timer's function (snap__cpu_tick_fn; ctx: the ring). */
 void snap__sring_tick(const snap__regs_t *regs, void *ctx);
 /* The sampler's side: the oldest entry not consumed (NULL: none), and
@@ -289,6 +295,9 @@ const snap__sring_entry_t *snap__sring_newest(snap__sring_t *r);
 uint64_t snap__sring_lost(const snap__sring_t *r);
 
 #define SNAP__SRING_MAIN 64 /* entries of the main thread's ring */
+/* The main thread's ring's alarm: the sampler wakes 5-10 ms after its
+   last tick (snap__sring_watch). */
+#define SNAP__TRACE_ALARM_NS (10 * 1000000u)
 #define SNAP__SRING_OTHER 8 /* of another thread's */
 
 /* A thread the trace follows: its open span (identical samples not yet
@@ -375,6 +384,11 @@ typedef struct snap__trace {
   /* The main thread's previous stack in the table, for its next tick
      (the sampler's own). */
   snap__stack_path_t main_path;
+  /* The sampler's waker (trace_api.c), and the flush a writer asks for
+     (snap__trace_flush): passes asked and passes done, each a count. */
+  snap__waker_t *wake;
+  snap__sem_t *flushed;
+  _Atomic uint64_t flush_asked, flush_done;
   /* Counters (snap_trace_stats). */
   _Atomic uint64_t samples, failed, marks_taken, marks_dropped, missed_ticks,
       threads_untracked, compactions;
@@ -395,7 +409,11 @@ void snap__trace_mark_done(snap__trace_t *tr, snap__trace_mark_t *m);
    the window), under the trace's lock but for the captures; and the
    thread's loop. */
 void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
-                             _Atomic bool *stop, snap__sem_t *wake);
+                             _Atomic bool *stop);
+/* For a writer of a running trace: asks the sampler for a pass (the main
+   thread's ticks drained into its spans) and waits for it, up to
+   timeout_ns; false if it did not come in time (a busy machine). */
+bool snap__trace_flush(snap__trace_t *tr, uint64_t timeout_ns);
 /* The thread index of tid, made on first sight (SNAP__TRACE_NONE when
    the table is full). Under the lock. */
 uint32_t snap__trace_thread_index(snap__trace_t *tr, snap_thread_t tid);

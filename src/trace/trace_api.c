@@ -25,7 +25,8 @@ static snap__lazy_lock_t g_lock; /* the trace's storage */
 static snap__plat_thread_t g_thread;
 static _Atomic bool g_stop;
 static _Atomic snap_thread_t g_sampler_tid;
-static snap__sem_t g_wake;
+static snap__waker_t g_wake;  /* the sampler sleeps on it */
+static snap__sem_t g_flushed; /* posted after a pass a writer asked for */
 static bool g_wake_ready;
 
 typedef struct snap__trace_config_v1 {
@@ -58,6 +59,8 @@ SNAP_EXPORT void snap_trace_config_init(snap_trace_config_t *cfg, size_t size) {
    some samples. stacksnap.h documents it; a value it calls valid must
    start (issue 24, item 14: 64..84 KiB were documented and refused). */
 #define MIN_BYTES ((size_t)128 << 10)
+#define FLUSH_NS (500 * 1000000u) /* a writer waits for the sampler's pass */
+#define START_NS (200 * 1000000u) /* a start waits for its first look */
 _Static_assert(sizeof(snap__trace_t) + (32u << 10) <= MIN_BYTES,
                "the trace's own tables grew: raise the documented minimum");
 
@@ -79,7 +82,7 @@ static int check(const snap_trace_config_t *c) {
 static void run(void *arg) {
   snap__trace_t *tr = arg;
   atomic_store(&g_sampler_tid, snap__plat_thread_self());
-  snap__trace_sampler_run(tr, &g_lock.lock, &g_stop, &g_wake);
+  snap__trace_sampler_run(tr, &g_lock.lock, &g_stop);
 }
 
 /* A reader of the trace (a mark, a write, the stats) holds it against a
@@ -109,6 +112,13 @@ static void forget_in_child(void) {
   atomic_store(&g_trace, NULL);
   atomic_store(&g_readers, 0); /* readers of the parent's other threads */
   atomic_store(&g_state, 0);
+  /* The waker's descriptors are the parent's too: a push here would move
+     its sampler's alarm. The child's first start makes its own. */
+  if (g_wake_ready) {
+    snap__plat_waker_destroy(&g_wake);
+    snap__plat_sem_destroy(&g_flushed);
+    g_wake_ready = false;
+  }
 }
 
 SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
@@ -124,7 +134,12 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
     hooked = snap__plat_on_fork(SNAP__FORK_TRACE, NULL, NULL,
                                 forget_in_child) == SNAP_OK;
   if (!g_wake_ready) {
-    if ((rc = snap__plat_sem_init(&g_wake, 0)) != SNAP_OK) {
+    if ((rc = snap__plat_waker_init(&g_wake)) != SNAP_OK) {
+      atomic_store(&g_state, expect);
+      return rc;
+    }
+    if ((rc = snap__plat_sem_init(&g_flushed, 0)) != SNAP_OK) {
+      snap__plat_waker_destroy(&g_wake);
       atomic_store(&g_state, expect);
       return rc;
     }
@@ -132,7 +147,7 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
   }
   /* The previous trace goes now, once its last reader left. */
   while (atomic_load(&g_readers) > 0)
-    (void)snap__plat_sem_timedwait(&g_wake, snap__plat_now_ns() + 1000000u);
+    (void)snap__plat_waker_wait(&g_wake, snap__plat_now_ns() + 1000000u);
   snap__plat_lazy_lock(&g_lock);
   snap__trace_t *old = atomic_exchange(&g_trace, NULL);
   snap__plat_lazy_unlock(&g_lock);
@@ -169,6 +184,8 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
   snap__trace_marks_init(tr);
   tr->t0_ns = snap__plat_now_ns();
   tr->sampler_cpu_ns = -1;
+  tr->wake = &g_wake;
+  tr->flushed = &g_flushed;
   atomic_store(&g_stop, false);
   atomic_store(&g_trace, tr);
   rc = snap__plat_thread_start(&g_thread, run, tr, "stacksnap-trace");
@@ -180,6 +197,12 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
     return rc;
   }
   atomic_store(&g_state, 1);
+  /* The trace covers what follows the start: the sampler's first look
+     arms the main thread's timer, and its ticks are dated no earlier than
+     that (sampler_timed.c). On a busy machine the new thread may first
+     run tens of ms later, and a phase begun meanwhile was drawn short;
+     so the start waits for that look, up to START_NS. */
+  (void)snap__trace_flush(tr, START_NS);
   return SNAP_OK;
 }
 
@@ -189,7 +212,7 @@ SNAP_EXPORT int snap_trace_stop(void) {
   if (!atomic_compare_exchange_strong(&g_state, &expect, 2))
     return expect == 2 ? SNAP_EBUSY : SNAP_OK;
   atomic_store(&g_stop, true);
-  snap__plat_sem_post(&g_wake);
+  snap__plat_waker_post(&g_wake);
   snap__plat_thread_join(&g_thread);
   atomic_store(&g_state, 3);
   return SNAP_OK;
@@ -270,6 +293,12 @@ static int write_file(const char *dir, const char *name, unsigned format,
   snap__trace_t *tr = reader_enter(running);
   if (!tr)
     return SNAP_EINVAL;
+  /* A running trace's main thread may have ticks the sampler has not
+     drained yet (it sleeps while they come): a pass first, if it comes
+     within FLUSH_NS (a busy machine may hold the sampler back longer;
+     then the newest ticks are left out). */
+  if (atomic_load(&g_state) == 1)
+    (void)snap__trace_flush(tr, FLUSH_NS);
   snap__trace_snapshot_t snap;
   int rc = snap__trace_snapshot(tr, &g_lock.lock, since_unix_ns, until_unix_ns,
                                 &snap);

@@ -31,6 +31,22 @@ static int write_fmt(const char *name, unsigned format) {
   return snap_trace_write(path, format, 0, 0);
 }
 
+/* The microseconds of the folded file's stacks that hold `frame`. */
+static long folded_us(const char *name, const char *frame) {
+  char path[512], line[8192];
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  FILE *f = fopen(path, "r");
+  long sum = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    char *weight = strrchr(line, ' ');
+    if (weight && strstr(line, frame) && strstr(line, frame) < weight)
+      sum += strtol(weight + 1, NULL, 10);
+  }
+  if (f)
+    fclose(f);
+  return sum;
+}
+
 /* Named frames for the files to show. busy_ms computes until this thread
    has used ms of CPU time: a sample of a running thread needs it on a CPU,
    so CPU time, not wall time, is what the sampler can have seen of it on
@@ -218,11 +234,30 @@ int main(void) {
   }
   CHECK(strstr(text, "busy_ms") != NULL, "the folded stacks lack busy_ms");
 
-  /* Start again: a new, empty trace. */
+  /* Start again: a new trace, without the old one's spans or mark (the
+     start waits for the sampler's first look, which may have closed a
+     span of its own already). */
+  uint64_t first_spans = st.spans;
   CHECK_EQ(snap_trace_start(&c), SNAP_OK);
   CHECK_EQ(snap_trace_stats(&st), SNAP_OK);
-  CHECK(st.marks == 0 && st.spans == 0, "a restarted trace holds the old one");
-  busy_ms(30);
+  CHECK(st.marks == 0 && st.spans <= 2 && first_spans > 2,
+        "a restarted trace holds %llu spans and %llu marks (the old one had "
+        "%llu spans)",
+        (unsigned long long)st.spans, (unsigned long long)st.marks,
+        (unsigned long long)first_spans);
+  /* Written while it runs, the trace holds the ticks of just before: the
+     sampler sleeps while the main thread ticks, so the write has it drain
+     them first (trace_api.c, FLUSH_NS). Without that it held none of
+     these 100 ms (its ring's half-full post comes at 32 ticks, 128 ms at
+     the kernel's 250 Hz). */
+  busy_ms(100);
+  CHECK_EQ(write_fmt("running.folded", SNAP_TRACE_FOLDED), SNAP_OK);
+  long busy_us = folded_us("running.folded", "busy_ms");
+  printf("written while running: busy_ms %.1f ms of 100 ms of CPU\n",
+         (double)busy_us / 1000.0);
+  CHECK(busy_us >= 60000,
+        "a trace written while running holds %.1f ms of busy_ms's 100 ms",
+        (double)busy_us / 1000.0);
   CHECK_EQ(snap_trace_stop(), SNAP_OK);
   CHECK_EQ(write_fmt("b.json", SNAP_TRACE_CHROME_JSON), SNAP_OK);
 
