@@ -1,8 +1,9 @@
 /*
- * sampler_parts.h — what the two parts of the trace's sampler share:
- * sampler.c (the schedule, the old way of sampling a thread from the
- * sampler thread, spans, marks, the window) and sampler_timed.c (threads
- * that sample themselves by a CPU-time timer).
+ * sampler_parts.h — what the parts of the trace's sampler share:
+ * schedule.c (the sampler thread's loop: when each thread is looked at,
+ * marks, the window), sampler.c (the old way of sampling a thread from
+ * the sampler thread, spans) and sampler_timed.c (threads that sample
+ * themselves by a CPU-time timer).
  *
  * Owns: a sample's facts before they meet a span, and the steps both
  * parts take with one: gathering the judge's facts, asking the judge,

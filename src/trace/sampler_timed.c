@@ -15,8 +15,8 @@
  *
  * Why a file of its own: the timed path has its own rules (a tick's times
  * are the thread's own, a sleep is dated by its CPU time, a nudge for a
- * thread that woke) that the schedule and the span merging in sampler.c
- * do not need to know; what both use is in sampler_parts.h.
+ * thread that woke) that the schedule (schedule.c) and the span merging in
+ * sampler.c do not need to know; what both use is in sampler_parts.h.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -203,7 +203,7 @@ void snap__trace_disarm(snap__trace_t *tr, snap__lock_t *lock,
    look drained fresh ticks, and so did that one): its CPU time and its
    waits for a CPU together kept up with the wall time (nine tenths), so
    it did not sleep between, busy machine or not. Then the loop lets the
-   ring's alarm wake it (sampler.c); a thread that sleeps now and then is
+   ring's alarm wake it (schedule.c); a thread that sleeps now and then is
    looked at every DRAIN_NS, or its short sleeps would go unseen. The
    wait is the kernel's (schedstat); where it is not kept, the CPU time
    alone. */

@@ -21,7 +21,7 @@
  * held back longer than the ring covers.
  *
  * The main thread's ring wakes the sampler (snap__sring_watch): the
- * sampler sleeps while the ticks come (sampler.c, the schedule), and the
+ * sampler sleeps while the ticks come (schedule.c), and the
  * handler pushes the waker's alarm later, so it goes off once they stop.
  */
 #include <string.h>

@@ -277,7 +277,7 @@ typedef struct snap__sring snap__sring_t;
 size_t snap__sring_bytes(uint32_t cap);
 snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags);
 /* The main thread's ring also keeps the sampler's waker informed
-   (sampler.c, the schedule): each tick pushes its alarm to alarm_ns later
+   (schedule.c): each tick pushes its alarm to alarm_ns later
    (when less than half of that was left: a system call every few ticks),
    so the sampler wakes when the ticks stop; a tick that finds the ring
    half full posts it. Before the timer is armed. */
@@ -405,9 +405,8 @@ bool snap__trace_mark_push(snap__trace_t *tr, const char *label,
 snap__trace_mark_t *snap__trace_mark_peek(snap__trace_t *tr);
 void snap__trace_mark_done(snap__trace_t *tr, snap__trace_mark_t *m);
 
-/* sampler.c: one pass of the sampler (main thread, others when due, marks,
-   the window), under the trace's lock but for the captures; and the
-   thread's loop. */
+/* schedule.c: the sampler thread's loop (main thread, others when due,
+   marks, the window), under the trace's lock but for the captures. */
 void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
                              _Atomic bool *stop);
 /* For a writer of a running trace: asks the sampler for a pass (the main
