@@ -112,13 +112,12 @@ static void forget_in_child(void) {
   atomic_store(&g_trace, NULL);
   atomic_store(&g_readers, 0); /* readers of the parent's other threads */
   atomic_store(&g_state, 0);
-  /* The waker's descriptors are the parent's too: a push here would move
-     its sampler's alarm. The child's first start makes its own. */
-  if (g_wake_ready) {
-    snap__plat_waker_destroy(&g_wake);
-    snap__plat_sem_destroy(&g_flushed);
-    g_wake_ready = false;
-  }
+  /* The waker's descriptors are the parent's too (an eventfd and a
+     timerfd on Linux): a push here would move its sampler's alarm. The
+     child's first start makes its own; the old ones are left, not
+     destroyed (on Apple that would call into libdispatch in a forked
+     child), and close at exec. */
+  g_wake_ready = false;
 }
 
 SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
@@ -201,8 +200,13 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
      arms the main thread's timer, and its ticks are dated no earlier than
      that (sampler_timed.c). On a busy machine the new thread may first
      run tens of ms later, and a phase begun meanwhile was drawn short;
-     so the start waits for that look, up to START_NS. */
-  (void)snap__trace_flush(tr, START_NS);
+     so the start waits for that look, up to START_NS, as a reader (a
+     stop and a start on other threads meanwhile free this trace only
+     once it left). */
+  if ((tr = reader_enter(true)) != NULL) {
+    (void)snap__trace_flush(tr, START_NS);
+    reader_leave();
+  }
   return SNAP_OK;
 }
 
