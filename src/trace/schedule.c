@@ -130,8 +130,9 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
          snap__sring_watch) wakes the sampler 5-10 ms after the last one:
          the thread slept, or gets no CPU, and the look dates it (by its
          CPU time) and reads where it sleeps, as a look every 5-10 ms did.
-         The ring's half-full post, a writer's flush and a burst of marks
-         (below) wake it too; otherwise it drains every TICKING_NS. What
+         The ring's half-full post and a writer's flush wake it too, a
+         burst of marks brings its next look closer (below); otherwise it
+         drains every TICKING_NS. What
          it can miss, as looks 10 ms apart did: a sleep shorter than the
          alarm that starts after a long run, whose gap reads as a wait for
          a CPU; the first sleep seen makes the looks DRAIN_NS again.
