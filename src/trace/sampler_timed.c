@@ -236,6 +236,13 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
                          bool others) {
   snap__trace_thr_t *th = &tr->thr[idx];
   bool learn = false;
+  /* The main thread ticked since it was seen blocked, and no look saw it
+     awake before: its wake is dated now, from its clocks, before its
+     first tick is drained. The tick alone dates it by its CPU time, and
+     on a busy machine it waited for a CPU too (seen: 29 ms late). */
+  if (th->timed->base_ns && !th->timed->woke_ns &&
+      snap__sring_peek(th->timed->ring))
+    th->timed->woke_ns = woke_at(tr, th);
   snap__plat_lock_lock(lock);
   int got = drain(tr, th, UINT64_MAX, &learn);
   snap__plat_lock_unlock(lock);
