@@ -3,11 +3,13 @@
  * exporters.
  *
  * Owns: what a trace file holds (the spans that overlap the window asked
- * for, the stack nodes they reach, the threads and labels they name), the
- * conversion of the trace's clock to unix time, and naming each node once.
- * Must not: hold the trace's lock while naming or allocating much (the
- * sampler waits on it): under the lock it only copies (spans decoded into
- * an array, the node table, thread and label names), then lets go.
+ * for, and each thread's last one before it that is still drawn at its
+ * start, all cut at that start; the stack nodes they reach, the threads and
+ * labels they name), the conversion of the trace's clock to unix time, and
+ * naming each node once. Must not: hold the trace's lock while naming or
+ * allocating much (the sampler waits on it): under the lock it only copies
+ * (spans decoded into an array, the node table, thread and label names), then
+ * lets go.
  *
  * Naming: every node's pc, once, in batches through the naming layer
  * without its cache (one-off pcs would only crowd the cache). A node is
@@ -41,6 +43,18 @@ static bool overlaps(const snap__tspan_t *s, uint64_t since_us,
   return s->end_us >= since_us && s->start_us <= until_us;
 }
 
+/* A span is drawn until its thread's next one (slices.c, rule 1), so the
+   last one that ended before the window may cover its start: kept for
+   each thread, the newest (*have) among those not overlapping it. A mark
+   is an instant: never. */
+static void note_before(const snap__tspan_t *s, uint64_t since_us,
+                        uint32_t n_thr, snap__tspan_t *before, bool *have) {
+  if (s->label || s->end_us >= since_us || s->thread >= n_thr)
+    return;
+  if (!have[s->thread] || s->start_us > before[s->thread].start_us)
+    before[s->thread] = *s, have[s->thread] = true;
+}
+
 static int copy_window(snap__trace_t *tr, snap__lock_t *lock,
                        uint64_t since_unix, uint64_t until_unix, copy_t *c) {
   memset(c, 0, sizeof *c);
@@ -53,24 +67,53 @@ static int copy_window(snap__trace_t *tr, snap__lock_t *lock,
                       : until_unix > c->t0_unix_ns
                           ? (until_unix - c->t0_unix_ns) / 1000u
                           : 0;
-  size_t most = (size_t)tr->ring.records + tr->n_thr;
+  size_t most = (size_t)tr->ring.records + 2u * tr->n_thr;
   c->spans = malloc((most ? most : 1) * sizeof *c->spans);
   c->nodes = malloc((tr->table.n ? tr->table.n : 1) * sizeof *c->nodes);
   c->threads = calloc(tr->n_thr ? tr->n_thr : 1, sizeof *c->threads);
   c->labels = malloc((tr->n_labels ? tr->n_labels : 1) * sizeof *c->labels);
-  if (!c->spans || !c->nodes || !c->threads || !c->labels) {
+  snap__tspan_t *before = malloc((tr->n_thr ? tr->n_thr : 1) * sizeof *before);
+  if (!c->spans || !c->nodes || !c->threads || !c->labels || !before) {
     snap__plat_lock_unlock(lock);
+    free(before);
     return SNAP_ENOMEM;
   }
+  bool have[SNAP__TRACE_THREADS] = {false};
   snap__span_iter_t it = snap__span_ring_iter(&tr->ring);
   snap__tspan_t s;
   while (snap__span_ring_next(&tr->ring, &it, &s))
     if (overlaps(&s, since_us, until_us))
       c->spans[c->n_spans++] = s;
+    else
+      note_before(&s, since_us, tr->n_thr, before, have);
   for (uint32_t i = 0; i < tr->n_thr; i++) {
     const snap__trace_thr_t *th = &tr->thr[i];
-    if (th->open && overlaps(&th->span, since_us, until_us))
+    if (!th->open)
+      continue;
+    if (overlaps(&th->span, since_us, until_us))
       c->spans[c->n_spans++] = th->span;
+    else
+      note_before(&th->span, since_us, tr->n_thr, before, have);
+  }
+  /* Those whose cover reaches the window: the main thread's lasts to its
+     next span, another thread's two sampling periods at most. */
+  uint64_t other_us = 2u * (uint64_t)tr->cfg.other_interval_us;
+  for (uint32_t i = 0; i < tr->n_thr; i++)
+    if (have[i] &&
+        (tr->thr[i].is_main || before[i].end_us + other_us >= since_us))
+      c->spans[c->n_spans++] = before[i];
+  /* Drawn from the window's start: a span that began before it (an idle
+     main thread's, a minute long) would count its whole length in a
+     window of seconds (the folded stacks' counts are time). */
+  for (size_t i = 0; i < c->n_spans; i++) {
+    snap__tspan_t *k = &c->spans[i];
+    if (k->start_us < since_us)
+      k->start_us = since_us;
+    if (k->end_us < since_us)
+      k->end_us = since_us;
+  }
+  for (uint32_t i = 0; i < tr->n_thr; i++) {
+    const snap__trace_thr_t *th = &tr->thr[i];
     c->threads[i].tid = th->tid;
     c->threads[i].is_main = th->is_main;
     memcpy(c->threads[i].name, th->name, sizeof c->threads[i].name);
@@ -82,6 +125,7 @@ static int copy_window(snap__trace_t *tr, snap__lock_t *lock,
   memcpy(c->labels, tr->labels, (size_t)tr->n_labels * sizeof *c->labels);
   c->n_labels = tr->n_labels;
   snap__plat_lock_unlock(lock);
+  free(before);
   return SNAP_OK;
 }
 

@@ -25,6 +25,9 @@ snap_test(test_trace_budget trace/test_trace_budget.c)
 target_compile_definitions(test_trace_budget PRIVATE
   SNAP_HEADER="${PROJECT_SOURCE_DIR}/include/stacksnap.h")
 snap_test(test_trace_empty_window trace/test_trace_empty_window.c)
+# A window holds the span drawn at its start (test_trace_pattern's first
+# phase, drawn late beside busy tests).
+snap_test(test_trace_window trace/test_trace_window.c)
 
 # Issue 25 ("one sampler"): the trace and the lag watchdog on together, the
 # trace's phase edges held to the program's own clocks, quiet (20 ms) and
