@@ -46,11 +46,18 @@ def skip(why):
     sys.exit(SKIP)
 
 
-def result(name):
-    """The exit code of a test that is done: 0, or 1 after any failure."""
+def result(name, work=None):
+    """The exit code of a test that is done: 0, or 1 after any failure.
+    work: its scratch directory, removed when it passed and kept (said)
+    for a look when it failed."""
     if failures:
         print(f"{name}: {len(failures)} check(s) failed", flush=True)
+        if work:
+            print(f"{name}: kept {work}", flush=True)
         return 1
+    if work:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
     print(f"{name}: all checks passed", flush=True)
     return 0
 

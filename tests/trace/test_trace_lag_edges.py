@@ -67,7 +67,7 @@ def main():
     tids = {e["tid"] for e in iters}
     check(len(tids) == 1, "iteration on %d threads" % len(tids))
     if len(tids) != 1:
-        return result("test_trace_lag_edges")
+        return result("test_trace_lag_edges", d)
     tid = tids.pop()
     kids = sorted([e for e in xs if e["tid"] == tid and
                    e["name"].startswith("ph_")], key=lambda e: e["ts"])
@@ -112,7 +112,7 @@ def main():
                       "edge %s -> %s drawn %.1f ms before the phase began"
                       % (p["name"], q["name"], -err / 1e6))
     print("worst edge error %.1f ms" % (worst / 1e6))
-    return result("test_trace_lag_edges")
+    return result("test_trace_lag_edges", d)
 
 
 if __name__ == "__main__":

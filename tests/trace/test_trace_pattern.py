@@ -183,7 +183,7 @@ def main():
     holders = {s["track"] for s in slices if s["name"] == "pattern_run"}
     check(len(holders) == 1, "pattern_run on %d tracks" % len(holders))
     if len(holders) != 1:
-        return result("test_trace_pattern")
+        return result("test_trace_pattern", d)
     track = holders.pop()
     # How long the sampler was held back in all, by its own counts: its
     # missed 1 ms periods, and the sample timeout (100 ms) of each failed
@@ -203,7 +203,7 @@ def main():
               [c["name"] for c in children])
         check(any(s["name"].startswith("phase_") for s in slices),
               "perfetto: no phase_* slice at all")
-        return result("test_trace_pattern")
+        return result("test_trace_pattern", d)
     check_phases("perfetto", children, phases, gap_at)
     for c in children:
         st, wait = c["ann"].get("state"), c["ann"].get("wait")
@@ -279,7 +279,7 @@ def main():
               "folded: %s %.1f ms, the program measured %.1f ms"
               % (p, got_ns / 1e6, want_ns / 1e6))
     transitions(a, d, facts.get("tsan"))
-    return result("test_trace_pattern")
+    return result("test_trace_pattern", d)
 
 
 def transitions(a, d, tsan):
