@@ -24,7 +24,7 @@
  *     but on a shared VM stolen time swung that by +-100 us a sample.
  *
  * Usage: bench_trace [--write-seconds S]   (S: the trace's length, 30)
- *        bench_trace --floor               (part 5 alone)
+ *        bench_trace --floor [N]           (part 5 alone; N rounds, 9)
  *        bench_trace spin SECONDS          (the workload alone, for perf)
  */
 #include <stdint.h>
@@ -220,22 +220,24 @@ static double median(double *v, int n) {
 
 /* Alternations of 1 s each (base, bare timer, trace): a busy machine's
    drift hits all three alike, and the medians say what held. */
-#define FLOOR_ROUNDS 9
+#define FLOOR_ROUNDS_MAX 64
+static int g_floor_rounds = 9; /* --floor N: more, for a steadier median */
 static void part_floor(void) {
   printf("== 5. the whole cost per sample against the floor (a bare "
          "per-thread CPU-time timer walking frame pointers), 1 kHz, main "
          "spinning at depth 40; %d alternations of 1 s (base, bare, trace), "
          "medians\n",
-         FLOOR_ROUNDS);
-  double bare_us[FLOOR_ROUNDS], whole_us[FLOOR_ROUNDS], samp_us[FLOOR_ROUNDS],
-      lost_us[FLOOR_ROUNDS], samp_pct[FLOOR_ROUNDS], ratio[FLOOR_ROUNDS],
-      rate_bare[FLOOR_ROUNDS], rate_tr[FLOOR_ROUNDS],
-      bare_rate_us[FLOOR_ROUNDS], lost_rate_us[FLOOR_ROUNDS];
+         g_floor_rounds);
+  double bare_us[FLOOR_ROUNDS_MAX], whole_us[FLOOR_ROUNDS_MAX],
+      samp_us[FLOOR_ROUNDS_MAX], lost_us[FLOOR_ROUNDS_MAX],
+      samp_pct[FLOOR_ROUNDS_MAX], ratio[FLOOR_ROUNDS_MAX],
+      rate_bare[FLOOR_ROUNDS_MAX], rate_tr[FLOOR_ROUNDS_MAX],
+      bare_rate_us[FLOOR_ROUNDS_MAX], lost_rate_us[FLOOR_ROUNDS_MAX];
   double frames = 0;
   snap_trace_config_t c;
   snap_trace_config_default(&c);
   c.other_interval_us = 0;
-  for (int r = 0; r < FLOOR_ROUNDS; r++) {
+  for (int r = 0; r < g_floor_rounds; r++) {
     spin_cost_t base = spin_cost(1.0);
     uint64_t t0 = g_bare_ticks, f0 = g_bare_frames;
     timer_t id = bare_start();
@@ -270,28 +272,28 @@ static void part_floor(void) {
     ratio[r] = bare_us[r] > 0 ? whole_us[r] / bare_us[r] : 0;
   }
   double wmin = whole_us[0], wmax = whole_us[0];
-  for (int r = 1; r < FLOOR_ROUNDS; r++) {
+  for (int r = 1; r < g_floor_rounds; r++) {
     wmin = whole_us[r] < wmin ? whole_us[r] : wmin;
     wmax = whole_us[r] > wmax ? whole_us[r] : wmax;
   }
   printf("  bare timer: %.0f signals/s of CPU (CPU-time timers fire at "
          "scheduler ticks), %.1f frames each; the thread loses %.1f "
          "us/sample (by its work rate: %.1f)\n",
-         median(rate_bare, FLOOR_ROUNDS), frames, median(bare_us, FLOOR_ROUNDS),
-         median(bare_rate_us, FLOOR_ROUNDS));
+         median(rate_bare, g_floor_rounds), frames,
+         median(bare_us, g_floor_rounds), median(bare_rate_us, g_floor_rounds));
   printf("  trace: %.0f samples/s of CPU; sampler thread %.2f %% of a core = "
          "%.1f us/sample; the thread loses %.1f us/sample (by its work rate: "
          "%.1f); whole %.1f us/sample (min %.1f, max %.1f); ratio to the "
          "bare timer %.2fx\n",
-         median(rate_tr, FLOOR_ROUNDS), median(samp_pct, FLOOR_ROUNDS),
-         median(samp_us, FLOOR_ROUNDS), median(lost_us, FLOOR_ROUNDS),
-         median(lost_rate_us, FLOOR_ROUNDS), median(whole_us, FLOOR_ROUNDS),
-         wmin, wmax, median(ratio, FLOOR_ROUNDS));
+         median(rate_tr, g_floor_rounds), median(samp_pct, g_floor_rounds),
+         median(samp_us, g_floor_rounds), median(lost_us, g_floor_rounds),
+         median(lost_rate_us, g_floor_rounds), median(whole_us, g_floor_rounds),
+         wmin, wmax, median(ratio, g_floor_rounds));
   /* Each round's bare figure is a few us read through the box's noise:
      the medians' ratio is the steadier one. */
-  double mb = median(bare_us, FLOOR_ROUNDS);
+  double mb = median(bare_us, g_floor_rounds);
   printf("  ratio of the medians (whole / bare): %.2fx\n",
-         mb > 0 ? median(whole_us, FLOOR_ROUNDS) / mb : 0.0);
+         mb > 0 ? median(whole_us, g_floor_rounds) / mb : 0.0);
   /* Idle: the main thread asleep; a CPU-time timer never fires. */
   if (snap_trace_start(&c) != SNAP_OK)
     return;
@@ -456,7 +458,9 @@ int main(int argc, char **argv) {
   double write_s = 30;
   if (argc == 3 && strcmp(argv[1], "--write-seconds") == 0)
     write_s = atof(argv[2]);
-  if (argc == 2 && strcmp(argv[1], "--floor") == 0) {
+  if ((argc == 2 || argc == 3) && strcmp(argv[1], "--floor") == 0) {
+    int n = argc == 3 ? atoi(argv[2]) : 9;
+    g_floor_rounds = n < 3 ? 3 : n > FLOOR_ROUNDS_MAX ? FLOOR_ROUNDS_MAX : n;
     part_floor();
     return 0;
   }
