@@ -46,7 +46,8 @@ static bool overlaps(const snap__tspan_t *s, uint64_t since_us,
 /* A span is drawn until its thread's next one (slices.c, rule 1), so the
    last one that ended before the window may cover its start: kept for
    each thread, the newest (*have) among those not overlapping it. A mark
-   is an instant: never. */
+   is an instant: never. (It is needed only where no span of the thread
+   in the window began by its start: copy_window.) */
 static void note_before(const snap__tspan_t *s, uint64_t since_us,
                         uint32_t n_thr, snap__tspan_t *before, bool *have) {
   if (s->label || s->end_us >= since_us || s->thread >= n_thr)
@@ -95,6 +96,12 @@ static int copy_window(snap__trace_t *tr, snap__lock_t *lock,
     else
       note_before(&th->span, since_us, tr->n_thr, before, have);
   }
+  /* A thread with a span in the window begun by its start needs none
+     before it. */
+  for (size_t i = 0; i < c->n_spans; i++)
+    if (!c->spans[i].label && c->spans[i].start_us <= since_us &&
+        c->spans[i].thread < tr->n_thr)
+      have[c->spans[i].thread] = false;
   /* Those whose cover reaches the window: the main thread's lasts to its
      next span, another thread's two sampling periods at most. */
   uint64_t other_us = 2u * (uint64_t)tr->cfg.other_interval_us;

@@ -14,7 +14,8 @@
  * spans pushed into its ring with known times, the window's start between
  * two of them. Oracle: the spans' own times. Checked: the main thread's
  * last span before the window is kept (and no older one); another
- * thread's only while it can still be drawn (two of its periods); a mark
+ * thread's only while it can still be drawn (two of its periods), and no
+ * thread's where a span across the window's start covers it; a mark
  * before the window (an instant) is not; spans in the window all are;
  * and every span is cut at the window's start (an idle main thread's
  * span of a minute counted a minute in the folded stacks of a window of
@@ -72,12 +73,13 @@ int main(void) {
   tr->cfg.other_interval_us = 10000;
   /* The trace began a second ago: its times are all in the past. */
   tr->t0_ns = snap__plat_now_ns() - 1000000000u;
-  tr->n_thr = 3;
+  tr->n_thr = 4;
   tr->thr[0] = (snap__trace_thr_t){.tid = 100, .is_main = true};
   tr->thr[1] = (snap__trace_thr_t){.tid = 101};
   tr->thr[2] = (snap__trace_thr_t){.tid = 102};
-  uint32_t node[7];
-  for (uintptr_t k = 1; k <= 6; k++) {
+  tr->thr[3] = (snap__trace_thr_t){.tid = 103};
+  uint32_t node[9];
+  for (uintptr_t k = 1; k <= 8; k++) {
     uintptr_t pc = k << 12;
     node[k] = snap__stack_table_add(&tr->table, &pc, 1, true);
   }
@@ -89,8 +91,10 @@ int main(void) {
   push(tr, 0, 10, 12, node[3], 0); /* main: drawn until its next, 40 ms */
   push(tr, 2, 1, 2, node[4], 0);   /* other: drawn until 22 ms at most */
   push(tr, 0, 20, 20, node[1], 1); /* a mark of main's: an instant */
+  push(tr, 3, 10, 11, node[7], 0); /* other: but its next covers 25 ms */
   push(tr, 0, 40, 50, node[5], 0); /* main, in the window */
-  push(tr, 1, 15, 60, node[6], 0); /* other, across the window's start */
+  push(tr, 1, 30, 60, node[6], 0); /* other, in the window */
+  push(tr, 3, 15, 60, node[8], 0); /* other, across the window's start */
 
   snap__lock_t lock;
   CHECK_EQ(snap__plat_lock_init(&lock), SNAP_OK);
@@ -111,14 +115,19 @@ int main(void) {
   CHECK(b && at(b->start_ns, t0_unix, 40) && at(b->end_ns, t0_unix, 50),
         "a span in the window is missing or moved");
   b = span_of(&s, 6 << 12);
+  CHECK(b && at(b->start_ns, t0_unix, 30) && at(b->end_ns, t0_unix, 60),
+        "a span in the window is missing or moved");
+  b = span_of(&s, 8 << 12);
   CHECK(b && at(b->start_ns, t0_unix, 25) && at(b->end_ns, t0_unix, 60),
         "a span across the window's start is not cut there");
-  CHECK_EQ(s.n_spans, 4);
+  CHECK(!span_of(&s, 7 << 12), "a span before the window is kept where a "
+                               "span across its start covers it");
+  CHECK_EQ(s.n_spans, 5);
   snap__trace_snapshot_free(&s);
 
   /* A window from the trace's start: nothing is before it. */
   CHECK_EQ(snap__trace_snapshot(tr, &lock, 1, 0, &s), SNAP_OK);
-  CHECK_EQ(s.n_spans, 7);
+  CHECK_EQ(s.n_spans, 9);
   snap__trace_snapshot_free(&s);
   snap__plat_lock_destroy(&lock);
   free(mem);
