@@ -94,8 +94,10 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 
@@ -116,6 +118,7 @@ typedef struct spin_cost {
   double cpu;    /* the thread's CPU time over the run */
   double excess; /* seconds lost in rounds slowed by SLOW_MIN..SLOW_MAX */
   double rate;   /* rounds per second of CPU time */
+  double wall;   /* its wall time */
 } spin_cost_t;
 
 __attribute__((noinline)) static uint64_t leaf_timed(double until,
@@ -151,9 +154,10 @@ __attribute__((noinline)) static uint64_t deep_timed(int depth, double until,
 
 static spin_cost_t spin_cost(double seconds) {
   spin_cost_t r;
-  double c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
-  uint64_t n = deep_timed(40, now_s(CLOCK_MONOTONIC) + seconds, &r.excess);
+  double c0 = now_s(CLOCK_THREAD_CPUTIME_ID), w0 = now_s(CLOCK_MONOTONIC);
+  uint64_t n = deep_timed(40, w0 + seconds, &r.excess);
   r.cpu = now_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+  r.wall = now_s(CLOCK_MONOTONIC) - w0;
   r.rate = (double)n / r.cpu;
   return r;
 }
@@ -218,6 +222,36 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
+/* The trace's sampler thread's CPU time so far (ns; -1: not found), from
+   /proc: the library's own figure (sampler_cpu_ns) is taken at the stop
+   and so includes the start's and the stop's work, once a trace. */
+static int64_t sampler_cpu_ns(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return -1;
+  int64_t cpu = -1;
+  struct dirent *e;
+  while (cpu < 0 && (e = readdir(d))) {
+    char path[300], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    bool ours = fgets(comm, sizeof comm, f) &&
+                strncmp(comm, "stacksnap-trace", 15) == 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+    unsigned long long ns;
+    if (ours && (f = fopen(path, "r"))) {
+      if (fscanf(f, "%llu", &ns) == 1)
+        cpu = (int64_t)ns;
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return cpu;
+}
+
 /* Alternations of 1 s each (base, bare timer, trace): a busy machine's
    drift hits all three alike, and the medians say what held. */
 #define FLOOR_ROUNDS_MAX 64
@@ -231,8 +265,9 @@ static void part_floor(void) {
   double bare_us[FLOOR_ROUNDS_MAX], whole_us[FLOOR_ROUNDS_MAX],
       samp_us[FLOOR_ROUNDS_MAX], lost_us[FLOOR_ROUNDS_MAX],
       samp_pct[FLOOR_ROUNDS_MAX], ratio[FLOOR_ROUNDS_MAX],
-      rate_bare[FLOOR_ROUNDS_MAX], rate_tr[FLOOR_ROUNDS_MAX],
-      bare_rate_us[FLOOR_ROUNDS_MAX], lost_rate_us[FLOOR_ROUNDS_MAX];
+      samp_all_us[FLOOR_ROUNDS_MAX], rate_bare[FLOOR_ROUNDS_MAX],
+      rate_tr[FLOOR_ROUNDS_MAX], bare_rate_us[FLOOR_ROUNDS_MAX],
+      lost_rate_us[FLOOR_ROUNDS_MAX];
   double frames = 0;
   snap_trace_config_t c;
   snap_trace_config_default(&c);
@@ -257,15 +292,27 @@ static void part_floor(void) {
       printf("snap_trace_start failed\n");
       return;
     }
-    spin_cost_t tr = spin_cost(1.0);
     snap_trace_stats_t st = {.size = sizeof st};
+    snap_trace_stats(&st);
+    uint64_t s0 = st.samples;
+    int64_t c0 = sampler_cpu_ns();
+    spin_cost_t tr = spin_cost(1.0);
+    snap_trace_stats(&st);
+    int64_t c1 = sampler_cpu_ns();
+    uint64_t s1 = st.samples;
     snap_trace_stop();
     snap_trace_stats(&st);
     double n = (double)(st.samples ? st.samples : 1);
     double sampler = (double)st.sampler_cpu_ns / 1e9;
     rate_tr[r] = n / tr.cpu;
-    samp_us[r] = sampler / n * 1e6;
-    samp_pct[r] = sampler * 100; /* of its 1 s */
+    /* Per sample: while it ran (the start's and the stop's work are once a
+       trace; beside them, the whole trace's figure). */
+    samp_all_us[r] = sampler / n * 1e6;
+    samp_us[r] = c0 >= 0 && c1 >= c0 && s1 > s0
+                     ? (double)(c1 - c0) / 1e3 / (double)(s1 - s0)
+                     : samp_all_us[r];
+    samp_pct[r] =
+        c0 >= 0 && c1 >= c0 ? (double)(c1 - c0) / tr.wall / 1e7 : sampler * 100;
     lost_us[r] = (tr.excess / tr.cpu - base_x) / rate_tr[r] * 1e6;
     lost_rate_us[r] = (1 - tr.rate / base.rate) * tr.cpu / n * 1e6;
     whole_us[r] = samp_us[r] + lost_us[r];
@@ -281,14 +328,16 @@ static void part_floor(void) {
          "us/sample (by its work rate: %.1f)\n",
          median(rate_bare, g_floor_rounds), frames,
          median(bare_us, g_floor_rounds), median(bare_rate_us, g_floor_rounds));
-  printf("  trace: %.0f samples/s of CPU; sampler thread %.2f %% of a core = "
-         "%.1f us/sample; the thread loses %.1f us/sample (by its work rate: "
+  printf("  trace: %.0f samples/s of CPU; sampler thread while it ran %.2f "
+         "%% of a core = %.1f us/sample (%.1f with its start and stop); the "
+         "thread loses %.1f us/sample (by its work rate: "
          "%.1f); whole %.1f us/sample (min %.1f, max %.1f); ratio to the "
          "bare timer %.2fx\n",
          median(rate_tr, g_floor_rounds), median(samp_pct, g_floor_rounds),
-         median(samp_us, g_floor_rounds), median(lost_us, g_floor_rounds),
-         median(lost_rate_us, g_floor_rounds), median(whole_us, g_floor_rounds),
-         wmin, wmax, median(ratio, g_floor_rounds));
+         median(samp_us, g_floor_rounds), median(samp_all_us, g_floor_rounds),
+         median(lost_us, g_floor_rounds), median(lost_rate_us, g_floor_rounds),
+         median(whole_us, g_floor_rounds), wmin, wmax,
+         median(ratio, g_floor_rounds));
   /* Each round's bare figure is a few us read through the box's noise:
      the medians' ratio is the steadier one. */
   double mb = median(bare_us, g_floor_rounds);
