@@ -111,11 +111,22 @@ static int copy_window(snap__trace_t *tr, snap__lock_t *lock,
       c->spans[c->n_spans++] = before[i];
   /* Drawn from the window's start: a span that began before it (an idle
      main thread's, a minute long) would count its whole length in a
-     window of seconds (the folded stacks' counts are time). */
+     window of seconds (the folded stacks' counts are time). Its samples
+     and CPU time are cut in proportion (its samples are about evenly
+     spaced: the sampler's looks, or the thread's ticks). */
   for (size_t i = 0; i < c->n_spans; i++) {
     snap__tspan_t *k = &c->spans[i];
-    if (k->start_us < since_us)
-      k->start_us = since_us;
+    if (k->start_us >= since_us)
+      continue;
+    if (k->end_us > since_us) {
+      double kept =
+          (double)(k->end_us - since_us) / (double)(k->end_us - k->start_us);
+      uint32_t n = (uint32_t)((double)k->count * kept + 0.5);
+      k->count = n ? n : 1;
+      if (k->cpu_us > 0)
+        k->cpu_us = (int64_t)((double)k->cpu_us * kept + 0.5);
+    }
+    k->start_us = since_us;
     if (k->end_us < since_us)
       k->end_us = since_us;
   }

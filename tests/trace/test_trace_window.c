@@ -19,7 +19,7 @@
  * before the window (an instant) is not; spans in the window all are;
  * and every span is cut at the window's start (an idle main thread's
  * span of a minute counted a minute in the folded stacks of a window of
- * seconds).
+ * seconds), its samples and CPU time in proportion.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +31,17 @@
 
 static void push(snap__trace_t *tr, uint32_t thread, uint64_t start_ms,
                  uint64_t end_ms, uint32_t stack, uint32_t label) {
+  /* A sample a ms, each with its ms of CPU. */
   snap__tspan_t s = {.start_us = start_ms * MS,
                      .end_us = end_ms * MS,
                      .thread = thread,
                      .stack = stack,
-                     .count = 1,
+                     .count = (uint32_t)(end_ms - start_ms),
                      .state = SNAP__STATE_RUNNING,
-                     .cpu_us = -1,
+                     .cpu_us = (int64_t)(end_ms - start_ms) * MS,
                      .label = label};
+  if (!s.count)
+    s.count = 1;
   CHECK(snap__span_ring_push(&tr->ring, &s), "push");
 }
 
@@ -95,6 +98,7 @@ int main(void) {
   push(tr, 0, 40, 50, node[5], 0); /* main, in the window */
   push(tr, 1, 30, 60, node[6], 0); /* other, in the window */
   push(tr, 3, 15, 60, node[8], 0); /* other, across the window's start */
+  /* ... with 45 samples and 45 ms of CPU: 35 of each are in the window */
 
   snap__lock_t lock;
   CHECK_EQ(snap__plat_lock_init(&lock), SNAP_OK);
@@ -120,6 +124,10 @@ int main(void) {
   b = span_of(&s, 8 << 12);
   CHECK(b && at(b->start_ns, t0_unix, 25) && at(b->end_ns, t0_unix, 60),
         "a span across the window's start is not cut there");
+  CHECK(b && b->count == 35 && b->cpu_ns > 34900 * 1000 &&
+            b->cpu_ns < 35100 * 1000, /* the window's start, a few us off */
+        "the cut span keeps %u samples and %lld ns of CPU, not 35 and 35 ms",
+        b ? b->count : 0, b ? (long long)b->cpu_ns : 0);
   CHECK(!span_of(&s, 7 << 12), "a span before the window is kept where a "
                                "span across its start covers it");
   CHECK_EQ(s.n_spans, 5);
