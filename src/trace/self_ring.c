@@ -81,12 +81,12 @@ void snap__sring_alarm(snap__sring_t *r, bool on) {
 
 /* After a tick at now with `fill` entries waiting: while the sampler sleeps
    on the alarm, the alarm pushed to alarm_ns from now when less than half
-   of that is left (it goes off
-   between half of alarm_ns and all of it after the last tick; a push
-   costs the handler 7-9 us on this VM, so not at every tick), and the
-   sampler posted as the ring becomes half full (it would otherwise sleep
-   until the ticks stop, and drop those that find it full) and while it
-   is full. Fill grows by one a tick, so it meets cap / 2 on its way up. */
+   of that is left (it goes off between half of alarm_ns and all of it
+   after the last tick; a push costs the handler 7-9 us on this VM, so not
+   at every tick), and the sampler posted as the ring becomes half full
+   (it would otherwise sleep until the ticks stop, and drop those that
+   find it full) and while it is full. Fill grows by one a tick, so it
+   meets cap / 2 on its way up. */
 static void keep_waker(snap__sring_t *r, uint64_t now, uint64_t fill) {
   if (atomic_load_explicit(&r->alarm_on, memory_order_relaxed) &&
       r->alarm_at < now + r->alarm_ns / 2) {
