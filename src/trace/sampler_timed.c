@@ -239,7 +239,8 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
   /* The main thread ticked since it was seen blocked, and no look saw it
      awake before: its wake is dated now, from its clocks, before its
      first tick is drained. The tick alone dates it by its CPU time, and
-     on a busy machine it waited for a CPU too (seen: 29 ms late). */
+     on a busy machine it waited for a CPU too (seen: 2-4 ms late beside
+     two busy loops). */
   if (th->timed->base_ns && !th->timed->woke_ns &&
       snap__sring_peek(th->timed->ring))
     th->timed->woke_ns = woke_at(tr, th);
