@@ -126,27 +126,24 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
          ring: the sampler need not wake for them (a wake costs it 40-60
          us of CPU on this VM, more than the tick it drains). While it
          runs on (its last looks found it never slept: note_steady,
-         sampler_timed.c), the ring's alarm (turned on here, pushed by
-         each tick, snap__sring_watch) wakes the sampler 5-10 ms after the
-         last one: the thread slept, or gets no CPU, and the look dates it
-         (by its CPU time) and reads where it sleeps, as a look every 5-10
-         ms did. The ring's half-full post and a writer's flush wake it
-         too, a burst of marks brings its next look closer (below);
-         otherwise it drains every TICKING_NS. What it can miss, as looks
-         10 ms apart did: a sleep shorter than the alarm that starts after
-         a long run, whose gap reads as a wait for a CPU; the first sleep
-         seen makes the looks DRAIN_NS again (and the alarm off). Blocked:
-         its wake shows by its own tick, dated by itself; the look only
-         nudges it sooner on a busy machine. */
+         sampler_timed.c), the ring's alarm (pushed by each tick,
+         snap__sring_watch) wakes the sampler 5-10 ms after the last one:
+         the thread slept, or gets no CPU, and the look dates it (by its
+         CPU time) and reads where it sleeps, as a look every 5-10 ms did.
+         The ring's half-full post and a writer's flush wake it too, a
+         burst of marks brings its next look closer (below); otherwise it
+         drains every TICKING_NS. What
+         it can miss, as looks 10 ms apart did: a sleep shorter than the
+         alarm that starts after a long run, whose gap reads as a wait for
+         a CPU; the first sleep seen makes the looks DRAIN_NS again.
+         Blocked: its wake shows by its own tick, dated by itself; the
+         look only nudges it sooner on a busy machine. */
       uint64_t step = main_ns;
       if (main_idx != SNAP__TRACE_NONE && tr->thr[main_idx].timed) {
         const snap__trace_thr_t *m = &tr->thr[main_idx];
         uint64_t d = m->last_state == SNAP__STATE_BLOCKED ? IDLE_DRAIN_NS
                      : m->timed->steady                   ? TICKING_NS
                                                           : DRAIN_NS;
-        /* The ticks push the alarm only while the sampler sleeps on it (a
-           push costs the handler 7-9 us on this VM). */
-        snap__sring_alarm(m->timed->ring, d == TICKING_NS);
         step = main_ns < d ? d : main_ns;
       }
       next_main += step;

@@ -20,10 +20,9 @@
  * A full ring drops the new sample and counts it (lost): the sampler was
  * held back longer than the ring covers.
  *
- * The main thread's ring wakes the sampler (snap__sring_watch): while
- * the sampler sleeps as the ticks come (schedule.c, snap__sring_alarm),
- * the handler pushes the waker's alarm later, so it goes off once they
- * stop.
+ * The main thread's ring wakes the sampler (snap__sring_watch): the
+ * sampler sleeps while the ticks come (schedule.c), and the
+ * handler pushes the waker's alarm later, so it goes off once they stop.
  */
 #include <string.h>
 
@@ -40,7 +39,6 @@ struct snap__sring {
      (the handler's own: only it reads or writes it). */
   snap__waker_t *waker;
   uint64_t alarm_ns, alarm_at;
-  _Atomic bool alarm_on;   /* the sampler sleeps on the alarm (the pushes) */
   snap__walk_state_t walk; /* the handler's scratch: not on the stack */
   snap__sring_entry_t e[]; /* cap entries */
 };
@@ -59,7 +57,6 @@ snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags) {
   r->flags = flags;
   r->waker = NULL;
   r->alarm_ns = r->alarm_at = 0;
-  atomic_init(&r->alarm_on, false);
   return r;
 }
 
@@ -68,28 +65,15 @@ void snap__sring_watch(snap__sring_t *r, snap__waker_t *w, uint64_t alarm_ns) {
   r->alarm_ns = alarm_ns;
 }
 
-void snap__sring_alarm(snap__sring_t *r, bool on) {
-  if (!r->waker)
-    return;
-  /* Armed here as the pushes begin: the handler's own idea of when it goes
-     off (alarm_at) is from an earlier push, so never later than this (it
-     pushes early, never late). Turned off, it may still go off once: a
-     look that comes early. */
-  if (!atomic_exchange(&r->alarm_on, on) && on)
-    snap__plat_waker_alarm(r->waker, r->alarm_ns);
-}
-
-/* After a tick at now with `fill` entries waiting: while the sampler sleeps
-   on the alarm, the alarm pushed to alarm_ns from now when less than half
-   of that is left (it goes off between half of alarm_ns and all of it
-   after the last tick; a push costs the handler 7-9 us on this VM, so not
-   at every tick), and the sampler posted as the ring becomes half full
-   (it would otherwise sleep until the ticks stop, and drop those that
-   find it full) and while it is full. Fill grows by one a tick, so it
-   meets cap / 2 on its way up. */
+/* After a tick at now with `fill` entries waiting: the alarm pushed to
+   alarm_ns from now when less than half of that is left (it goes off
+   between half of alarm_ns and all of it after the last tick; a push
+   costs the handler 7-9 us on this VM, so not at every tick), and the
+   sampler posted as the ring becomes half full (it would otherwise sleep
+   until the ticks stop, and drop those that find it full) and while it
+   is full. Fill grows by one a tick, so it meets cap / 2 on its way up. */
 static void keep_waker(snap__sring_t *r, uint64_t now, uint64_t fill) {
-  if (atomic_load_explicit(&r->alarm_on, memory_order_relaxed) &&
-      r->alarm_at < now + r->alarm_ns / 2) {
+  if (r->alarm_at < now + r->alarm_ns / 2) {
     snap__plat_waker_alarm(r->waker, r->alarm_ns);
     r->alarm_at = now + r->alarm_ns;
   }

@@ -277,14 +277,11 @@ typedef struct snap__sring snap__sring_t;
 size_t snap__sring_bytes(uint32_t cap);
 snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags);
 /* The main thread's ring also keeps the sampler's waker informed
-   (schedule.c): a tick that finds the ring half full posts it, and while
-   the sampler sleeps on the alarm (snap__sring_alarm: on), each tick
-   pushes the alarm to alarm_ns later (when less than half of that was
-   left: a system call every few ticks), so the sampler wakes when the
-   ticks stop. Watch before the timer is armed; the alarm is the sampler's
-   to turn on (it arms it then) and off. */
+   (schedule.c): each tick pushes its alarm to alarm_ns later
+   (when less than half of that was left: a system call every few ticks),
+   so the sampler wakes when the ticks stop; a tick that finds the ring
+   half full posts it. Before the timer is armed. */
 void snap__sring_watch(snap__sring_t *r, snap__waker_t *w, uint64_t alarm_ns);
-void snap__sring_alarm(snap__sring_t *r, bool on);
 /* The timer's function (snap__cpu_tick_fn; ctx: the ring). */
 void snap__sring_tick(const snap__regs_t *regs, void *ctx);
 /* The sampler's side: the oldest entry not consumed (NULL: none), and
