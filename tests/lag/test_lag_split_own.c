@@ -21,8 +21,9 @@
  * Oracles: the main thread's own CLOCK_THREAD_CPUTIME_ID, schedstat and
  * monotonic clock read right next to each busy/idle pair (schedstat, a
  * file read a busy machine may preempt, just outside, with the slack that
- * gives). The report's main_thread split must match them: wall within
- * 3 ms of the stretch, CPU and run-queue wait within 6 ms (the observer's
+ * gives). The report's main_thread split must match them: wall between
+ * the clock read just inside the busy/idle calls and the one just outside
+ * them, CPU and run-queue wait within 6 ms (the observer's
  * start reading may be up to 4 ms early), blocked likewise; so a compute
  * lag is never blocked, however late the watchdog looked.
  */
@@ -70,6 +71,7 @@ __attribute__((noinline)) void own_compute(int64_t cpu_ns) {
 
 typedef struct truth {
   int64_t unix_ms, wall, cpu, runq;
+  int64_t inner; /* the wall time strictly inside the busy and idle calls */
   int64_t extra; /* how much longer the run-queue reading's interval was */
 } truth_t;
 
@@ -85,7 +87,9 @@ static truth_t stretch(void (*fn)(int64_t), int64_t arg) {
   int64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   int64_t w0 = clock_ns(CLOCK_MONOTONIC);
   snap_lag_loop_busy();
+  int64_t w0b = clock_ns(CLOCK_MONOTONIC);
   fn(arg);
+  int64_t w1a = clock_ns(CLOCK_MONOTONIC);
   snap_lag_loop_idle();
   int64_t w1 = clock_ns(CLOCK_MONOTONIC);
   int64_t c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -93,6 +97,7 @@ static truth_t stretch(void (*fn)(int64_t), int64_t arg) {
   int64_t wq1 = clock_ns(CLOCK_MONOTONIC);
   t.cpu = c1 - c0;
   t.wall = w1 - w0;
+  t.inner = w1a - w0b;
   t.runq = q0 >= 0 && q1 >= 0 ? q1 - q0 : -1;
   t.extra = (wq1 - wq0) - t.wall;
   return t;
@@ -156,8 +161,14 @@ static void check_split(const char *dir, const char *what, const truth_t *t,
          "own wall %lld cpu %lld runq %lld blocked %lld (+%lld ms around)\n",
          what, wall, cpu, runq, blocked, late, twall, tcpu, trunq, tblocked,
          extra);
-  CHECK(wall <= twall + 1 && wall >= twall - 3,
-        "%s: wall %lld ms, the stretch %lld ms", what, wall, twall);
+  /* The library dates the stretch inside the busy and idle calls, so
+     its wall lies between the inner and the outer readings; a busy
+     machine may preempt the thread inside either call (seen: 4 ms under
+     qemu), so the lower bound is the inner one, not a fixed slack. */
+  long long tinner = t->inner / MS;
+  CHECK(wall <= twall + 1 && wall >= tinner - 1,
+        "%s: wall %lld ms, the stretch %lld ms (%lld inside the calls)", what,
+        wall, twall, tinner);
   CHECK(cpu >= tcpu - 6 && cpu <= tcpu + 6, "%s: cpu %lld ms, own %lld ms",
         what, cpu, tcpu);
   if (trunq >= 0) {
