@@ -75,8 +75,8 @@ int snap__trace_export_chrome(const snap__trace_snapshot_t *s,
     return rc;
 
   uint64_t first_ns = s->since_ns ? s->since_ns : UINT64_MAX;
-  for (size_t i = 0; i < s->n_spans; i++)
-    if (s->spans[i].start_ns < first_ns)
+  for (size_t i = 0; i < s->n_spans; i++) /* none drawn before since */
+    if (s->spans[i].start_ns < first_ns && s->spans[i].start_ns >= s->since_ns)
       first_ns = s->spans[i].start_ns;
   uint64_t base =
       first_ns == UINT64_MAX ? 0 : first_ns / 1000000000u * 1000000000u;

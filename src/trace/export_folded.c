@@ -5,9 +5,10 @@
  * sorted by stack (bytewise: the line without its count), with each
  * line's count the time its thread spent in that stack, in microseconds:
  * every periodic sample weighs the time it covers, from its timestamp to
- * the thread's next sample (the slices' rule, snap__trace_span_until: a
+ * the thread's next sample (the slices' rule, snap__trace_span_cover: a
  * thread other than the main one that went unsampled for more than two
- * periods counts one period). Counting samples instead drew time wrong on
+ * periods counts one period; a span from before the window counts from
+ * the window's start). Counting samples instead drew time wrong on
  * a busy machine, where a running thread is sampled late and less often
  * than a blocked one (0.57-0.75 samples/ms computing, 0.93-0.96 blocked:
  * a 620 ms phase drawn narrower than a 450 ms one). Marks are excluded:
@@ -36,6 +37,7 @@
 typedef struct leaf_count {
   uint32_t thread, frame;
   uint64_t count; /* ns covered */
+  bool shown;     /* the span shows some of the window */
 } leaf_count_t;
 
 typedef struct line {
@@ -111,13 +113,15 @@ static void put_stack(snap__tbuf_t *b, const snap__trace_snapshot_t *s,
   }
 }
 
-/* l's weight: the time its span sp covers, up to `next`, its thread's
-   next span (NULL: none). */
+/* l's weight: the time its span sp covers in the window, up to `next`,
+   its thread's next span (NULL: none). */
 static void weigh(const snap__trace_snapshot_t *s, leaf_count_t *l,
                   const snap__trace_span_t *sp,
                   const snap__trace_span_t *next) {
-  uint64_t until = snap__trace_span_until(s, sp, next);
-  l->count = until > sp->start_ns ? until - sp->start_ns : 0;
+  snap__trace_cover_t cv;
+  l->shown = snap__trace_span_cover(s, sp, next, &cv);
+  l->count =
+      l->shown && cv.until_ns > cv.from_ns ? cv.until_ns - cv.from_ns : 0;
 }
 
 int snap__trace_export_folded(const snap__trace_snapshot_t *s,
@@ -152,11 +156,16 @@ int snap__trace_export_folded(const snap__trace_snapshot_t *s,
       weigh(s, &leaves[k], of[k], sp);
     prev[sp->thread] = n;
     of[n] = sp;
-    leaves[n++] = (leaf_count_t){sp->thread, frame, 0};
+    leaves[n++] = (leaf_count_t){sp->thread, frame, 0, false};
   }
   for (uint32_t t = 0; t < s->n_threads; t++)
     if (prev[t] != SIZE_MAX)
       weigh(s, &leaves[prev[t]], of[prev[t]], NULL);
+  size_t kept = 0; /* a span from before the window may show nothing */
+  for (size_t i = 0; i < n; i++)
+    if (leaves[i].shown)
+      leaves[kept++] = leaves[i];
+  n = kept;
   qsort(leaves, n, sizeof *leaves, by_leaf);
 
   size_t n_lines = 0;

@@ -12,7 +12,8 @@
  *     sampler samples whatever it does: a gap there is the sampler's own
  *     lateness on a busy machine, so its spans last to the next. Open
  *     slices end where the coverage ends when it ends before the next span
- *     starts.
+ *     starts. The window's start cuts it (snap__trace_span_cover): a span
+ *     from before the window is drawn from since_ns, or not at all.
  *  2. Between two spans, diff the stacks from the root: the open slices
  *     from the first depth where the frames differ end (deepest first),
  *     the new stack's frames from there begin. Frames are the same
@@ -128,19 +129,38 @@ static uint64_t period_of(const snap__trace_snapshot_t *s, uint32_t thread) {
   return p ? p : 1000000;
 }
 
-uint64_t snap__trace_span_until(const snap__trace_snapshot_t *s,
-                                const snap__trace_span_t *sp,
-                                const snap__trace_span_t *next) {
-  uint32_t thread = sp->thread;
-  if (thread >= s->n_threads)
-    return sp->end_ns;
-  uint64_t period = period_of(s, thread);
+bool snap__trace_span_cover(const snap__trace_snapshot_t *s,
+                            const snap__trace_span_t *sp,
+                            const snap__trace_span_t *next,
+                            snap__trace_cover_t *out) {
   uint64_t end_ns = sp->end_ns > sp->start_ns ? sp->end_ns : sp->start_ns;
-  bool main_thread = s->threads[thread].is_main;
-  if (!next || (!main_thread && next->start_ns > end_ns &&
-                next->start_ns - end_ns > 2 * period))
-    return end_ns + period;
-  return next->start_ns;
+  uint64_t until = end_ns;
+  if (sp->thread < s->n_threads) {
+    uint64_t period = period_of(s, sp->thread);
+    bool main_thread = s->threads[sp->thread].is_main;
+    until = !next || (!main_thread && next->start_ns > end_ns &&
+                      next->start_ns - end_ns > 2 * period)
+                ? end_ns + period
+                : next->start_ns;
+  }
+  *out = (snap__trace_cover_t){sp->start_ns, until, sp->count, sp->cpu_ns};
+  if (sp->start_ns >= s->since_ns)
+    return true;
+  if (until <= s->since_ns)
+    return false;
+  out->from_ns = s->since_ns;
+  if (end_ns <= s->since_ns) {
+    out->count = 1;
+    out->cpu_ns = sp->cpu_ns < 0 ? -1 : 0;
+    return true;
+  }
+  double kept =
+      (double)(end_ns - s->since_ns) / (double)(end_ns - sp->start_ns);
+  uint32_t n = (uint32_t)((double)sp->count * kept + 0.5);
+  out->count = n ? n : 1;
+  if (sp->cpu_ns > 0)
+    out->cpu_ns = (int64_t)((double)sp->cpu_ns * kept + 0.5);
+  return true;
 }
 
 typedef struct span_key {
@@ -238,6 +258,9 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
             ? &s->spans[idx[k + 1]]
             : NULL;
     uint32_t thread = sp->thread;
+    snap__trace_cover_t cv;
+    if (!snap__trace_span_cover(s, sp, next, &cv))
+      continue; /* before the window, not drawn at its start */
     uint32_t depth = sp->frame < s->n_frames ? stack_of(&b, sp->frame) : 0;
 
     /* 2. Diff from the root against what is open. */
@@ -247,9 +270,9 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
       b.open[same].node = b.path[same];
       same++;
     }
-    close_from(&b, same, sp->start_ns);
+    close_from(&b, same, cv.from_ns);
     for (uint32_t d = same; d < depth; d++)
-      if (!begin(&b, thread, b.path[d], sp->start_ns)) {
+      if (!begin(&b, thread, b.path[d], cv.from_ns)) {
         rc = SNAP_ENOMEM;
         goto done;
       }
@@ -261,20 +284,19 @@ int snap__trace_slices(const snap__trace_snapshot_t *s,
     for (uint32_t d = 0; d < b.n_open; d++) {
       snap__trace_slice_t *sl = &b.out[b.open[d].out];
       if (sl->cpu_ns >= 0) /* begins at 0; -1 once unknown */
-        sl->cpu_ns = sp->cpu_ns < 0 ? -1 : sl->cpu_ns + sp->cpu_ns;
-      sl->samples += sp->count;
-      sl->by_state[state] += sp->count;
+        sl->cpu_ns = cv.cpu_ns < 0 ? -1 : sl->cpu_ns + cv.cpu_ns;
+      sl->samples += cv.count;
+      sl->by_state[state] += cv.count;
       if (state == SNAP__STATE_BLOCKED)
-        b.open[d].waits[wait] += sp->count;
+        b.open[d].waits[wait] += cv.count;
     }
 
     /* 1. How long it lasts: to the next span, or one period. The main
        thread is sampled every period whatever it does, so a gap in its
        samples is the sampler's lateness (a busy machine), not a pause of
        the thread: its spans last to the next. */
-    uint64_t until = snap__trace_span_until(s, sp, next);
-    if (!next || until != next->start_ns)
-      close_from(&b, 0, until);
+    if (!next || cv.until_ns != next->start_ns)
+      close_from(&b, 0, cv.until_ns);
   }
 done:
   if (rc != SNAP_OK) {

@@ -3,9 +3,9 @@
  * exporters.
  *
  * Owns: what a trace file holds (the spans that overlap the window asked
- * for, and each thread's last one before it that is still drawn at its
- * start, all cut at that start; the stack nodes they reach, the threads and
- * labels they name), the conversion of the trace's clock to unix time, and
+ * for, and each thread's last one before it, whole: what of it shows is
+ * the slices' rule; the stack nodes they reach, the threads and labels
+ * they name), the conversion of the trace's clock to unix time, and
  * naming each node once. Must not: hold the trace's lock while naming or
  * allocating much (the sampler waits on it): under the lock it only copies
  * (spans decoded into an array, the node table, thread and label names), then
@@ -44,10 +44,11 @@ static bool overlaps(const snap__tspan_t *s, uint64_t since_us,
 }
 
 /* A span is drawn until its thread's next one (slices.c, rule 1), so the
-   last one that ended before the window may cover its start: kept for
-   each thread, the newest (*have) among those not overlapping it. A mark
-   is an instant: never. (It is needed only where no span of the thread
-   in the window began by its start: copy_window.) */
+   last one that ended before the window may be what its thread was doing
+   at the window's start: each thread's newest (*have) among those not
+   overlapping the window is kept, whole. Whether it shows, and from
+   where, is the slices' rule (snap__trace_span_cover), not this file's.
+   A mark is an instant: never. */
 static void note_before(const snap__tspan_t *s, uint64_t since_us,
                         uint32_t n_thr, snap__tspan_t *before, bool *have) {
   if (s->label || s->end_us >= since_us || s->thread >= n_thr)
@@ -96,40 +97,6 @@ static int copy_window(snap__trace_t *tr, snap__lock_t *lock,
     else
       note_before(&th->span, since_us, tr->n_thr, before, have);
   }
-  /* A thread with a span in the window begun by its start needs none
-     before it. */
-  for (size_t i = 0; i < c->n_spans; i++)
-    if (!c->spans[i].label && c->spans[i].start_us <= since_us &&
-        c->spans[i].thread < tr->n_thr)
-      have[c->spans[i].thread] = false;
-  /* Those whose cover reaches the window: the main thread's lasts to its
-     next span, another thread's two sampling periods at most. */
-  uint64_t other_us = 2u * (uint64_t)tr->cfg.other_interval_us;
-  for (uint32_t i = 0; i < tr->n_thr; i++)
-    if (have[i] &&
-        (tr->thr[i].is_main || before[i].end_us + other_us >= since_us))
-      c->spans[c->n_spans++] = before[i];
-  /* Drawn from the window's start: a span that began before it (an idle
-     main thread's, a minute long) would count its whole length in a
-     window of seconds (the folded stacks' counts are time). Its samples
-     and CPU time are cut in proportion (its samples are about evenly
-     spaced: the sampler's looks, or the thread's ticks). */
-  for (size_t i = 0; i < c->n_spans; i++) {
-    snap__tspan_t *k = &c->spans[i];
-    if (k->start_us >= since_us)
-      continue;
-    if (k->end_us > since_us) {
-      double kept =
-          (double)(k->end_us - since_us) / (double)(k->end_us - k->start_us);
-      uint32_t n = (uint32_t)((double)k->count * kept + 0.5);
-      k->count = n ? n : 1;
-      if (k->cpu_us > 0)
-        k->cpu_us = (int64_t)((double)k->cpu_us * kept + 0.5);
-    }
-    k->start_us = since_us;
-    if (k->end_us < since_us)
-      k->end_us = since_us;
-  }
   for (uint32_t i = 0; i < tr->n_thr; i++) {
     const snap__trace_thr_t *th = &tr->thr[i];
     c->threads[i].tid = th->tid;
@@ -143,6 +110,9 @@ static int copy_window(snap__trace_t *tr, snap__lock_t *lock,
   memcpy(c->labels, tr->labels, (size_t)tr->n_labels * sizeof *c->labels);
   c->n_labels = tr->n_labels;
   snap__plat_lock_unlock(lock);
+  for (uint32_t i = 0; i < c->n_threads; i++)
+    if (have[i])
+      c->spans[c->n_spans++] = before[i];
   free(before);
   return SNAP_OK;
 }

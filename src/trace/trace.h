@@ -109,16 +109,28 @@ typedef struct snap__trace_slice {
                         samples, SNAP_WAIT_NONE when none */
 } snap__trace_slice_t;
 
+/* What span sp shows of its thread's time (rule 1 above), cut at the
+   window's start: from start_ns, or since_ns when it began before, until
+   the start of next (its thread's next periodic span, or NULL), or one
+   period past its last sample when next is none or, for a thread other
+   than the main one, starts more than two periods later. A span cut at
+   since_ns keeps its samples and CPU time in proportion to the part of
+   [start_ns, end_ns] kept (its samples are about evenly spaced); one that
+   ended before since_ns keeps one sample and no CPU time (the CPU after
+   its last sample is its next span's). The slices are drawn by it and
+   the folded stacks weigh each span by it (export_folded.c): one rule.
+   False when the span shows nothing of the window. */
+typedef struct snap__trace_cover {
+  uint64_t from_ns, until_ns;
+  uint32_t count;
+  int64_t cpu_ns; /* -1 unknown */
+} snap__trace_cover_t;
+bool snap__trace_span_cover(const snap__trace_snapshot_t *s,
+                            const snap__trace_span_t *sp,
+                            const snap__trace_span_t *next,
+                            snap__trace_cover_t *out);
 /* Every slice of the snapshot, ordered by thread, then begin_ns, then
    depth (a parent before its children). *out is malloc'ed (free it). */
-/* Until when span sp covers its thread's time (rule 1 above): the start
-   of next (its thread's next periodic span, or NULL), or one period past
-   its last sample when next is none or, for a thread other than the main
-   one, starts more than two periods later. The slices end there, and the
-   folded stacks weigh each span by it (export_folded.c). */
-uint64_t snap__trace_span_until(const snap__trace_snapshot_t *s,
-                                const snap__trace_span_t *sp,
-                                const snap__trace_span_t *next);
 int snap__trace_slices(const snap__trace_snapshot_t *s,
                        snap__trace_slice_t **out, size_t *n);
 /* The slice's state: snap__state_of_samples of its samples' states. */
