@@ -326,7 +326,9 @@ typedef struct snap_frame {
   uintptr_t pc;          /* as captured */
   uintptr_t image_base;  /* load address of the containing image, 0 if none */
   const char *image;     /* image file's base name, "???" if none */
-  const char *symbol;    /* demangled function name, NULL if unknown */
+  const char *symbol;    /* demangled function name (as the symbol table
+                            spells it with SNAP_SYMBOLICATE_MANGLED), NULL
+                            if unknown */
   uintptr_t symbol_addr; /* start of that function, 0 if unknown */
   bool in_app;
   /* Source position, only with SNAP_SYMBOLICATE_SOURCE_LINES
@@ -357,6 +359,12 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
 /* Flag: also fill source_file / source_line (see snap_frame_t).
    Costs a DWARF lookup per frame on a cache miss; never on a hit. */
 #define SNAP_SYMBOLICATE_SOURCE_LINES 0x200u
+/* Flag (since 1.3): symbol as the image's symbol table spells it, C++
+   ("_Z...") and Swift ("$s...") names not demangled: for reports demangled
+   elsewhere (a server, c++filt, swift demangle), and the cheapest naming:
+   the runtimes' demanglers are most of a cold lookup in a C++ library
+   (two thirds in libLLVM). Cached apart from demangled names. */
+#define SNAP_SYMBOLICATE_MANGLED 0x400u
 
 /* Names the pcs. Results are cached from the second call on: the first
    call for some pcs (and flags) names them without keeping them (most
@@ -365,14 +373,14 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
    verified pc by pc, so two different stacks never share an answer; names
    cached for an image that was unloaded since are not served. flags:
    SNAP_CAPTURE_APP_ONLY drops non-app frames, SNAP_SYMBOLICATE_EXACT_PC0,
-   SNAP_SYMBOLICATE_SOURCE_LINES. n == 0 gives an empty stack. NULL for NULL pcs
-   with n > 0, n < 0, n > SNAP_MAX_FRAMES, unknown flags, or out of memory
-   (snap_symbolicate_ex tells which). Release the result with
-   snap_stack_release. [thread-safe] A hit (the same pcs a third time) allocates
-   nothing and takes no lock when the calling thread's own front holds it; a
-   miss [allocates] [locks: a cache stripe, the symbol provider's] [blocks: the
-   loader's lock briefly; reading an image's symbol file the first time one of
-   its pcs is named]. Not async-signal-safe. */
+   SNAP_SYMBOLICATE_SOURCE_LINES, SNAP_SYMBOLICATE_MANGLED. n == 0 gives an
+   empty stack. NULL for NULL pcs with n > 0, n < 0, n > SNAP_MAX_FRAMES,
+   unknown flags, or out of memory (snap_symbolicate_ex tells which). Release
+   the result with snap_stack_release. [thread-safe] A hit (the same pcs a third
+   time) allocates nothing and takes no lock when the calling thread's own front
+   holds it; a miss [allocates] [locks: a cache stripe, the symbol provider's]
+   [blocks: the loader's lock briefly; reading an image's symbol file the first
+   time one of its pcs is named]. Not async-signal-safe. */
 SNAP_EXPORT const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
                                                  unsigned flags);
 

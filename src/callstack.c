@@ -27,7 +27,7 @@
 /* Every flag the facade takes: capture's, and naming's own. */
 #define CALLSTACK_FLAGS                                                        \
   (SNAP_CAPTURE_ALL_FLAGS | SNAP_SYMBOLICATE_EXACT_PC0 |                       \
-   SNAP_SYMBOLICATE_SOURCE_LINES)
+   SNAP_SYMBOLICATE_SOURCE_LINES | SNAP_SYMBOLICATE_MANGLED)
 
 /* Captures the stack of the public function's caller and names it. skip 2:
    frame 0 of the capture is the return address into this helper, frame 1
@@ -49,8 +49,10 @@ capture_and_name(int max, unsigned flags, const snap_stack_t **out) {
      EXACT_PC0 is not passed on: every pcs[i] here, frame 0 included, is a
      return address (into the caller), so naming pcs[0] as an exact pc
      would name the function after a call that ends its caller. */
-  return snap__symbolicate(pcs, n, flags & SNAP_SYMBOLICATE_SOURCE_LINES,
-                           current, out);
+  return snap__symbolicate(
+      pcs, n,
+      flags & (SNAP_SYMBOLICATE_SOURCE_LINES | SNAP_SYMBOLICATE_MANGLED),
+      current, out);
 }
 
 int snap_callstack_symbols_ex(int max, unsigned flags,

@@ -11,7 +11,8 @@
  * that a return address just past a call at the very end of a function
  * (a noreturn call) names the caller, not the next function — find its
  * image in the image table, ask the platform's symbol provider for all of
- * them in one batch (one _NSCallStackArray on Apple), demangle, then pack
+ * them in one batch (one _NSCallStackArray on Apple), demangle (unless
+ * SNAP_SYMBOLICATE_MANGLED), then pack
  * one stack object and offer it to the cache — on the second sighting of
  * its pcs only: the first is packed with its own strings and handed out
  * uncached, as with the cache off (cache_admit.c says why).
@@ -42,7 +43,7 @@
 
 #define NAMING_FLAGS                                                           \
   (SNAP_CAPTURE_APP_ONLY | SNAP_SYMBOLICATE_EXACT_PC0 |                        \
-   SNAP_SYMBOLICATE_SOURCE_LINES)
+   SNAP_SYMBOLICATE_SOURCE_LINES | SNAP_SYMBOLICATE_MANGLED)
 
 static atomic_bool g_identity_hits;
 
@@ -61,6 +62,7 @@ typedef struct naming {
   char **owned; /* per frame: symbol, then source file (2 slots each) */
   char *pool;
   size_t left;
+  bool mangled; /* SNAP_SYMBOLICATE_MANGLED: names as the table has them */
 } naming_t;
 
 /* Keeps s (malloc'ed when heap) as slot's string; returns it, or NULL. */
@@ -87,7 +89,7 @@ static const char *keep(naming_t *nm, size_t slot, const char *s, bool heap) {
 
 static void on_symbol(int i, const char *name, uintptr_t addr, void *ctx) {
   naming_t *nm = ctx;
-  char *dm = snap__plat_demangle(name);
+  char *dm = nm->mangled ? NULL : snap__plat_demangle(name);
   const char *s = keep(nm, 2 * (size_t)i, dm ? dm : name, dm != NULL);
   if (!s)
     return;
@@ -189,7 +191,8 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
   snap__images_release(t);
 
   char pool[NAME_POOL];
-  naming_t nm = {frames, owned, pool, sizeof pool};
+  naming_t nm = {frames, owned, pool, sizeof pool,
+                 (flags & SNAP_SYMBOLICATE_MANGLED) != 0};
   (void)snap__plat_symbolize(q, n, on_symbol, &nm);
   if (flags & SNAP_SYMBOLICATE_SOURCE_LINES)
     for (int i = 0; i < n; i++) {

@@ -12,6 +12,11 @@
  * runtime. There is no Swift runtime here: Swift names must give NULL
  * (the call plumbing is checked with a stand-in in
  * demangle_swift_standin.c).
+ *
+ * Then the same names through snap_symbolicate, with and without
+ * SNAP_SYMBOLICATE_MANGLED, each three times in turn (the third is the
+ * cache's hit): the flag gives the name dladdr gives (the symbol table's),
+ * no flag c++filt's answer, and neither answer is served for the other.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -20,6 +25,7 @@
 
 #include "check.h"
 #include "platform/platform.h"
+#include "stacksnap.h"
 
 #define DEMANGLE_NAME(i, mangled, expected)                                    \
   void demangle_fn_##i(void) __asm__(mangled);                                 \
@@ -55,6 +61,18 @@ static void check_case(const case_t *c) {
           "%s: \"%s\", c++filt says \"%s\"", c->mangled, got ? got : "(null)",
           c->expected);
   free(got);
+}
+
+/* c's function named through the public call, flags added. */
+static void check_named(const case_t *c, unsigned flags, const char *want) {
+  uintptr_t pc = (uintptr_t)c->fn;
+  const snap_stack_t *st =
+      snap_symbolicate(&pc, 1, SNAP_SYMBOLICATE_EXACT_PC0 | flags);
+  const snap_frame_t *f = st ? snap_stack_frame(st, 0) : NULL;
+  CHECK(f && f->symbol && strcmp(f->symbol, want) == 0,
+        "%s named%s: \"%s\", want \"%s\"", c->mangled, flags ? " mangled" : "",
+        f && f->symbol ? f->symbol : "(null)", want);
+  snap_stack_release(st);
 }
 
 /* Several threads make the first (lazy) lookup at once. The one that
@@ -98,6 +116,11 @@ int main(void) {
 
   for (int i = 0; i < NCASES; i++)
     check_case(&cases[i]);
+  for (int round = 0; round < 3; round++)
+    for (int i = 0; i < NCASES; i++) {
+      check_named(&cases[i], SNAP_SYMBOLICATE_MANGLED, cases[i].mangled);
+      check_named(&cases[i], 0, cases[i].expected);
+    }
 
   /* Not mangled, whatever the runtime would make of them as type names
      ("i" alone is "int" to __cxa_demangle). */
