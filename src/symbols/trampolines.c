@@ -107,7 +107,7 @@ static void prune(const snap__images_t *t) {
 static void refresh_restorers(void) {
   int n = snap__plat_sigreturn_restorers(g_restorers, MAX_RESTORERS);
   g_restorer_count = n > MAX_RESTORERS ? -1 : n;
-  g_restorers_ns = snap__plat_now_ns();
+  g_restorers_ns = snap__plat_coarse_ns();
 }
 
 /* The entry for a small image, searching its code when there is none yet;
@@ -167,7 +167,7 @@ void snap__trampolines_mark(const snap__images_t *t, const uintptr_t *pcs,
     prune(t);
     g_generation = gen, g_pruned = true;
     refresh_restorers();
-  } else if (snap__plat_now_ns() - g_restorers_ns >= RESTORERS_NS) {
+  } else if (snap__plat_coarse_ns() - g_restorers_ns >= RESTORERS_NS) {
     refresh_restorers();
   }
   for (int i = 0; i < n; i++)

@@ -15,6 +15,11 @@
  * The sem_timedwait of each backend measures its deadline against this
  * same clock.
  *
+ * The coarse clock is the same clock read to the kernel's tick (Linux's
+ * CLOCK_MONOTONIC_COARSE, Apple's CLOCK_UPTIME_RAW_APPROX): 5-6 ns a read
+ * here against 25-27 for the exact one, for a check made on every naming
+ * call whose interval is tens of ms.
+ *
  * Must not: fail loudly. clock_gettime on these clocks cannot fail with
  * valid arguments; if it ever did, 0 is returned rather than garbage.
  */
@@ -28,6 +33,17 @@ uint64_t snap__plat_now_ns(void) {
 #else
   struct timespec ts;
   if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+uint64_t snap__plat_coarse_ns(void) {
+#ifdef __APPLE__
+  return clock_gettime_nsec_np(CLOCK_UPTIME_RAW_APPROX);
+#else
+  struct timespec ts;
+  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
     return 0;
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 #endif
