@@ -180,11 +180,12 @@ typedef struct pool {
 /* Copies name up to a symbol version: a .symtab written by binutils >=
    2.35 spells versioned symbols "memcpy@@GLIBC_2.14"; the version is the
    linker's business, not the function's name (dladdr and Apple's tools
-   print it bare). No C, C++ or Swift name contains '@'. */
+   print it bare). No C, C++ or Swift name contains '@'. One pass over the
+   name (strchrnul, not strchr then strlen): its first bytes are a cache
+   miss in a big library's string table, and a long C++ name is read once. */
 static void copy_name(pool_t *p, const char *name, bool versioned,
                       found_t *out) {
-  const char *at = versioned ? strchr(name, '@') : NULL;
-  size_t len = at ? (size_t)(at - name) : strlen(name);
+  size_t len = versioned ? (size_t)(strchrnul(name, '@') - name) : strlen(name);
   char *d;
   if (len < p->left) {
     d = p->at;
