@@ -326,9 +326,8 @@ typedef struct snap_frame {
   uintptr_t pc;          /* as captured */
   uintptr_t image_base;  /* load address of the containing image, 0 if none */
   const char *image;     /* image file's base name, "???" if none */
-  const char *symbol;    /* demangled function name (as the symbol table
-                            spells it with SNAP_SYMBOLICATE_MANGLED), NULL
-                            if unknown */
+  const char *symbol;    /* demangled function name (mangled with
+                            SNAP_SYMBOLICATE_MANGLED), NULL if unknown */
   uintptr_t symbol_addr; /* start of that function, 0 if unknown */
   bool in_app;
   /* Source position, only with SNAP_SYMBOLICATE_SOURCE_LINES
@@ -359,11 +358,13 @@ typedef struct snap_stack snap_stack_t; /* immutable, shared, ref-counted */
 /* Flag: also fill source_file / source_line (see snap_frame_t).
    Costs a DWARF lookup per frame on a cache miss; never on a hit. */
 #define SNAP_SYMBOLICATE_SOURCE_LINES 0x200u
-/* Flag (since 1.3): symbol as the image's symbol table spells it, C++
-   ("_Z...") and Swift ("$s...") names not demangled: for reports demangled
-   elsewhere (a server, c++filt, swift demangle), and the cheapest naming:
-   the runtimes' demanglers are most of a cold lookup in a C++ library
-   (two thirds in libLLVM). Cached apart from demangled names. */
+/* Flag (since 1.3): symbol not demangled, C++ ("_Z...") and Swift
+   ("$s...") names as the compilers mangled them (as dladdr gives them: on
+   Apple without the extra leading underscore of Mach-O symbol tables):
+   for reports demangled elsewhere (a server, c++filt, swift demangle), and
+   the cheapest naming: the runtimes' demanglers are most of a cold lookup
+   in a C++ library (two thirds in libLLVM). Cached apart from demangled
+   names. */
 #define SNAP_SYMBOLICATE_MANGLED 0x400u
 
 /* Names the pcs. Results are cached from the second call on: the first
