@@ -109,21 +109,44 @@ def starved(p):
     return max(0, p["first_cpu"] - p["begin"] - FIRST_CPU_NS)
 
 
-def edge_slack(phases, p):
+def unseen(p, drawn, samples):
+    """How late phase p's start was drawn because no sample was taken in
+    it before: the thread's timer ticks only when a scheduler tick finds
+    it on a CPU, and a busy machine that preempts it between ticks (a
+    wake-up of another task) can leave it unsampled for tens of ms of wall
+    time even after it ran (seen: 24 ms, under gcc-under-load). Excused
+    only when the trace shows no sample between the phase's start and
+    where it was drawn: every sample in the phase would begin or end a
+    slice there (its stack differs from the phase before). samples: the
+    main track's slice edges (ns)."""
+    at = drawn.get(id(p))
+    if at is None or at <= p["begin"]:
+        return 0
+    lo, hi = p["begin"] + 0.5e6, at - 0.5e6
+    if any(lo < t < hi for t in samples):
+        return 0
+    return at - p["begin"]
+
+
+def edge_slack(phases, p, drawn, samples):
     """What a busy machine may move phase p's two edges by: its own
-    start's starvation and the next phase's."""
+    start's starvation and the next phase's, and how late the sampler
+    first saw each of them (unseen)."""
     i = phases.index(p)
     nxt = phases[i + 1] if i + 1 < len(phases) else None
-    return starved(p) + (starved(nxt) if nxt else 0)
+    return (max(starved(p), unseen(p, drawn, samples)) +
+            (max(starved(nxt), unseen(nxt, drawn, samples)) if nxt else 0))
 
 
-def check_phases(kind, children, phases, gaps):
+def check_phases(kind, children, phases, gaps, samples):
     """pattern_run's children against the phases: the same names in the
     same order, each as long as its phase. Where the sampler was held back
     (gaps: how late it was in all, by its own count, plus what its failed
     samples cost), a phase it never sampled may be missing (two phase_a
     then meet), and a failed sample may cut a slice in two: consecutive
-    slices of one name are compared as one."""
+    slices of one name are compared as one. Returns where each phase's
+    start was drawn (id(phase): ns); samples: the track's slice edges, for
+    unseen()."""
     names = [c["name"] for c in children]
     want = [p["name"] for p in phases]
     if names == want:
@@ -143,26 +166,29 @@ def check_phases(kind, children, phases, gaps):
               "%s: pattern_run's children are %s, not phase_a, phase_b, "
               "phase_a, phase_c" % (kind, names))
         if not ok or [g[0] for g in got] != [e[0] for e in exp]:
-            return
+            return {}
         pairs = []
         for (gn, gs), (en, es) in zip(got, exp):
             pairs.append((dict(name=gn, ts=gs[0]["ts"],
                                dur=gs[-1]["ts"] + gs[-1]["dur"] - gs[0]["ts"]),
                           dict(name=en, begin=es[0]["begin"], end=es[-1]["end"])))
+    drawn = {id(p): c["ts"] for c, p in pairs if p in phases}
     for c, p in pairs:
         want_ns = p["end"] - p["begin"]
         # Within 10 %; on a machine that held the sampler back, a slice
         # edge can also be off by as long as the sampler was held back;
         # plus how long the phase's thread, and the next one's, waited for
-        # a CPU at their starts (starved()).
-        slack = max(0.10 * want_ns, gaps) + (edge_slack(phases, p)
-                                             if p in phases else 0)
+        # a CPU at their starts (starved()), or went unsampled in them
+        # (unseen()), whichever is more.
+        slack = max(0.10 * want_ns, gaps) + (
+            edge_slack(phases, p, drawn, samples) if p in phases else 0)
         err = abs(c["dur"] - want_ns)
         print("%s: %s %.1f ms (measured %.1f ms, error %.1f ms, allowed %.1f)"
               % (kind, c["name"], c["dur"] / 1e6, want_ns / 1e6, err / 1e6,
                  slack / 1e6))
         check(err <= slack, "%s: %s lasts %.1f ms for a %.1f ms phase"
               % (kind, c["name"], c["dur"] / 1e6, want_ns / 1e6))
+    return drawn
 
 
 def main():
@@ -204,7 +230,10 @@ def main():
         check(any(s["name"].startswith("phase_") for s in slices),
               "perfetto: no phase_* slice at all")
         return result("test_trace_pattern", d)
-    check_phases("perfetto", children, phases, gap_at)
+    edges = [t for s in slices if s["track"] == track
+             for t in (s["ts"], s["ts"] + s["dur"])]
+    pf_edges = edges
+    pf_drawn = check_phases("perfetto", children, phases, gap_at, edges)
     for c in children:
         st, wait = c["ann"].get("state"), c["ann"].get("wait")
         if c["name"] == "phase_b":
@@ -240,9 +269,13 @@ def main():
         # Only the outermost phase_* slices (a phase under a phase would be
         # recursion, which the pattern has none of).
         kids = sorted(kids, key=lambda e: e["ts"])
-        as_slices = [dict(name=e["name"], ts=e["ts"] * 1000, dur=e["dur"] * 1000)
-                     for e in kids]
-        check_phases("json", as_slices, phases, gap_at)
+        # Chrome's ts are us from ts_base_unix_ns: the phases' clock.
+        base = int(doc["otherData"]["ts_base_unix_ns"])
+        as_slices = [dict(name=e["name"], ts=base + e["ts"] * 1000,
+                          dur=e["dur"] * 1000) for e in kids]
+        edges = [base + t * 1000 for e in mine
+                 for t in (e["ts"], e["ts"] + e["dur"])]
+        check_phases("json", as_slices, phases, gap_at, edges)
         ims = [e for e in ev if e.get("ph") in ("i", "I") and e["name"] == "phase_c mark"]
         check(len(ims) == 1, "json: %d mark instants" % len(ims))
 
@@ -267,12 +300,14 @@ def main():
     # Issue 25 (item 6): folded counts are time (microseconds), so each
     # phase's lines add up to how long the program measured it, however
     # unevenly a busy machine let the sampler sample it: within 10 %, or
-    # within how late the sampler was in all (an edge can be off by that).
+    # within how late the sampler was in all (an edge can be off by that),
+    # plus the edges' slack as the Perfetto slices drew them.
     for p in ("phase_a", "phase_b", "phase_c"):
         want_ns = sum(q["end"] - q["begin"] for q in phases if q["name"] == p)
         got_ns = per_phase.get(p, 0) * 1000
         slack = max(0.10 * want_ns, gap_at) + sum(
-            edge_slack(phases, q) for q in phases if q["name"] == p)
+            edge_slack(phases, q, pf_drawn, pf_edges)
+            for q in phases if q["name"] == p)
         print("folded: %s %.1f ms (measured %.1f ms, allowed %.1f)"
               % (p, got_ns / 1e6, want_ns / 1e6, slack / 1e6))
         check(abs(got_ns - want_ns) <= slack or (got_ns == 0 and gap_at >= 100e6),
