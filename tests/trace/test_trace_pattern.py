@@ -14,7 +14,10 @@ under pattern_run on the main thread, traced at 1 kHz), then:
     the machine held it back longer: a sample cannot end a slice before it
     is taken; plus how long the program's own CPU clock says the phase's
     thread, and the next phase's, waited for a CPU at their starts: a
-    sampler of running code cannot see a phase before it ran in it),
+    sampler of running code cannot see a phase before it ran in it; or,
+    where the trace shows no sample between a phase's start and where it
+    was drawn, that lateness: a busy machine can leave a running thread
+    unsampled that long),
     phase_b's state "blocked" on a "mutex", the phases computing
     "running" or "runnable"; the mark an instant event inside phase_c with
     phase_c in its stack;
