@@ -27,14 +27,19 @@
 
 #include "platform/platform.h"
 
+/* Nanoseconds on clock id, 0 if it cannot be read. */
+static uint64_t read_ns(clockid_t id) {
+  struct timespec ts;
+  if (clock_gettime(id, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t snap__plat_now_ns(void) {
 #ifdef __APPLE__
   return clock_gettime_nsec_np(CLOCK_UPTIME_RAW);
 #else
-  struct timespec ts;
-  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-    return 0;
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return read_ns(CLOCK_MONOTONIC);
 #endif
 }
 
@@ -42,10 +47,7 @@ uint64_t snap__plat_coarse_ns(void) {
 #ifdef __APPLE__
   return clock_gettime_nsec_np(CLOCK_UPTIME_RAW_APPROX);
 #else
-  struct timespec ts;
-  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
-    return 0;
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return read_ns(CLOCK_MONOTONIC_COARSE);
 #endif
 }
 
@@ -56,16 +58,8 @@ int64_t snap__plat_process_cpu_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-uint64_t snap__plat_unix_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-    return 0;
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+uint64_t snap__plat_unix_ns(void) { return read_ns(CLOCK_REALTIME); }
 
 int64_t snap__plat_unix_ms(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-    return 0;
-  return (int64_t)ts.tv_sec * 1000 + (int64_t)(ts.tv_nsec / 1000000);
+  return (int64_t)(read_ns(CLOCK_REALTIME) / 1000000u);
 }
