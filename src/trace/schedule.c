@@ -132,12 +132,12 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
          CPU time) and reads where it sleeps, as a look every 5-10 ms did.
          The ring's half-full post and a writer's flush wake it too, a
          burst of marks brings its next look closer (below); otherwise it
-         drains every TICKING_NS. What
-         it can miss, as looks 10 ms apart did: a sleep shorter than the
-         alarm that starts after a long run, whose gap reads as a wait for
-         a CPU; the first sleep seen makes the looks DRAIN_NS again.
-         Blocked: its wake shows by its own tick, dated by itself; the
-         look only nudges it sooner on a busy machine. */
+         drains every TICKING_NS. What it can miss, as looks 10 ms apart
+         did: a sleep shorter than the alarm that starts after a long run,
+         whose gap reads as a wait for a CPU; the first sleep seen makes
+         the looks DRAIN_NS again. Blocked: its wake shows by its own
+         tick, dated by itself; the look only nudges it sooner on a busy
+         machine. */
       uint64_t step = main_ns;
       if (main_idx != SNAP__TRACE_NONE && tr->thr[main_idx].timed) {
         const snap__trace_thr_t *m = &tr->thr[main_idx];
