@@ -233,10 +233,9 @@ def main():
         check(any(s["name"].startswith("phase_") for s in slices),
               "perfetto: no phase_* slice at all")
         return result("test_trace_pattern", d)
-    edges = [t for s in slices if s["track"] == track
-             for t in (s["ts"], s["ts"] + s["dur"])]
-    pf_edges = edges
-    pf_drawn = check_phases("perfetto", children, phases, gap_at, edges)
+    pf_edges = [t for s in slices if s["track"] == track
+                for t in (s["ts"], s["ts"] + s["dur"])]
+    pf_drawn = check_phases("perfetto", children, phases, gap_at, pf_edges)
     for c in children:
         st, wait = c["ann"].get("state"), c["ann"].get("wait")
         if c["name"] == "phase_b":
