@@ -71,12 +71,22 @@ __attribute__((always_inline)) static inline void phase_spin(unsigned ms) {
 }
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int g_held;
+static _Atomic int g_held, g_go;
 
+/* Takes the lock while the first phase_a runs, and holds it for 100 ms
+   from phase_b's begin. Started before that phase_a, and told to go by a
+   flag it polls (not a wake-up, which could hand it main's CPU), so that
+   phase_b blocks as it begins: a phase_b that started the holder and
+   spun until it held the lock computed first, for as long as a loaded
+   machine took to run the new thread (5-12 ms seen beside two busy
+   loops), and where the trace dates the sleep was not where the phase
+   began. */
 static void *holder(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_lock);
   atomic_store(&g_held, 1);
+  while (!atomic_load(&g_go))
+    usleep(1000);
   usleep(100000);
   pthread_mutex_unlock(&g_lock);
   return NULL;
@@ -89,15 +99,13 @@ __attribute__((noinline)) static void phase_a(void) {
   __asm__ volatile("" ::: "memory"); /* not a tail call */
 }
 
+static pthread_t g_holder;
+
 __attribute__((noinline)) static void phase_b(void) {
   PHASE_BEGIN("phase_b");
-  pthread_t t;
-  pthread_create(&t, NULL, holder, NULL);
-  while (!atomic_load(&g_held))
-    ;
+  atomic_store(&g_go, 1);
   pthread_mutex_lock(&g_lock); /* ~100 ms: the holder sleeps with it */
   pthread_mutex_unlock(&g_lock);
-  pthread_join(t, NULL);
   PHASE_END();
   __asm__ volatile("" ::: "memory");
 }
@@ -115,10 +123,16 @@ __attribute__((noinline)) static void phase_c(void) {
    publishes, and a frame-pointer function's record is recovered only
    where a direct call put it (src/capture/fp_recover.c). */
 __attribute__((noinline)) static void pattern_run(void) {
+  if (pthread_create(&g_holder, NULL, holder, NULL) != 0)
+    abort();
   phase_a();
+  while (!atomic_load(&g_held)) /* between phases: a slow start only */
+    usleep(1000);
   phase_b();
   phase_a();
   phase_c();
+  pthread_join(g_holder, NULL); /* long gone: a join in phase_b would wait
+                                   for its exit there */
   __asm__ volatile("" ::: "memory");
 }
 
