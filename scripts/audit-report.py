@@ -469,7 +469,7 @@ def shown_bytes(b):
 
 
 def stack_line(i, f):
-    """Frame i as snap_stack_line prints it (src/symbols/stack.c)."""
+    """Frame i as snap_stack_line prints it (src/symbols/stack_line.c)."""
     pc = hex_value(f["pc"])
     image = f.get("image")
     line = b"%-4d" % i + (shown(image) if image is not None

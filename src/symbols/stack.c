@@ -22,13 +22,7 @@
  * published once with a compare-and-swap (a racing builder frees its own
  * copy), freed with the stack. Its size is told to the cache
  * (snap__stack_on_view), which counts views against its cap.
- *
- * Lines follow Apple's callStackSymbols layout, which crash-report readers
- * and tools already parse: index padded to 4, image name padded to 35, the
- * pc as 0x + 16 hex digits, then "symbol + offset" (offset from the
- * function's first byte to the pc as captured, as Apple prints it), or
- * "image + offset-in-image" when the symbol is unknown, or "0x0 + pc" when
- * no image holds the pc.
+ * (the lines' layout: stack_line.c).
  *
  * Must not: be called from the stopped window (allocates, locks).
  */
@@ -37,69 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decimal.h"
 #include "symbols/intern.h"
-
-/* A line is built twice per frame — measured, then written — on every
-   cache miss, so it is formatted by hand: snprintf's format parsing was
-   half the cost of naming a stack afresh. The layout is exactly
-   "%-4d%-35s 0x%016lx %s + %lu" (the tests compare with snprintf's). */
-typedef struct line_out {
-  char *p; /* NULL: only count */
-  size_t len;
-} line_out_t;
-
-static void put(line_out_t *o, const char *s, size_t n) {
-  if (o->p)
-    memcpy(o->p + o->len, s, n);
-  o->len += n;
-}
-
-/* s, then spaces up to width (never truncated). */
-static void put_padded(line_out_t *o, const char *s, size_t width) {
-  size_t n = strlen(s);
-  put(o, s, n);
-  for (; n < width; n++)
-    put(o, " ", 1);
-}
-
-static void put_dec(line_out_t *o, uint64_t v, size_t width) {
-  char tmp[SNAP__DEC_MAX];
-  snap__dec_u64(tmp, v);
-  put_padded(o, tmp, width);
-}
-
-static void put_hex16(line_out_t *o, uint64_t v) {
-  char tmp[16];
-  for (int i = 15; i >= 0; i--, v >>= 4)
-    tmp[i] = "0123456789abcdef"[v & 15];
-  put(o, tmp, 16);
-}
-
-/* Writes frame f's line at dst (or only measures, with dst NULL); returns
-   its length, without the terminating NUL (which it does not write). */
-static size_t format_line(char *dst, int i, const snap_frame_t *f) {
-  line_out_t o = {dst, 0};
-  put_dec(&o, (uint64_t)i, 4);
-  put_padded(&o, f->image, 35);
-  put(&o, " 0x", 3);
-  put_hex16(&o, (uint64_t)f->pc);
-  put(&o, " ", 1);
-  uintptr_t offset;
-  if (f->symbol) {
-    put_padded(&o, f->symbol, 0);
-    offset = f->pc - f->symbol_addr;
-  } else if (strcmp(f->image, "???") != 0) { /* base 0: a non-PIE program */
-    put_padded(&o, f->image, 0);
-    offset = f->pc - f->image_base;
-  } else {
-    put(&o, "0x0", 3);
-    offset = f->pc;
-  }
-  put(&o, " + ", 3);
-  put_dec(&o, (uint64_t)offset, 0);
-  return o.len;
-}
 
 /* One frame, compact. image: index into the stack's name pairs, with the
    frame's app-ness in its top bit. */
@@ -418,7 +350,7 @@ static const snap__stack_view_t *lines_of(const snap_stack_t *cs) {
   size_t pool_at = lines_at + (size_t)n * sizeof(char *);
   size_t total = pool_at;
   for (int i = 0; i < n; i++)
-    total += format_line(NULL, i, &fv->frames[i]) + 1;
+    total += snap__stack_format_line(NULL, i, &fv->frames[i]) + 1;
   char *block = malloc(total);
   if (!block)
     return NULL;
@@ -428,7 +360,7 @@ static const snap__stack_view_t *lines_of(const snap_stack_t *cs) {
   v->lines = (const char **)(void *)(block + lines_at);
   char *pool = block + pool_at;
   for (int i = 0; i < n; i++) {
-    size_t len = format_line(pool, i, &fv->frames[i]);
+    size_t len = snap__stack_format_line(pool, i, &fv->frames[i]);
     pool[len] = '\0';
     v->lines[i] = pool;
     pool += len + 1;

@@ -89,4 +89,9 @@ size_t snap__stack_view_bytes(void);
    keep its total under the cap); NULL for none. [setup] */
 void snap__stack_on_view(void (*fn)(size_t bytes));
 
+/* Writes frame f's line (index i) at dst, or only measures it with dst
+   NULL (stack_line.c); returns its length, without the terminating NUL,
+   which it does not write. */
+size_t snap__stack_format_line(char *dst, int i, const snap_frame_t *f);
+
 #endif /* SNAP_SYMBOLS_STACK_H */

@@ -508,7 +508,7 @@ def test_select():
 
 def lib_line(i, image, pc, tail_name, tail_off):
     # The library's layout, from its documentation and snprintf's meaning
-    # (src/symbols/stack.c compares itself with this format).
+    # (src/symbols/stack_line.c compares itself with this format).
     return ("%-4d%-35s 0x%016x %s + %d" % (i, image, pc, tail_name,
                                           tail_off)).encode()
 
