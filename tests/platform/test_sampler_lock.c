@@ -172,10 +172,16 @@ int main(void) {
        leaves a call it knows blocks, and here the target mostly waits for
        the sampler lock the other holds, in a futex system call TSan does
        not see: the signal waits for the lock, which waits for the timeout
-       (CI: 1 of 53, 28 of 48 in 10 s; with a 1 s timeout, 0 of 5). One
-       sample through is what proves the window count was exercised. */
-    long least = SNAP_TEST_TSAN ? 1 : 20;
-    CHECK(s->ok >= least, "sampler %d: only %ld samples succeeded", i, s->ok);
+       (CI: 1 of 53, 28 of 48 in 10 s; with a 1 s timeout, 0 of 5; beside
+       busy-box, 0 of 50 once). There the requests are what the test
+       needs: one that times out opens a window all the same (the peak
+       below counts it, from the sampler lock on), and it takes the path
+       that abandons a request, which TSan is there to race. */
+    if (SNAP_TEST_TSAN)
+      CHECK(s->ok + s->timeouts >= 10, "sampler %d: only %ld requests made", i,
+            s->ok + s->timeouts);
+    else
+      CHECK(s->ok >= 20, "sampler %d: only %ld samples succeeded", i, s->ok);
   }
   int peak = snap__sampler_windows_peak();
   printf("most stopped windows open at once: %d\n", peak);
