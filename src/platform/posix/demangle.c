@@ -99,13 +99,18 @@ static void cxx_hook(void) {
 }
 
 static char *demangle_cxx(const char *mangled) {
-  pthread_once(&cxx_hook_once, cxx_hook);
-  int expected = 0;
-  if (atomic_compare_exchange_strong(&cxx_state, &expected, 1)) {
-    cxx_lookup();
-    atomic_store(&cxx_state, 2);
-  } else if (expected == 1) {
-    return NULL;
+  /* Read first: once the lookup is done (every call but the first few),
+     threads demangling at once write no shared cache line here. */
+  int expected = atomic_load_explicit(&cxx_state, memory_order_acquire);
+  if (expected != 2) {
+    pthread_once(&cxx_hook_once, cxx_hook);
+    if (expected == 0 &&
+        atomic_compare_exchange_strong(&cxx_state, &expected, 1)) {
+      cxx_lookup();
+      atomic_store(&cxx_state, 2);
+    } else if (expected == 1) {
+      return NULL;
+    }
   }
   cxa_demangle_fn fn =
       atomic_load_explicit(&cxx_demangle, memory_order_acquire);
