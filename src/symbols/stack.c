@@ -18,11 +18,11 @@
  *
  * The views: snap_frame_t per frame, built on the first snap_stack_frame
  * call (a stack with its own strings has it built at once, in its block),
- * and the formatted lines, on the first snap_stack_line call; each
- * published once with a compare-and-swap (a racing builder frees its own
- * copy), freed with the stack. Its size is told to the cache
- * (snap__stack_on_view), which counts views against its cap.
- * (the lines' layout: stack_line.c).
+ * and the formatted lines (their layout: stack_line.c), on the first
+ * snap_stack_line call; each published once with a compare-and-swap (a
+ * racing builder frees its own copy), freed with the stack. Its size is
+ * told to the cache (snap__stack_on_view), which counts views against its
+ * cap.
  *
  * Must not: be called from the stopped window (allocates, locks).
  */
