@@ -257,6 +257,8 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     note_steady(th->timed, th->tid, fresh && !learn);
   if (got)
     th->timed->nudged = false; /* answered (or ticked anyway) */
+  if (got >= 2)
+    th->timed->starved = false; /* a nudge brings one tick: it ticks */
   if (learn) {
     /* One sample the old way: the thread learns its own stack in that
        window (platform/linux/sample.c), and walks itself from then on. */
@@ -320,11 +322,25 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
        since this look's first reading, a /proc read ago) gets its timer
        re-armed, which never interrupts a sleep it begins meanwhile; one
        waiting for a CPU gets the tick queued, taken on its return to user
-       mode, before it can begin one. One nudge at a time. */
-    if (!th->timed->nudged) {
-      bool waiting = snap__plat_thread_cpu_ns(th->tid) == cpu;
+       mode, before it can begin one. One nudge at a time, unless the
+       re-armed timer did not tick although the thread ran a period since:
+       then the scheduler's ticks do not find it on a CPU, and its tick is
+       queued. (Beside busy loops, this kernel's scheduler ran such a
+       thread in 1.5 ms slices its 4 ms ticks seldom found: its CPU-time timer
+       fired 0-7 times in 150 ms of CPU time, where 37 were due; so did
+       setitimer's ITIMER_PROF. The old way's signal is as likely to meet
+       a thread on its way into a sleep as the queued tick.) */
+    int64_t cpu2 = snap__plat_thread_cpu_ns(th->tid);
+    uint64_t period = (uint64_t)tr->cfg.main_interval_us * 1000u;
+    bool missed = th->timed->nudged && cpu2 >= th->timed->nudge_cpu &&
+                  (uint64_t)(cpu2 - th->timed->nudge_cpu) >= period;
+    if (missed)
+      th->timed->starved = true;
+    if (!th->timed->nudged || missed) {
+      bool queue = cpu2 == cpu || th->timed->starved;
       th->timed->nudged = snap__plat_cpu_timer_nudge(&th->timed->timer, th->tid,
-                                                     waiting) == SNAP_OK;
+                                                     queue) == SNAP_OK;
+      th->timed->nudge_cpu = cpu2;
     }
     /* Its first tick may come tens of ms after its wake on a busy machine:
        the wake is dated now, from its clocks (woke_at), and the tick's

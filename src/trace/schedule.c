@@ -141,9 +141,9 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
       uint64_t step = main_ns;
       if (main_idx != SNAP__TRACE_NONE && tr->thr[main_idx].timed) {
         const snap__trace_thr_t *m = &tr->thr[main_idx];
-        uint64_t d = m->last_state == SNAP__STATE_BLOCKED ? IDLE_DRAIN_NS
-                     : m->timed->steady                   ? TICKING_NS
-                                                          : DRAIN_NS;
+        uint64_t d = m->last_state == SNAP__STATE_BLOCKED     ? IDLE_DRAIN_NS
+                     : m->timed->steady && !m->timed->starved ? TICKING_NS
+                                                              : DRAIN_NS;
         step = main_ns < d ? d : main_ns;
       }
       next_main += step;

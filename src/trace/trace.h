@@ -346,6 +346,9 @@ typedef struct snap__trace_timed {
   uint64_t woke_ns;  /* when it began to run since, as a look dated it
                         (0: not dated) */
   bool nudged;       /* a nudge is queued, not answered yet */
+  int64_t nudge_cpu; /* the thread's CPU time at that nudge */
+  bool starved;      /* its timer went silent while it ran: its nudges are
+                        queued until a look drains two ticks or more */
   uint8_t steady;    /* looks in a row that found it ran on (the step) */
   /* The main thread at the last look that drained ticks (look_ns 0: the
      last look did not): time, CPU time, run-queue wait (-1 unknown). */

@@ -50,3 +50,7 @@ set_tests_properties(test_trace_lag_edges test_trace_lag_edges_busy
 snap_test(test_trace_self_ring trace/test_trace_self_ring.c)
 set_tests_properties(test_trace_self_ring PROPERTIES SKIP_RETURN_CODE 77
   LABELS "trace")
+# A main thread that shares its CPU with busy threads, whose CPU-time
+# timer the kernel's ticks starve, is still sampled while it computes.
+snap_test(test_trace_starved trace/test_trace_starved.c)
+set_tests_properties(test_trace_starved PROPERTIES LABELS "trace")

@@ -34,18 +34,21 @@
  * A nudge, for a thread the trace saw awake with no tick since, comes two
  * ways. For a thread on a CPU now, the timer is set to expire after 1 ns
  * more of its CPU time, then every period as before: a tick at the next
- * scheduler tick (at most 1/HZ away, it runs), and the timer's own expiry
- * keeps its promise: a thread that went to sleep meanwhile is not
- * interrupted. For a thread waiting for a CPU (its clock does not move: a
- * busy machine), the next scheduler tick that finds it running may be tens
- * of ms away, so the timer's value is queued to it as a signal
+ * scheduler tick that finds it on a CPU, and the timer's own expiry keeps
+ * its promise: a thread that went to sleep meanwhile is not interrupted.
+ * For a thread waiting for a CPU (its clock does not move: a busy
+ * machine), the next scheduler tick that finds it running may be tens of
+ * ms away, so the timer's value is queued to it as a signal
  * (rt_tgsigqueueinfo, si_code SI_QUEUE): the kernel delivers it on the
  * thread's next return to user mode, before it can make another system
  * call, so it cannot end a sleep the thread has not begun. (A thread
  * preempted inside a system call on its way to sleeping would see it
  * pending and sleep no more: with voluntary kernel preemption, Debian's,
  * that is a thread that yields inside the call, which the waits we know
- * do not.) Whether the thread runs is the caller's reading.
+ * do not.) The scheduler's tick may never find a thread on a CPU (beside
+ * busy threads, slices shorter than a tick: docs/trace.md), so the caller
+ * queues the tick to such a thread even while it runs. Whether the thread
+ * runs is the caller's reading.
  */
 #include <errno.h>
 #include <signal.h>
