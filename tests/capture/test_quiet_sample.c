@@ -10,11 +10,13 @@
  * more than 5 ms late once the time it waited for a CPU is taken off (the
  * kernel's run-queue wait for the thread, /proc/thread-self/schedstat's
  * second field, read around the call: on a loaded box a woken sleeper
- * waits its turn, which no sampler causes). Every stack of a sleeper must
- * contain the sleeper's own function (dladdr over the exported symbols: the
- * dynamic linker's ranges, not ours), and the frames above it must be
- * those glibc's backtrace(), taken by the sleeper just before it blocked,
- * gives.
+ * waits its turn, which no sampler causes), unless a witness thread that
+ * is never sampled was as late at the same moments (the machine stalled:
+ * the hypervisor took the CPUs, which the guest's schedstat does not
+ * count; CI saw three sleepers 13-17 ms late at once). Every stack of a sleeper
+ * must contain the sleeper's own function (dladdr over the exported symbols:
+ * the dynamic linker's ranges, not ours), and the frames above it must be those
+ * glibc's backtrace(), taken by the sleeper just before it blocked, gives.
  *
  * Part 2 (races): targets alternate rapidly between short blocking calls
  * at varying depths and computing over a frame full of frame-like words,
@@ -70,6 +72,9 @@ typedef struct sleeper {
   /* Results, written by the sleeper only. */
   int calls, interrupted, early, late;
   long long worst_late_ns, base_worst_ns; /* run-queue wait taken off */
+  struct late_call {
+    long long due, woke, late; /* monotonic ns; run-queue wait taken off */
+  } lates[8];                  /* the first late calls, judged at the end */
   void *bt[64];
   int nbt;
 } sleeper_t;
@@ -132,10 +137,54 @@ __attribute__((noinline)) void quiet_sleeper_loop(sleeper_t *s) {
       s->early++;
     if (late > s->worst_late_ns)
       s->worst_late_ns = late;
+    if (late > SLACK_NS && s->late < (int)(sizeof s->lates / sizeof *s->lates))
+      s->lates[s->late] = (struct late_call){
+          .due = t0 + SLEEP_MS * 1000000LL, .woke = t0 + dt, .late = late};
     if (late > SLACK_NS)
       s->late++;
   }
   __asm__ volatile("" ::: "memory");
+}
+
+/* The witness: never sampled, it sleeps 1 ms at a time and records each
+   wake that came more than WITNESS_LATE_NS late beyond its run-queue
+   wait. What delays it delays the whole machine, not a sampled thread. */
+#define WITNESS_LATE_NS (2 * 1000000LL)
+#define WITNESS_MAX 512
+static struct late_call g_stalls[WITNESS_MAX];
+static atomic_int g_n_stalls, g_witness_tid;
+static atomic_bool g_witness_stop;
+
+static void *witness_main(void *arg) {
+  (void)arg;
+  atomic_store(&g_witness_tid, (int)syscall(SYS_gettid));
+  while (!atomic_load(&g_witness_stop)) {
+    long long q0 = runq_wait_ns(0), t0 = mono_ns();
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+    long long t1 = mono_ns(), q1 = runq_wait_ns(0);
+    long long late = t1 - t0 - 1000000LL;
+    if (q0 >= 0 && q1 >= q0)
+      late -= q1 - q0;
+    int n = atomic_load(&g_n_stalls);
+    if (late > WITNESS_LATE_NS && n < WITNESS_MAX) {
+      g_stalls[n] =
+          (struct late_call){.due = t0 + 1000000LL, .woke = t1, .late = late};
+      atomic_store(&g_n_stalls, n + 1);
+    }
+  }
+  return NULL;
+}
+
+/* Whether a late call was the machine's: a stall of the witness overlaps
+   the call's lateness and explains all but SLACK_NS of it. */
+static bool machine_stalled(const struct late_call *c) {
+  int n = atomic_load(&g_n_stalls);
+  for (int i = 0; i < n; i++)
+    if (g_stalls[i].due < c->woke && g_stalls[i].woke > c->due &&
+        g_stalls[i].late + SLACK_NS >= c->late)
+      return true;
+  return false;
 }
 
 static void *sleeper_main(void *arg) {
@@ -194,7 +243,10 @@ static void check_stack(const sleeper_t *s, const uintptr_t *pcs, int n,
 }
 
 static void part1(bool native) {
-  pthread_t th[KINDS];
+  pthread_t th[KINDS], witness;
+  pthread_create(&witness, NULL, witness_main, NULL);
+  while (!atomic_load(&g_witness_tid))
+    usleep(1000);
   for (int k = 0; k < KINDS; k++) {
     sleeper_t *s = &g_sleepers[k];
     s->kind = k;
@@ -227,7 +279,7 @@ static void part1(bool native) {
     int nt = snap_thread_list(all, 64);
     CHECK(nt > KINDS, "thread list: %d", nt);
     for (int i = 0; i < nt; i++) {
-      if ((int)all[i] == self)
+      if ((int)all[i] == self || (int)all[i] == atomic_load(&g_witness_tid))
         continue;
       uint64_t kept_b, sig_b, kept_a, sig_a;
       snap__capture_quiet_counts(&kept_b, &sig_b);
@@ -257,6 +309,8 @@ static void part1(bool native) {
     atomic_store(&g_sleepers[k].stop, true);
   for (int k = 0; k < KINDS; k++)
     pthread_join(th[k], NULL);
+  atomic_store(&g_witness_stop, true);
+  pthread_join(witness, NULL);
 
   printf("mode: %s\n",
          native ? "native (quiet walks from /proc/self/task/<tid>/syscall)"
@@ -283,8 +337,20 @@ static void part1(bool native) {
     if (native) {
       CHECK(s->early == 0, "%s: %d of %d calls returned early", k_names[k],
             s->early, s->calls);
-      CHECK(s->late == 0, "%s: %d calls more than 5 ms late (worst %.2f ms)",
-            k_names[k], s->late, s->worst_late_ns / 1e6);
+      int judged = s->late < (int)(sizeof s->lates / sizeof *s->lates)
+                       ? s->late
+                       : (int)(sizeof s->lates / sizeof *s->lates);
+      int machine = 0;
+      for (int i = 0; i < judged; i++)
+        machine += machine_stalled(&s->lates[i]);
+      if (machine)
+        printf("%s: %d late calls were the machine's (the witness was as "
+               "late then)\n",
+               k_names[k], machine);
+      CHECK(s->late - machine == 0,
+            "%s: %d calls more than 5 ms late (worst %.2f ms), %d of them "
+            "with the witness as late",
+            k_names[k], s->late, s->worst_late_ns / 1e6, machine);
     }
   }
   if (native) {
