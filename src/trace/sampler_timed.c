@@ -49,6 +49,14 @@
    sample is dated to (a sampler held back by a busy machine would
    otherwise date it when it got a CPU, tens of ms late). */
 
+/* th's sampling period in ns of its CPU time. */
+static uint64_t period_ns(const snap__trace_t *tr,
+                          const snap__trace_thr_t *th) {
+  return (uint64_t)(th->is_main ? tr->cfg.main_interval_us
+                                : tr->cfg.other_interval_us) *
+         1000u;
+}
+
 /* Arms th's timer (first sight). The ring comes from the trace's ring
    memory; none left, or no timer on this platform: the old way. */
 static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
@@ -63,9 +71,7 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
   *tm = (snap__trace_timed_t){.runq_base = -1};
   snap__sring_t *r =
       snap__sring_init(tr->srings + tr->srings_used + head, cap, flags);
-  uint64_t period = (uint64_t)(th->is_main ? tr->cfg.main_interval_us
-                                           : tr->cfg.other_interval_us) *
-                    1000u;
+  uint64_t period = period_ns(tr, th);
   if (th->is_main && tr->wake)
     snap__sring_watch(r, tr->wake, SNAP__TRACE_ALARM_NS);
   if (snap__plat_cpu_timer_start(&tm->timer, th->tid, period, snap__sring_tick,
@@ -331,9 +337,8 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
        setitimer's ITIMER_PROF. The old way's signal is as likely to meet
        a thread on its way into a sleep as the queued tick.) */
     int64_t cpu2 = snap__plat_thread_cpu_ns(th->tid);
-    uint64_t period = (uint64_t)tr->cfg.main_interval_us * 1000u;
     bool missed = th->timed->nudged && cpu2 >= th->timed->nudge_cpu &&
-                  (uint64_t)(cpu2 - th->timed->nudge_cpu) >= period;
+                  (uint64_t)(cpu2 - th->timed->nudge_cpu) >= period_ns(tr, th);
     if (missed)
       th->timed->starved = true;
     if (!th->timed->nudged || missed) {
