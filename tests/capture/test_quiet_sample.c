@@ -58,6 +58,7 @@
 #define SLEEP_MS 40
 #define ROUNDS 100
 #define SLACK_NS (5 * 1000000LL)
+#define LATES 8 /* late calls of a sleeper kept to be judged */
 
 enum { K_USLEEP, K_NANOSLEEP, K_POLL, K_EPOLL, KINDS };
 static const char *const k_names[KINDS] = {"usleep", "nanosleep", "poll",
@@ -74,7 +75,7 @@ typedef struct sleeper {
   long long worst_late_ns, base_worst_ns; /* run-queue wait taken off */
   struct late_call {
     long long due, woke, late; /* monotonic ns; run-queue wait taken off */
-  } lates[8];                  /* the first late calls, judged at the end */
+  } lates[LATES];              /* the first late calls, judged at the end */
   void *bt[64];
   int nbt;
 } sleeper_t;
@@ -137,11 +138,12 @@ __attribute__((noinline)) void quiet_sleeper_loop(sleeper_t *s) {
       s->early++;
     if (late > s->worst_late_ns)
       s->worst_late_ns = late;
-    if (late > SLACK_NS && s->late < (int)(sizeof s->lates / sizeof *s->lates))
-      s->lates[s->late] = (struct late_call){
-          .due = t0 + SLEEP_MS * 1000000LL, .woke = t0 + dt, .late = late};
-    if (late > SLACK_NS)
+    if (late > SLACK_NS) {
+      if (s->late < LATES)
+        s->lates[s->late] = (struct late_call){
+            .due = t0 + SLEEP_MS * 1000000LL, .woke = t0 + dt, .late = late};
       s->late++;
+    }
   }
   __asm__ volatile("" ::: "memory");
 }
@@ -337,11 +339,8 @@ static void part1(bool native) {
     if (native) {
       CHECK(s->early == 0, "%s: %d of %d calls returned early", k_names[k],
             s->early, s->calls);
-      int judged = s->late < (int)(sizeof s->lates / sizeof *s->lates)
-                       ? s->late
-                       : (int)(sizeof s->lates / sizeof *s->lates);
       int machine = 0;
-      for (int i = 0; i < judged; i++)
+      for (int i = 0; i < s->late && i < LATES; i++)
         machine += machine_stalled(&s->lates[i]);
       if (machine)
         printf("%s: %d late calls were the machine's (the witness was as "
