@@ -13,11 +13,16 @@
  * stripped: then it names what the index names). Finally the lazy parse is
  * indexed and must hold the same table as the eager one.
  *
+ * The lazy parse is checked once more with its .symtab's bytes left out
+ * of its buffer and read through syms_window in uneven pieces, as the
+ * provider's first lookups read them from the file: the same answers.
+ *
  * The eager index's buckets (elf_reader.h: where a search starts) are
  * checked the same way against a search over every key: the same answer
  * at each address above, and at each bucket's first byte and the byte
  * before it.
  */
+#include <elf.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
@@ -92,6 +97,83 @@ static void same_without_buckets(const char *path, const snap__elf_t *eager,
           b ? b->name : "-", (unsigned long long)f2);
 }
 
+/* A lazy parse whose buffer lacks its .symtab's bytes reads them through
+   syms_window (elf_reader.h), as elf_symbols.c's first lookups do: pieces
+   of uneven sizes, most not whole symbols, copied out of the file's bytes
+   into a buffer; or none at all (fail: the file changed). */
+typedef struct window_src {
+  const uint8_t *data;
+  size_t size;
+  bool fail;
+  long calls;
+} window_src_t;
+
+static const uint8_t *window(void *ctx, uint64_t off, uint64_t want,
+                             uint64_t *got) {
+  window_src_t *w = ctx;
+  w->calls++;
+  *got = 0;
+  if (w->fail || off > w->size)
+    return NULL;
+  uint64_t piece =
+      24 * (1 + snap_xorshift(&g_rng) % 40) + snap_xorshift(&g_rng) % 24;
+  *got = piece < want ? piece : want;
+  if (*got > w->size - off)
+    *got = w->size - off;
+  /* Copied, with junk after it: a scan must read nothing past *got. */
+  static uint8_t buf[24 * 41];
+  memset(buf, 0xa5, sizeof buf);
+  memcpy(buf, w->data + off, (size_t)*got);
+  return buf;
+}
+
+/* The streamed parse answers as the index does, at every address asked of
+   the lazy one; with no bytes to be had it answers nothing (floor 0), and
+   it cannot be indexed until its table is in the buffer. */
+static void check_streamed(const char *path, const uint8_t *data, size_t n,
+                           const snap__elf_t *eager) {
+  snap__elf_t lazy;
+  if (snap__elf_parse_lazy(&lazy, data, n) != 0 || !lazy.from_symtab) {
+    if (lazy.lazy)
+      snap__elf_free(&lazy);
+    return; /* no .symtab: .dynsym is scanned, and it is always read */
+  }
+  Elf64_Shdr sym;
+  memcpy(&sym, data + lazy.sh_off + lazy.sym_index * sizeof sym, sizeof sym);
+  snap__elf_free(&lazy);
+  uint8_t *holed = malloc(n);
+  CHECK(holed != NULL, "memory");
+  if (!holed)
+    return;
+  memcpy(holed, data, n);
+  memset(holed + sym.sh_offset, 0, sym.sh_size); /* as read_parts leaves it */
+  snap__elf_t st;
+  window_src_t src = {data, n, false, 0};
+  CHECK(snap__elf_parse_lazy(&st, holed, n) == 0, "%s parses without its table",
+        path);
+  st.syms_window = window;
+  st.syms_ctx = &src;
+  for (size_t i = 0; i < eager->nsyms; i++) {
+    const snap__elf_sym_t *s = &eager->syms[i];
+    const uint64_t at[] = {s->addr - 1, s->addr, s->end - 1, s->end};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+      same(path, eager, &st, at[k]);
+    if (eager->nsyms > 500)
+      i += snap_xorshift(&g_rng) % (eager->nsyms / 100);
+  }
+  CHECK(src.calls > 0, "%s: the table was read through the window", path);
+  CHECK(snap__elf_index(&st) != 0 && st.lazy,
+        "%s: not indexed while its table is not in the buffer", path);
+  src.fail = true;
+  uint64_t floor = 7;
+  snap__elf_sym_t scratch;
+  const snap__elf_sym_t *s = eager->syms;
+  CHECK(!snap__elf_lookup(&st, s->addr, &floor, &scratch) && floor == 0,
+        "%s: no bytes, no answer", path);
+  snap__elf_free(&st);
+  free(holed);
+}
+
 static void check_file(const char *path) {
   size_t n;
   uint8_t *data = slurp(path, &n);
@@ -132,6 +214,7 @@ static void check_file(const char *path) {
       same_without_buckets(path, &eager,
                            lo - 64 + snap_xorshift(&g_rng) % (hi - lo + 128));
   }
+  check_streamed(path, data, n, &eager);
   CHECK(snap__elf_index(&lazy) == 0 && !lazy.lazy, "%s: indexed", path);
   CHECK(lazy.nsyms == eager.nsyms &&
             memcmp(lazy.keys ? (void *)lazy.keys : (void *)"",

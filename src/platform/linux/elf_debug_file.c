@@ -72,7 +72,7 @@ static bool same_build_id(const snap__elf_t *a, const snap__elf_t *b) {
 static bool try_debug(image_t *img, const char *path, bool by_crc) {
   mapping_t m;
   uint32_t crc;
-  if (!snap__elf_map_file(path, &m))
+  if (!snap__elf_map_file(path, &m, false))
     return false;
   snap__elf_t d;
   bool ok = !(m.dev == img->file.dev && m.ino == img->file.ino) &&

@@ -24,22 +24,26 @@
 
 #include <elf.h>
 
+static int64_t mtime_ns(const struct stat *st) {
+  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
 /* The vdso is one or two pages; anything claiming more is not believed. */
 #define MAX_VDSO_SIZE (1u << 20)
 /* A file bigger than this is not read (its names are lost): the copy is
    held as long as the image is cached. */
 #define MAX_FILE_SIZE ((uint64_t)512 << 20)
 
-/* Reads [off, off + len) of fd into buf + off with bounded preads
-   (abseil's symbolize_elf shape): retried on EINTR, stopped at end of
-   file. Returns the bytes read: fewer when the file was cut since we
-   looked at its size, and that truncation is a result, not an error (the
-   bytes not read stay zero: the parse then fails or names less). */
-static uint64_t read_at(int fd, uint8_t *buf, uint64_t off, uint64_t len) {
+/* Reads [off, off + len) of fd into dst with bounded preads (abseil's
+   symbolize_elf shape): retried on EINTR, stopped at end of file. Returns
+   the bytes read: fewer when the file was cut since we looked at its
+   size, and that truncation is a result, not an error (the bytes not read
+   stay zero: the parse then fails or names less). */
+uint64_t snap__elf_read(int fd, void *dst, uint64_t off, uint64_t len) {
   uint64_t got = 0;
   while (got < len) {
-    ssize_t n =
-        pread(fd, buf + off + got, (size_t)(len - got), (off_t)(off + got));
+    ssize_t n = pread(fd, (uint8_t *)dst + got, (size_t)(len - got),
+                      (off_t)(off + got));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -47,6 +51,11 @@ static uint64_t read_at(int fd, uint8_t *buf, uint64_t off, uint64_t len) {
     got += (uint64_t)n;
   }
   return got;
+}
+
+/* The same into buf + off: buf holds the file at its own offsets. */
+static uint64_t read_at(int fd, uint8_t *buf, uint64_t off, uint64_t len) {
+  return snap__elf_read(fd, buf + off, off, len);
 }
 
 static bool is_named(const uint8_t *buf, uint64_t size, const Elf64_Shdr *tab,
@@ -62,8 +71,11 @@ static bool is_named(const uint8_t *buf, uint64_t size, const Elf64_Shdr *tab,
    PLTs and the debuglink. The text, data and DWARF — most of a file — are
    never read. False when the headers are not what the reader expects;
    the caller then reads the whole file and lets the reader judge it. A
-   section this misses only costs what it would have named. */
-static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
+   section this misses only costs what it would have named. leave: the
+   first .symtab's bytes are not read; its range then in *left_off,
+   *left_len. */
+static bool read_parts(int fd, uint8_t *buf, uint64_t size, bool leave,
+                       uint64_t *left_off, uint64_t *left_len) {
   Elf64_Ehdr eh;
   Elf64_Shdr s0, names;
   if (size < sizeof eh || read_at(fd, buf, 0, sizeof eh) != sizeof eh)
@@ -142,8 +154,13 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
              is_named(buf, size, &names, s.sh_name, ".plt.sec") ||
              is_named(buf, size, &names, s.sh_name, ".plt.got") ||
              is_named(buf, size, &names, s.sh_name, ".gnu_debuglink");
-    if (want && s.sh_offset <= size && s.sh_size <= size - s.sh_offset)
-      read_at(fd, buf, s.sh_offset, s.sh_size);
+    if (!want || s.sh_offset > size || s.sh_size > size - s.sh_offset)
+      continue;
+    if (leave && s.sh_type == SHT_SYMTAB && *left_len == 0 && s.sh_size) {
+      *left_off = s.sh_offset, *left_len = s.sh_size;
+      continue;
+    }
+    read_at(fd, buf, s.sh_offset, s.sh_size);
   }
   return true;
 }
@@ -153,8 +170,13 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size) {
    while mapped (cp over a library being developed) turns every page past
    its new end into SIGBUS for whoever reads it. The buffer is the file's
    size, zeroed: calloc of a large block is fresh zero pages, so the parts
-   never read cost address space, not memory. */
-bool snap__elf_map_file(const char *path, mapping_t *m) {
+   never read cost address space, not memory. Copying into fresh pages is
+   also most of a first lookup in a big library (60 k functions: 2.1 MB of
+   .symtab and .strtab, ~3 ms on this VM, where the same bytes read into
+   a 64 KiB buffer already in the CPU's caches take ~0.55 ms), hence
+   leave_symtab: a lazy parse's scans read the table in pieces
+   (elf_symbols.c), and it is copied only when the image is indexed. */
+bool snap__elf_map_file(const char *path, mapping_t *m, bool leave_symtab) {
   memset(m, 0, sizeof *m);
   int fd;
   do
@@ -170,15 +192,53 @@ bool snap__elf_map_file(const char *path, mapping_t *m) {
     size = (uint64_t)st.st_size;
     buf = calloc(1, (size_t)size);
   }
-  if (buf && !read_parts(fd, buf, size) && read_at(fd, buf, 0, size) == 0) {
-    free(buf); /* nothing there: cut to nothing since fstat */
-    buf = NULL;
+  uint64_t left_off = 0, left_len = 0;
+  if (buf && !read_parts(fd, buf, size, leave_symtab, &left_off, &left_len)) {
+    left_off = left_len = 0; /* the whole file, read below */
+    if (read_at(fd, buf, 0, size) == 0) {
+      free(buf); /* nothing there: cut to nothing since fstat */
+      buf = NULL;
+    }
   }
   close(fd);
   if (!buf)
     return false;
-  *m = (mapping_t){buf, (size_t)size, false, st.st_dev, st.st_ino};
+  *m = (mapping_t){.addr = buf,
+                   .size = (size_t)size,
+                   .dev = st.st_dev,
+                   .ino = st.st_ino,
+                   .mtime_ns = mtime_ns(&st),
+                   .unread_off = left_off,
+                   .unread_len = left_len};
   return true;
+}
+
+bool snap__elf_reopen(const char *path, const mapping_t *m, int *fd) {
+  do
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+  while (*fd < 0 && errno == EINTR);
+  if (*fd < 0)
+    return false;
+  struct stat st;
+  if (fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == m->dev &&
+      st.st_ino == m->ino && (uint64_t)st.st_size == m->size &&
+      mtime_ns(&st) == m->mtime_ns)
+    return true;
+  close(*fd);
+  return false;
+}
+
+bool snap__elf_fill_unread(const char *path, mapping_t *m) {
+  if (m->unread_len == 0)
+    return true;
+  int fd;
+  if (!snap__elf_reopen(path, m, &fd))
+    return false;
+  bool ok = read_at(fd, m->addr, m->unread_off, m->unread_len) == m->unread_len;
+  close(fd);
+  if (ok)
+    m->unread_off = m->unread_len = 0;
+  return ok;
 }
 
 void snap__elf_unmap(mapping_t *m) {
@@ -226,7 +286,7 @@ bool snap__elf_copy_vdso(mapping_t *m) {
       return false;
     }
   }
-  *m = (mapping_t){copy, (size_t)end, true, 0, 0};
+  *m = (mapping_t){.addr = copy, .size = (size_t)end, .vdso = true};
   return true;
 }
 

@@ -134,12 +134,12 @@ static bool section_range(const snap__elf_t *e, const shdrs_t *sh,
   return m->end != 0;
 }
 
-/* Symbol i of the table at off, if it names a defined function inside its
-   section; that section's range then in *sec. */
-static bool func_sym(const snap__elf_t *e, const shdrs_t *sh, uint64_t off,
-                     uint64_t i, const Elf64_Shdr *str, sec_memo_t *sec,
-                     Elf64_Sym *s) {
-  memcpy(s, e->data + off + i * sizeof *s, sizeof *s);
+/* The symbol whose bytes are at raw, if it names a defined function
+   inside its section; that section's range then in *sec. */
+static bool func_sym_at(const snap__elf_t *e, const shdrs_t *sh,
+                        const uint8_t *raw, const Elf64_Shdr *str,
+                        sec_memo_t *sec, Elf64_Sym *s) {
+  memcpy(s, raw, sizeof *s);
   unsigned type = ELF64_ST_TYPE(s->st_info);
   if (type != STT_FUNC && type != STT_GNU_IFUNC)
     return false;
@@ -151,6 +151,13 @@ static bool func_sym(const snap__elf_t *e, const shdrs_t *sh, uint64_t off,
   /* A function outside its own section is a corrupt entry, not code. */
   return section_range(e, sh, s->st_shndx, sec) && s->st_value >= sec->addr &&
          s->st_value < sec->end;
+}
+
+/* The same for symbol i of the table at off in the buffer. */
+static bool func_sym(const snap__elf_t *e, const shdrs_t *sh, uint64_t off,
+                     uint64_t i, const Elf64_Shdr *str, sec_memo_t *sec,
+                     Elf64_Sym *s) {
+  return func_sym_at(e, sh, e->data + off + i * sizeof *s, str, sec, s);
 }
 
 /* The buckets over e->keys (elf_reader.h): the smallest power-of-two
@@ -385,18 +392,38 @@ static const snap__elf_sym_t *scan(const snap__elf_t *e, uint64_t vaddr,
   int nt = 0;
   sec_memo_t memo = {UINT64_MAX, 0, 0};
   Elf64_Sym s;
+  /* The table in windows: the buffer's whole table at once, or what
+     syms_window gives (elf_reader.h). */
+  const uint8_t *win = NULL;
+  uint64_t win_at = 0, win_n = 0; /* symbols [win_at, win_at + win_n) */
   for (uint64_t i = 0; i < count; i++) {
+    if (i == win_at + win_n) {
+      uint64_t got = count - i;
+      if (!e->syms_window) {
+        win = e->data + sym.sh_offset + i * sizeof(Elf64_Sym);
+      } else {
+        win = e->syms_window(e->syms_ctx, sym.sh_offset + i * sizeof s,
+                             got * sizeof s, &got);
+        got = win ? got / sizeof s : 0;
+        if (got == 0) { /* the file changed: no answer rather than half */
+          if (floor)
+            *floor = 0;
+          return NULL;
+        }
+      }
+      win_at = i, win_n = got;
+    }
     /* Most symbols can change nothing here (above the lowest start seen
        above vaddr, or below the lowest kept): those are passed over on
        two fields, before func_sym's checks (a pass over 60 k symbols:
        ~0.6 M instructions, not ~4.5 M). */
-    const uint8_t *raw = e->data + sym.sh_offset + i * sizeof(Elf64_Sym);
+    const uint8_t *raw = win + (i - win_at) * sizeof(Elf64_Sym);
     uint64_t value;
     memcpy(&value, raw + offsetof(Elf64_Sym, st_value), sizeof value);
     if (value > vaddr ? value >= above
                       : nt == ENCLOSING_LOOKBACK && value < top[nt - 1].at)
       continue;
-    if (!func_sym(e, &sh, sym.sh_offset, i, &str, &memo, &s))
+    if (!func_sym_at(e, &sh, raw, &str, &memo, &s))
       continue;
     uint64_t at = s.st_value;
     if (at > vaddr) {

@@ -29,6 +29,10 @@ typedef struct mapping {
   bool vdso; /* copied from memory: no file, no debug file */
   dev_t dev;
   ino_t ino;
+  int64_t mtime_ns; /* with dev, ino and size: the file read, not a new one */
+  /* The symbol table's bytes left in the file (snap__elf_map_file's
+     leave_symtab), zero in the buffer until snap__elf_fill_unread. */
+  uint64_t unread_off, unread_len;
 } mapping_t;
 
 typedef struct image {
@@ -39,12 +43,24 @@ typedef struct image {
   unsigned scans; /* lookups answered by scanning (not yet indexed) */
   mapping_t file, debug;
   snap__elf_t elf, dbg;
+  int syms_fd;    /* the file, open during one scan of its unread table */
+  bool syms_open; /* ... when true */
 } image_t;
 
 /* elf_file_copy.c: the file at path (or, snap__elf_copy_vdso, the vdso)
-   copied into a buffer m owns, freed by snap__elf_unmap. False: nothing
-   kept, m zeroed. */
-bool snap__elf_map_file(const char *path, mapping_t *m);
+   copied into a buffer m owns, freed by snap__elf_unmap. leave_symtab: its
+   .symtab's bytes stay in the file (m->unread_off, m->unread_len). False:
+   nothing kept, m zeroed. */
+bool snap__elf_map_file(const char *path, mapping_t *m, bool leave_symtab);
+/* The file at path opened again, if it is still the one m was read from
+   (device, inode, size, modification time): *fd, to read with
+   snap__elf_read and close. */
+bool snap__elf_reopen(const char *path, const mapping_t *m, int *fd);
+/* Up to len bytes of fd at off into dst: how many (fewer at end of file). */
+uint64_t snap__elf_read(int fd, void *dst, uint64_t off, uint64_t len);
+/* Reads m's unread part into its buffer, from the same file (see
+   snap__elf_reopen); true when nothing is left unread. */
+bool snap__elf_fill_unread(const char *path, mapping_t *m);
 bool snap__elf_copy_vdso(mapping_t *m);
 void snap__elf_unmap(mapping_t *m);
 /* Whether a loader's image name is the vdso's (it has no file). */

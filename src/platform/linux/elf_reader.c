@@ -165,6 +165,8 @@ int snap__elf_parse_lazy(snap__elf_t *e, const void *data, size_t size) {
 int snap__elf_index(snap__elf_t *e) {
   if (!e->lazy)
     return 0;
+  if (e->syms_window) /* the table is not in the buffer yet */
+    return -1;
   shdrs_t sh = {e->sh_off, e->sh_num};
   Elf64_Shdr syms;
   if (!shdr(e, &sh, e->sym_index, &syms) ||

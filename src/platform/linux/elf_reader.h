@@ -82,6 +82,18 @@ typedef struct snap__elf {
      sym_index of the section headers at sh_off (sh_num of them). */
   bool lazy;
   uint64_t sh_off, sh_num, sym_index;
+  /* For a lazy parse whose buffer lacks the symbol table's bytes (the
+     file copy's biggest part: elf_symbols.c leaves it in the file until
+     the image is indexed, so a first lookup reads it once, in pieces,
+     into memory already in the CPU's caches, instead of copying it into
+     fresh pages): NULL, or where the scan gets them. It returns a
+     pointer to the file's bytes from off on and sets *got (<= want, a
+     whole number of symbols or fewer); NULL or *got 0: they cannot be
+     read (the file changed), and the scan answers nothing rather than
+     half. */
+  const uint8_t *(*syms_window)(void *ctx, uint64_t off, uint64_t want,
+                                uint64_t *got);
+  void *syms_ctx;
 
   const uint8_t *build_id; /* NULL if none */
   size_t build_id_len;
@@ -101,8 +113,9 @@ int snap__elf_parse(snap__elf_t *e, const void *data, size_t size);
    sort of it (60 k functions: ~0.5 M instructions, not ~20 M). [setup] */
 int snap__elf_parse_lazy(snap__elf_t *e, const void *data, size_t size);
 /* Builds what snap__elf_parse builds for a lazy e (then not lazy). 0, or
-   -1 when it cannot (out of memory, a hostile table): e stays lazy and
-   its lookups keep scanning. [setup] */
+   -1 when it cannot (out of memory, a hostile table, or the table not in
+   the buffer: syms_window set): e stays lazy and its lookups keep
+   scanning. [setup] */
 int snap__elf_index(snap__elf_t *e);
 void snap__elf_free(snap__elf_t *e);
 

@@ -23,7 +23,10 @@
  *  3. lazily (snap__elf_parse_lazy): the first SCAN_PCS lookups in the
  *     image scan its symbol table, one pass each, and a process that
  *     names a stack or two in a big library never sorts it (60 k
- *     functions: a first lookup in ~2 ms of CPU, not ~10). The lookup
+ *     functions: a first lookup in ~2 ms of CPU, not ~10). A .symtab is
+ *     not copied for them: each scan reads it from the file through a
+ *     64 KiB window (syms_window), if the file is still the one read
+ *     (else the scan names nothing). The lookup
  *     after those, or a batch of more pcs, sorts the functions
  *     (snap__elf_index: index_image), then detaches the parses from the
  *     file copies (snap__elf_detach: the function names and the PLT's
@@ -43,8 +46,11 @@
  * or keep a file mapped (design.md rule 6: a file cut on disk while mapped
  * faults on access). The cost: the parts of a file read (elf_file_copy.c's
  * read_parts) until it is sorted; then, per cached image, its function names
- * and sorted symbols (and its PLT's tables). A file rewritten after it was read
- * keeps its old names until its entry is dropped.
+ * and sorted symbols (and its PLT's tables). A file rewritten after it was
+ * indexed keeps its old names until its entry is dropped; rewritten between
+ * its first lookup and its indexing (while its scans still read .symtab from
+ * it), it names nothing until then: a name from the new file's table would
+ * be a guess for the old code (tests/symbols/test_elf_rewrite.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -88,10 +94,37 @@ static void drop(image_t *img) {
   memset(img, 0, sizeof *img);
 }
 
+/* Where a scan of an image's unread symbol table reads it, a window at a
+   time (guarded by g_lock, as the scans are): memory the CPU's caches
+   keep, where copying the whole table into fresh pages was most of a
+   first lookup (elf_file_copy.c). */
+static uint8_t g_window[64 << 10];
+
+/* snap__elf_t.syms_window for an image whose .symtab was left in its file:
+   opened on the first window of a scan (and only if it is still the file
+   read at first: snap__elf_reopen), closed after the lookup (done_scan). */
+static const uint8_t *syms_window(void *ctx, uint64_t off, uint64_t want,
+                                  uint64_t *got) {
+  image_t *img = ctx;
+  *got = 0;
+  if (!img->syms_open && !(img->syms_open = snap__elf_reopen(
+                               img->path, &img->file, &img->syms_fd)))
+    return NULL;
+  uint64_t n = want < sizeof g_window ? want : sizeof g_window;
+  *got = snap__elf_read(img->syms_fd, g_window, off, n - n % sizeof(Elf64_Sym));
+  return g_window;
+}
+
+static void done_scan(image_t *img) {
+  if (img->syms_open)
+    close(img->syms_fd);
+  img->syms_open = false;
+}
+
 static void load(image_t *img) {
-  bool mapped = snap__elf_is_vdso_name(img->path)
-                    ? snap__elf_copy_vdso(&img->file)
-                    : snap__elf_map_file(img->path, &img->file);
+  bool vdso = snap__elf_is_vdso_name(img->path);
+  bool mapped = vdso ? snap__elf_copy_vdso(&img->file)
+                     : snap__elf_map_file(img->path, &img->file, true);
   if (!mapped)
     return;
   if (snap__elf_parse_lazy(&img->elf, img->file.addr, img->file.size) != 0) {
@@ -99,6 +132,12 @@ static void load(image_t *img) {
     return;
   }
   img->ok = true;
+  /* The table the scans read is the .symtab left in the file. (Without
+     one, .dynsym is scanned: it was read.) */
+  if (img->file.unread_len && img->elf.from_symtab) {
+    img->elf.syms_window = syms_window;
+    img->elf.syms_ctx = img;
+  }
   if (!img->elf.from_symtab && !img->file.vdso)
     snap__elf_find_debug_file(img);
 }
@@ -109,7 +148,16 @@ static void load(image_t *img) {
    (out of memory) leaves the image scanning, copies kept. */
 static void index_image(image_t *img) {
   snap__elf_t *names = img->has_dbg ? &img->dbg : &img->elf;
-  if (!img->ok || !names->lazy || snap__elf_index(names) != 0)
+  if (!img->ok || !names->lazy)
+    return;
+  /* The table is sorted in the buffer: read it in now (a file changed
+     since leaves the image scanning, and its scans naming nothing). */
+  if (names->syms_window) {
+    if (!snap__elf_fill_unread(img->path, &img->file))
+      return;
+    names->syms_window = NULL;
+  }
+  if (snap__elf_index(names) != 0)
     return;
   if (img->has_dbg) {
     if (snap__elf_detach(&img->dbg) == 0)
@@ -276,6 +324,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
     }
     if (last) {
       find_one(last, &q[i], &f[i], &pool, buf, sizeof buf);
+      done_scan(last);
       last->scans +=
           last->ok && (last->has_dbg ? last->dbg.lazy : last->elf.lazy);
     }
