@@ -17,6 +17,10 @@
  * syms_window): the first lookup's own name, then each answer its own
  * name or none.
  *
+ * Last, the path replaced before any lookup by a FIFO and by a symlink to
+ * /dev/zero: names or none, and no hang (an open of the FIFO waited for a
+ * writer; /dev/zero was read without end by the source-line copy).
+ *
  * The naming runs in a child process, so a fault is reported as the test's
  * failure, not as its crash; the child never unloads the library.
  */
@@ -185,6 +189,37 @@ static int child_lazy(const char *copy) {
   return wrong == 0 && first ? 0 : 4;
 }
 
+/* The library's path replaced, before its first lookup, by what a read
+   must not wait on or read forever: a FIFO nobody writes, or a symlink to
+   /dev/zero (also as a source-line lookup reads it: libdw's copy). Every
+   answer its own name or none, and in time (SIGALRM ends a hang). */
+static int child_special(const char *copy, bool fifo) {
+  snap_set_symbol_cache_limit(0);
+  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return 2;
+  for (int i = 0; i < FUNCS; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "snapsmall_%d", i);
+    g_pc[i] = i % 3 ? (uintptr_t)dlsym(h, name) : 0;
+  }
+  if (unlink(copy) != 0 ||
+      (fifo ? mkfifo(copy, 0600) : symlink("/dev/zero", copy)) != 0)
+    return 3;
+  alarm(60);
+  snap_stack_release(snap_symbolicate(
+      &g_pc[1], 1, SNAP_SYMBOLICATE_EXACT_PC0 | SNAP_SYMBOLICATE_SOURCE_LINES));
+  int named = 0, unnamed = 0;
+  int wrong = name_some(1, &named, &unnamed);
+  printf("%s at its path: %d named, %d unnamed\n",
+         fifo ? "a FIFO" : "/dev/zero", named, unnamed);
+  (void)h;
+  return wrong == 0 ? 0 : 4;
+}
+
+static int child_fifo(const char *copy) { return child_special(copy, true); }
+static int child_zero(const char *copy) { return child_special(copy, false); }
+
 /* Runs fn(a fresh copy of the library) in a child. */
 static void run_child(int (*fn)(const char *), const char *what) {
   char copy[] = "/tmp/snap_elf_rewrite_XXXXXX";
@@ -200,7 +235,7 @@ static void run_child(int (*fn)(const char *), const char *what) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
-  unlink(copy);
+  unlink(copy); /* the file, or what replaced it */
   CHECK(!WIFSIGNALED(status),
         "%s: naming a rewritten library killed the process: signal %d (%s)",
         what, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
@@ -217,6 +252,8 @@ int main(void) {
     return check_result("test_elf_rewrite");
   run_child(child, "indexed");
   run_child(child_lazy, "scanned");
+  run_child(child_fifo, "FIFO");
+  run_child(child_zero, "/dev/zero");
   free(g_orig);
   return check_result("test_elf_rewrite");
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "platform/linux/elf_image.h"
+#include "platform/linux/linux.h"
 
 #define DEBUG_ROOT "/usr/lib/debug"
 
@@ -34,10 +35,8 @@ static bool crc32_file(const char *path, uint32_t *out) {
       c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
     table[i] = c;
   }
-  int fd;
-  do
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-  while (fd < 0 && errno == EINTR);
+  struct stat st;
+  int fd = snap__linux_open_regular(path, &st);
   if (fd < 0)
     return false;
   enum { CHUNK = 1 << 16 };

@@ -176,19 +176,29 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size, bool leave,
    a 64 KiB buffer already in the CPU's caches take ~0.55 ms), hence
    leave_symtab: a lazy parse's scans read the table in pieces
    (elf_symbols.c), and it is copied only when the image is indexed. */
-bool snap__elf_map_file(const char *path, mapping_t *m, bool leave_symtab) {
-  memset(m, 0, sizeof *m);
+int snap__linux_open_regular(const char *path, struct stat *st) {
   int fd;
   do
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   while (fd < 0 && errno == EINTR);
   if (fd < 0)
-    return false;
+    return -1;
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool snap__elf_map_file(const char *path, mapping_t *m, bool leave_symtab) {
+  memset(m, 0, sizeof *m);
   struct stat st;
+  int fd = snap__linux_open_regular(path, &st);
+  if (fd < 0)
+    return false;
   uint8_t *buf = NULL;
   uint64_t size = 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-      (uint64_t)st.st_size <= MAX_FILE_SIZE) {
+  if (st.st_size > 0 && (uint64_t)st.st_size <= MAX_FILE_SIZE) {
     size = (uint64_t)st.st_size;
     buf = calloc(1, (size_t)size);
   }
@@ -214,15 +224,12 @@ bool snap__elf_map_file(const char *path, mapping_t *m, bool leave_symtab) {
 }
 
 bool snap__elf_reopen(const char *path, const mapping_t *m, int *fd) {
-  do
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
-  while (*fd < 0 && errno == EINTR);
+  struct stat st;
+  *fd = snap__linux_open_regular(path, &st);
   if (*fd < 0)
     return false;
-  struct stat st;
-  if (fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == m->dev &&
-      st.st_ino == m->ino && (uint64_t)st.st_size == m->size &&
-      mtime_ns(&st) == m->mtime_ns)
+  if (st.st_dev == m->dev && st.st_ino == m->ino &&
+      (uint64_t)st.st_size == m->size && mtime_ns(&st) == m->mtime_ns)
     return true;
   close(*fd);
   return false;

@@ -5,6 +5,7 @@
 #ifndef SNAP_PLATFORM_LINUX_H
 #define SNAP_PLATFORM_LINUX_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "platform/platform.h"
@@ -42,6 +43,15 @@ void snap__linux_window_mark(bool in);
    ours, and the handler's work for it. [signal-safe] */
 bool snap__linux_cpu_timer_token(uint64_t token);
 void snap__linux_cpu_timer_fire(uint64_t token, void *uc);
+
+/* ---- Files read for names (elf_file_copy.c) ------------------------------ */
+
+/* path opened for reading if it is a regular file: symlinks followed (a
+   library's path often is one, and so are /usr/lib/debug/.build-id's),
+   never blocking (O_NONBLOCK: a FIFO put at a library's or a debug file's
+   path would hang the open), anything else refused (a FIFO, a device such
+   as /dev/zero, which would be read forever). The fd, with *st, or -1. */
+int snap__linux_open_regular(const char *path, struct stat *st);
 
 /* ---- Small /proc files (proc_files.c) ----------------------------------- */
 

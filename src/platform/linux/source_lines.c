@@ -180,10 +180,8 @@ static void reset_session(void) {
    only we write cannot shrink. Read with bounded preads (EINTR retried,
    end of file ends it: a file cut meanwhile is copied as far as it goes). */
 static int copy_to_memfd(const char *path) {
-  int in;
-  do
-    in = open(path, O_RDONLY | O_CLOEXEC);
-  while (in < 0 && errno == EINTR);
+  struct stat st;
+  int in = snap__linux_open_regular(path, &st);
   if (in < 0)
     return -1;
   int out = memfd_create("stacksnap-dwarf", MFD_CLOEXEC);
