@@ -12,7 +12,6 @@
  * (it opens and reads files, allocates).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

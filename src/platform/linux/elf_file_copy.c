@@ -3,13 +3,16 @@
  * the symbol provider owns: the parts of a file the reader looks at (or
  * the whole file), and the vdso's image out of the process's memory.
  *
- * Owns: snap__elf_map_file, snap__elf_copy_vdso, snap__elf_unmap. Must
- * not: keep a file mapped (design.md rule 6: a file cut on disk while
- * mapped faults on access; reads are bounded preads, retried on EINTR,
- * stopped at end of file, and a file cut since its size was read is a
- * result, not an error); read the vdso but through the safe read (the
- * kernel's page is the only copy, and its headers may lie); run in the
- * stopped window (it opens files and allocates).
+ * Owns: snap__elf_map_file, snap__elf_copy_vdso, snap__elf_unmap, the
+ * later reads of a copy's part left in its file (snap__elf_reopen,
+ * snap__elf_read, snap__elf_fill_unread), and the one way the provider
+ * opens a file (snap__linux_open_regular: never blocking, regular files
+ * only). Must not: keep a file mapped (design.md rule 6: a file cut on
+ * disk while mapped faults on access; reads are bounded preads, retried
+ * on EINTR, stopped at end of file, and a file cut since its size was
+ * read is a result, not an error); read the vdso but through the safe
+ * read (the kernel's page is the only copy, and its headers may lie); run
+ * in the stopped window (it opens files and allocates).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -165,17 +168,6 @@ static bool read_parts(int fd, uint8_t *buf, uint64_t size, bool leave,
   return true;
 }
 
-/* The parts of the file the reader needs (read_parts; or all of it),
-   copied into memory we own. Never a mapping: a file rewritten in place
-   while mapped (cp over a library being developed) turns every page past
-   its new end into SIGBUS for whoever reads it. The buffer is the file's
-   size, zeroed: calloc of a large block is fresh zero pages, so the parts
-   never read cost address space, not memory. Copying into fresh pages is
-   also most of a first lookup in a big library (60 k functions: 2.1 MB of
-   .symtab and .strtab, ~3 ms on this VM, where the same bytes read into
-   a 64 KiB buffer already in the CPU's caches take ~0.55 ms), hence
-   leave_symtab: a lazy parse's scans read the table in pieces
-   (elf_symbols.c), and it is copied only when the image is indexed. */
 int snap__linux_open_regular(const char *path, struct stat *st) {
   int fd;
   do
@@ -190,6 +182,17 @@ int snap__linux_open_regular(const char *path, struct stat *st) {
   return fd;
 }
 
+/* The parts of the file the reader needs (read_parts; or all of it),
+   copied into memory we own. Never a mapping: a file rewritten in place
+   while mapped (cp over a library being developed) turns every page past
+   its new end into SIGBUS for whoever reads it. The buffer is the file's
+   size, zeroed: calloc of a large block is fresh zero pages, so the parts
+   never read cost address space, not memory. Copying into fresh pages is
+   also most of a first lookup in a big library (60 k functions: 2.1 MB of
+   .symtab and .strtab, ~3 ms on this VM, where the same bytes read into
+   a 64 KiB buffer already in the CPU's caches take ~0.55 ms), hence
+   leave_symtab: a lazy parse's scans read the table in pieces
+   (elf_symbols.c), and it is copied only when the image is indexed. */
 bool snap__elf_map_file(const char *path, mapping_t *m, bool leave_symtab) {
   memset(m, 0, sizeof *m);
   struct stat st;

@@ -45,7 +45,6 @@ int snap__plat_source_line(const snap__plat_sym_query_t *q,
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
