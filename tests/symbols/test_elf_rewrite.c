@@ -107,18 +107,27 @@ static int name_some(int first, int *named, int *unnamed) {
   return wrong;
 }
 
-static int child(const char *copy) {
-  snap_set_symbol_cache_limit(0);
+/* Loads the copy and finds its global functions (dlsym, before the file
+   changes) into g_pc; NULL when it cannot be loaded. */
+static void *load_copy(const char *copy) {
   void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     printf("dlopen %s: %s\n", copy, dlerror());
-    return 2;
+    return NULL;
   }
   for (int i = 0; i < FUNCS; i++) {
     char name[32];
     snprintf(name, sizeof name, "snapsmall_%d", i);
     g_pc[i] = i % 3 ? (uintptr_t)dlsym(h, name) : 0;
   }
+  return h;
+}
+
+static int child(const char *copy) {
+  snap_set_symbol_cache_limit(0);
+  void *h = load_copy(copy);
+  if (!h)
+    return 2;
   /* Source lines: libdw's session learns the library now (an assembly
      function: no line of its own), and reads the C function's line table
      only once the file is cut. */
@@ -164,14 +173,9 @@ static int child(const char *copy) {
    then the file rewritten, then others named: their own names or none. */
 static int child_lazy(const char *copy) {
   snap_set_symbol_cache_limit(0);
-  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  void *h = load_copy(copy);
   if (!h)
     return 2;
-  for (int i = 0; i < FUNCS; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "snapsmall_%d", i);
-    g_pc[i] = i % 3 ? (uintptr_t)dlsym(h, name) : 0;
-  }
   const snap_stack_t *s =
       snap_symbolicate(&g_pc[1], 1, SNAP_SYMBOLICATE_EXACT_PC0);
   const char *got = s ? snap_stack_frame(s, 0)->symbol : NULL;
@@ -195,14 +199,9 @@ static int child_lazy(const char *copy) {
    answer its own name or none, and in time (SIGALRM ends a hang). */
 static int child_special(const char *copy, bool fifo) {
   snap_set_symbol_cache_limit(0);
-  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  void *h = load_copy(copy);
   if (!h)
     return 2;
-  for (int i = 0; i < FUNCS; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "snapsmall_%d", i);
-    g_pc[i] = i % 3 ? (uintptr_t)dlsym(h, name) : 0;
-  }
   if (unlink(copy) != 0 ||
       (fifo ? mkfifo(copy, 0600) : symlink("/dev/zero", copy)) != 0)
     return 3;
