@@ -68,7 +68,7 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
     return;
   unsigned flags = snap__plat_has_swift_concurrency() ? SNAP_CAPTURE_ASYNC : 0;
   snap__trace_timed_t *tm = (void *)(tr->srings + tr->srings_used);
-  *tm = (snap__trace_timed_t){.runq_base = -1};
+  *tm = (snap__trace_timed_t){0};
   snap__sring_t *r =
       snap__sring_init(tr->srings + tr->srings_used + head, cap, flags);
   uint64_t period = period_ns(tr, th);
@@ -83,16 +83,14 @@ static void arm(snap__trace_t *tr, snap__trace_thr_t *th) {
 }
 
 /* A baseline for dating th's next tick (trace.h, base_ns): now, with its
-   CPU time already in cpu_seen; the main thread's run-queue wait too. */
+   CPU time already in cpu_seen. */
 static void set_base(snap__trace_thr_t *th) {
   th->timed->base_ns = snap__plat_now_ns();
-  th->timed->runq_base = th->is_main ? snap__plat_thread_runq_ns(th->tid) : -1;
   th->timed->woke_ns = 0;
 }
 
 static void clear_base(snap__trace_thr_t *th) {
   th->timed->base_ns = 0;
-  th->timed->runq_base = -1;
   th->timed->woke_ns = 0;
 }
 
@@ -166,25 +164,26 @@ static int drain(snap__trace_t *tr, snap__trace_thr_t *th, uint64_t until_ns,
 }
 
 /* When the main thread, seen not ticking at base_ns and awake now with no
-   tick yet, began to run: since then it ran its CPU time and waited its
-   run-queue wait (schedstat), all of it after it began. Read in that
-   order, then the clock: each reading is at most what it was when the
-   clock was read, so the start is dated no earlier than it was (a sampler
-   preempted between its readings dates it later, never earlier; so does
-   a thread that slept again meanwhile). Not before base_floor. 0: not
-   known. */
+   tick yet, began to run: no later than now less the CPU time it used
+   since (read before the clock, so never more than it was then). Not its
+   run-queue wait as well: the wait between its wake and its first
+   instruction belongs to the sleep, not to what follows it, and
+   schedstat does not tell it from the waits that came later (seen under
+   qemu on a loaded machine: a 78 ms wait after a 100 ms sleep drew the
+   next phase 98.6 ms before it began). So a wake is dated late by the
+   waits after it, never early. Not before base_floor. 0: not known (it
+   has not run since: a look between its wake and its first instruction
+   must not date it there). */
 static uint64_t woke_at(const snap__trace_t *tr, const snap__trace_thr_t *th) {
-  if (!th->is_main || th->timed->runq_base < 0)
+  if (!th->is_main)
     return 0;
-  int64_t runq = snap__plat_thread_runq_ns(th->tid);
   int64_t cpu = snap__plat_thread_cpu_ns(th->tid);
   uint64_t now = snap__plat_now_ns();
-  if (runq < th->timed->runq_base || cpu < th->cpu_seen)
+  if (cpu <= th->cpu_seen)
     return 0;
-  uint64_t awake =
-      (uint64_t)(cpu - th->cpu_seen) + (uint64_t)(runq - th->timed->runq_base);
+  uint64_t ran = (uint64_t)(cpu - th->cpu_seen);
   uint64_t floor = base_floor(tr, th);
-  return awake < now && now - awake > floor ? now - awake : floor;
+  return ran < now && now - ran > floor ? now - ran : floor;
 }
 
 void snap__trace_disarm(snap__trace_t *tr, snap__lock_t *lock,
@@ -242,14 +241,6 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
                          bool others) {
   snap__trace_thr_t *th = &tr->thr[idx];
   bool learn = false;
-  /* The main thread ticked since it was seen blocked, and no look saw it
-     awake before: its wake is dated now, from its clocks, before its
-     first tick is drained. The tick alone dates it by its CPU time, and
-     on a busy machine it waited for a CPU too (seen: 2-4 ms late beside
-     two busy loops). */
-  if (th->timed->base_ns && !th->timed->woke_ns &&
-      snap__sring_peek(th->timed->ring))
-    th->timed->woke_ns = woke_at(tr, th);
   snap__plat_lock_lock(lock);
   int got = drain(tr, th, UINT64_MAX, &learn);
   snap__plat_lock_unlock(lock);
@@ -349,7 +340,8 @@ static void sample_timed(snap__trace_t *tr, snap__lock_t *lock, uint32_t idx,
     }
     /* Its first tick may come tens of ms after its wake on a busy machine:
        the wake is dated now, from its clocks (woke_at), and the tick's
-       span starts there. */
+       span starts there if that is earlier than the tick's own dating
+       (it is by the waits for a CPU between this look and the tick). */
     if (th->timed->base_ns && !th->timed->woke_ns)
       th->timed->woke_ns = woke_at(tr, th);
     th->timed->seen_running_ns = now;

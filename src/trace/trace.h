@@ -342,7 +342,6 @@ typedef struct snap__trace_timed {
   uint64_t base_ns;  /* when it was last seen not ticking (armed, or seen
                         blocked) with no tick since: its next tick's span
                         is dated back from its clocks (0: none) */
-  int64_t runq_base; /* the main thread's run-queue wait then (-1) */
   uint64_t woke_ns;  /* when it began to run since, as a look dated it
                         (0: not dated) */
   bool nudged;       /* a nudge is queued, not answered yet */
