@@ -4,20 +4,29 @@
  * gets the number back for a file of its own, must find its file intact
  * (not read, not closed by us), and our next read must still be right.
  *
+ * The same for the trace's thread lister, which keeps /proc/self/task
+ * open: its lists equal a fresh listing's (a thread started or ended
+ * between two lists shows), the app's file at its number is left intact,
+ * and a forked child lists its own one thread, not its parent's.
+ *
  * Oracle: the kernel's own /proc/self/fd links name our kept files; the
  * app's file is a temporary file whose content and descriptor the test
- * checks after each of our reads.
+ * checks after each of our reads; thread ids from gettid.
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "platform/linux/linux.h"
+#include "platform/platform.h"
 
 /* The descriptor whose /proc/self/fd link ends in `suffix`, or -1. */
 static int fd_ending_in(const char *suffix) {
@@ -40,7 +49,94 @@ static int fd_ending_in(const char *suffix) {
   return found;
 }
 
+/* Whether tid is among the n listed. */
+static bool listed(const snap_thread_t *tids, int n, int tid) {
+  for (int i = 0; i < n; i++)
+    if (tids[i] == (snap_thread_t)tid)
+      return true;
+  return false;
+}
+
+static pthread_mutex_t g_park = PTHREAD_MUTEX_INITIALIZER;
+static volatile int g_parked_tid;
+
+static void *parked(void *arg) {
+  (void)arg;
+  g_parked_tid = (int)syscall(SYS_gettid);
+  pthread_mutex_lock(&g_park); /* until the test lets it end */
+  pthread_mutex_unlock(&g_park);
+  return NULL;
+}
+
+/* The app closes `kept` and gets the number back for a file of its own
+   (content "app data", offset 8). */
+static int take_number(int kept) {
+  close(kept);
+  char name[] = "/tmp/snap_kept.XXXXXX";
+  int app = mkstemp(name);
+  if (app != kept) {
+    CHECK(dup2(app, kept) == kept, "dup2");
+    close(app);
+    app = kept;
+  }
+  unlink(name);
+  CHECK(write(app, "app data", 8) == 8, "write");
+  return app;
+}
+
+static void lister(void) {
+  snap__plat_thread_lister_t l = SNAP__PLAT_THREAD_LISTER_INIT;
+  snap_thread_t a[64], b[64];
+  int self = (int)syscall(SYS_gettid);
+  int n = snap__plat_thread_list_kept(&l, a, 64);
+  CHECK(n == snap__plat_thread_list(b, 64), "kept list %d long", n);
+  CHECK(n >= 1 && listed(a, n, self), "this thread is not in the list");
+  int kept = fd_ending_in("/task");
+  CHECK(kept >= 0 && kept == l.fd, "the task directory is kept open");
+
+  /* Read again from its start: a thread started since shows, and goes. */
+  pthread_mutex_lock(&g_park);
+  pthread_t t;
+  pthread_create(&t, NULL, parked, NULL);
+  while (!g_parked_tid)
+    usleep(1000);
+  int m = snap__plat_thread_list_kept(&l, a, 64);
+  CHECK(m == n + 1 && listed(a, m, g_parked_tid),
+        "a new thread is not listed (%d then %d)", n, m);
+  pthread_mutex_unlock(&g_park);
+  pthread_join(t, NULL);
+  m = snap__plat_thread_list_kept(&l, a, 64);
+  CHECK(m == n && !listed(a, m, g_parked_tid), "an ended thread is listed");
+
+  /* A forked child lists itself, its only thread. */
+  pid_t pid = fork();
+  if (pid == 0) {
+    int c = snap__plat_thread_list_kept(&l, a, 64);
+    snap__plat_thread_lister_close(&l);
+    _exit(c == 1 && a[0] == (snap_thread_t)getpid() ? 0 : 1);
+  }
+  int st = -1;
+  CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+            WEXITSTATUS(st) == 0,
+        "the child listed its parent's threads, or not itself");
+  CHECK(snap__plat_thread_list_kept(&l, a, 64) == n && listed(a, n, self),
+        "the parent's list after the child's");
+
+  /* The app takes the number: its file is left alone, our list right. */
+  int app = take_number(l.fd);
+  m = snap__plat_thread_list_kept(&l, a, 64);
+  CHECK(m == n && listed(a, m, self), "the list after the app took it");
+  CHECK(l.fd != app, "the lister reads the app's descriptor");
+  CHECK(fcntl(app, F_GETFD) >= 0, "the app's descriptor was closed");
+  CHECK(lseek(app, 0, SEEK_CUR) == 8, "the app's file offset moved");
+  snap__plat_thread_lister_close(&l);
+  CHECK(fcntl(app, F_GETFD) >= 0, "the app's descriptor was closed");
+  close(app);
+  CHECK(fd_ending_in("/task") < 0, "the lister left its directory open");
+}
+
 int main(void) {
+  lister();
   int tid = (int)syscall(SYS_gettid);
   char buf[1024], suffix[64];
   CHECK(snap__linux_read_task(tid, "stat", buf, sizeof buf) > 0, "stat");
@@ -51,16 +147,7 @@ int main(void) {
     return check_result("test_kept_files");
 
   /* The app closes it and gets the number back for its own file. */
-  close(kept);
-  char name[] = "/tmp/snap_kept.XXXXXX";
-  int app = mkstemp(name);
-  if (app != kept) { /* make it the same number */
-    CHECK(dup2(app, kept) == kept, "dup2");
-    close(app);
-    app = kept;
-  }
-  unlink(name);
-  CHECK(write(app, "app data", 8) == 8, "write");
+  int app = take_number(kept);
 
   /* Our next read of the same file: right, and the app's file untouched. */
   ssize_t n = snap__linux_read_task(tid, "stat", buf, sizeof buf);

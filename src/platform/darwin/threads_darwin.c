@@ -88,6 +88,15 @@ int snap__plat_thread_list(snap_thread_t *out, int max) {
   return count > 0x7fffffffu ? 0x7fffffff : (int)count;
 }
 
+/* task_threads keeps nothing open: the kept lister is the plain one. */
+int snap__plat_thread_list_kept(snap__plat_thread_lister_t *l,
+                                snap_thread_t *out, int max) {
+  (void)l;
+  return snap__plat_thread_list(out, max);
+}
+
+void snap__plat_thread_lister_close(snap__plat_thread_lister_t *l) { (void)l; }
+
 /* A port name is 32 bits; anything wider was never one of ours. */
 static bool as_port(snap_thread_t thread, mach_port_t *port) {
   if (thread == 0 || thread > 0xffffffffu)

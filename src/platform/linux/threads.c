@@ -3,7 +3,8 @@
  * when each began, and where a thread's stack ends.
  *
  * Thread ids are kernel TIDs. The thread list comes from /proc/self/task,
- * read with getdents64 into a stack buffer (no opendir: it allocates).
+ * read with getdents64 into a stack buffer (no opendir: it allocates); a
+ * caller that lists every few ms keeps the directory open (its lister).
  *
  * Stack bounds: a walk only moves up the stack from the sp it starts at, so
  * the top must be exact: every byte in [sp, top) must be readable, or a
@@ -289,10 +290,8 @@ struct linux_dirent64 {
   char d_name[];
 };
 
-int snap__plat_thread_list(snap_thread_t *out, int max) {
-  int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return SNAP_EIO;
+/* The TIDs in the directory fd, read from its start. */
+static int list_dir(int fd, snap_thread_t *out, int max) {
   _Alignas(8) char buf[4096];
   int total = 0;
   for (;;) {
@@ -313,8 +312,44 @@ int snap__plat_thread_list(snap_thread_t *out, int max) {
       total++;
     }
   }
+  return total;
+}
+
+int snap__plat_thread_list(snap_thread_t *out, int max) {
+  int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return SNAP_EIO;
+  int total = list_dir(fd, out, max);
   close(fd);
   return total;
+}
+
+/* The lister's descriptor as a kept file (proc_files.c: whether it is
+   still the directory it opened). */
+static snap__linux_kept_t kept_of(const snap__plat_thread_lister_t *l) {
+  return (snap__linux_kept_t){.fd = l->fd, .dev = l->dev, .ino = l->ino};
+}
+
+int snap__plat_thread_list_kept(snap__plat_thread_lister_t *l,
+                                snap_thread_t *out, int max) {
+  snap__linux_kept_t k = kept_of(l);
+  if (l->fd >= 0 && l->pid == (int)getpid() && snap__linux_kept_ours(&k) &&
+      lseek(l->fd, 0, SEEK_SET) == 0)
+    return list_dir(l->fd, out, max);
+  snap__plat_thread_lister_close(l);
+  if (!snap__linux_kept_open(&k, "/proc/self/task"))
+    return SNAP_EIO;
+  *l = (snap__plat_thread_lister_t){
+      .fd = k.fd, .pid = (int)getpid(), .dev = k.dev, .ino = k.ino};
+  return list_dir(l->fd, out, max);
+}
+
+void snap__plat_thread_lister_close(snap__plat_thread_lister_t *l) {
+  /* In a forked child it is the child's copy (of the parent's directory):
+     closed like the parent's, if the number is still ours. */
+  snap__linux_kept_t k = kept_of(l);
+  snap__linux_kept_close(&k);
+  l->fd = -1;
 }
 
 /* Both from one read of /proc/self/task/<tid>/stat (proc(5)): field 3,
