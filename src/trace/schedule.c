@@ -70,12 +70,11 @@ static int drain_marks(snap__trace_t *tr) {
 
 /* The other threads: each one that ran since the last look is sampled. */
 static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
-                          snap_thread_t self,
-                          snap__plat_thread_lister_t *lister) {
+                          snap_thread_t self) {
   snap_thread_t tids[SNAP__TRACE_THREADS];
   /* The image table the timers' walks read (a library loaded since). */
   snap__capture_prepare();
-  int n = snap__plat_thread_list_kept(lister, tids, SNAP__TRACE_THREADS);
+  int n = snap__plat_thread_list_kept(&tr->lister, tids, SNAP__TRACE_THREADS);
   if (n > SNAP__TRACE_THREADS)
     n = SNAP__TRACE_THREADS;
   for (int i = 0; i < n; i++) {
@@ -108,7 +107,6 @@ static void sample_others(snap__trace_t *tr, snap__lock_t *lock,
 void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
                              _Atomic bool *stop) {
   snap_thread_t self = snap__plat_thread_self();
-  snap__plat_thread_lister_t lister = SNAP__PLAT_THREAD_LISTER_INIT;
   snap__capture_prepare(); /* for the timers' first walks */
   uint64_t main_ns = (uint64_t)tr->cfg.main_interval_us * 1000u;
   uint64_t other_ns = (uint64_t)tr->cfg.other_interval_us * 1000u;
@@ -160,7 +158,7 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
       }
     }
     if (other_ns && now >= next_other) {
-      sample_others(tr, lock, self, &lister);
+      sample_others(tr, lock, self);
       next_other += other_ns;
       now = snap__plat_now_ns();
       if (next_other <= now)
@@ -184,7 +182,7 @@ void snap__trace_sampler_run(snap__trace_t *tr, snap__lock_t *lock,
     if (snap__plat_waker_wait(tr->wake, next) == SNAP_OK)
       next_main = snap__plat_now_ns();
   }
-  snap__plat_thread_lister_close(&lister);
+  snap__plat_thread_lister_close(&tr->lister);
   /* The timers first: once stopped, no handler writes a ring. */
   for (uint32_t i = 0; i < tr->n_thr; i++)
     snap__trace_disarm(tr, lock, &tr->thr[i]);

@@ -369,6 +369,9 @@ typedef struct snap__trace_mark {
 
 typedef struct snap__trace {
   snap_trace_config_t cfg;
+  /* The sampler's thread lister (schedule.c); a forked child closes its
+     copy of the descriptor (trace_api.c). */
+  snap__plat_thread_lister_t lister;
   uint64_t t0_ns;            /* monotonic at start: span times count from it */
   snap__stack_table_t table; /* under lock */
   snap__span_ring_t ring;    /* under lock */

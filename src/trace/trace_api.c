@@ -109,6 +109,9 @@ static void reader_leave(void) { atomic_fetch_sub(&g_readers, 1); }
 /* In a forked child the sampler does not exist: the trace is forgotten
    (its memory left alone), and the child may start its own. */
 static void forget_in_child(void) {
+  snap__trace_t *tr = atomic_load(&g_trace);
+  if (tr) /* its sampler's directory: our descriptor, never the child's */
+    snap__plat_thread_lister_close(&tr->lister);
   atomic_store(&g_trace, NULL);
   atomic_store(&g_readers, 0); /* readers of the parent's other threads */
   atomic_store(&g_state, 0);
@@ -162,6 +165,7 @@ SNAP_EXPORT int snap_trace_start(const snap_trace_config_t *cfg) {
     atomic_store(&g_state, 0);
     return SNAP_ENOMEM;
   }
+  tr->lister = (snap__plat_thread_lister_t)SNAP__PLAT_THREAD_LISTER_INIT;
   size_t bytes = cfg->max_bytes - own;
   /* The timed threads' rings (sampler_timed.c, self_ring.c): the main
      thread's and up to 31 others', at most a quarter of the budget; a

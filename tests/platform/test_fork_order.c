@@ -12,9 +12,10 @@
  *    reset: there, the parent's watchdog and trace threads do not exist,
  *    so snap_lag_stop and snap_trace_stop return SNAP_OK at once and
  *    snap_trace_mark finds no trace; the child captures and names its own
- *    stack (its handler's name must be in it), and (but under TSan, which
- *    does not support threads made after fork) starts and stops a lag
- *    monitor of its own;
+ *    stack (its handler's name must be in it), holds no descriptor of
+ *    the parent trace's thread list (/proc/<pid>/task), and (but under
+ *    TSan, which does not support threads made after fork) starts and
+ *    stops a lag monitor of its own;
  *  - the app's prepare handler runs before the library's takes its locks:
  *    it names a stack (cache, ELF provider, image table) without waiting
  *    on a lock its own thread holds.
@@ -116,6 +117,26 @@ __attribute__((noinline)) static void app_prepare(void) {
   g_prepare_named = names_itself("app_prepare");
 }
 
+/* Whether the process holds a descriptor of a /proc task directory: in
+   the child, that would be the parent trace's thread lister, left open
+   (a child that never execs would keep it for good). */
+static bool holds_task_dir(void) {
+  DIR *d = opendir("/proc/self/fd");
+  bool found = false;
+  for (struct dirent *e; d && !found && (e = readdir(d));) {
+    char path[300], target[300];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 5)
+      continue;
+    target[n] = '\0';
+    found = strcmp(target + n - 5, "/task") == 0;
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
 __attribute__((noinline)) static void app_child(void) {
   alarm(CHILD_ALARM_SECONDS); /* a hang below fails the test, not the suite */
   int f = 0;
@@ -127,6 +148,8 @@ __attribute__((noinline)) static void app_child(void) {
     f |= 4; /* the parent's trace still looked running */
   if (!names_itself("app_child"))
     f |= 8;
+  if (holds_task_dir())
+    f |= 64;
   if (!SNAP_TEST_TSAN) {
     snap_lag_config_t c;
     snap_lag_config_default(&c);
@@ -225,7 +248,7 @@ int main(void) {
       CHECK(false,
             "fork %d: child status %#x (exit bits: 1 lag_stop, 2 "
             "trace_stop, 4 trace_mark, 8 naming, 16 lag_start, "
-            "32 prepare)",
+            "32 prepare, 64 the parent's task directory left open)",
             i, status);
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
