@@ -268,6 +268,7 @@ static void part_floor(void) {
       samp_all_us[FLOOR_ROUNDS_MAX], rate_bare[FLOOR_ROUNDS_MAX],
       rate_tr[FLOOR_ROUNDS_MAX], bare_rate_us[FLOOR_ROUNDS_MAX],
       lost_rate_us[FLOOR_ROUNDS_MAX];
+  int n_ratio = 0;
   double frames = 0;
   snap_trace_config_t c;
   snap_trace_config_default(&c);
@@ -316,7 +317,10 @@ static void part_floor(void) {
     lost_us[r] = (tr.excess / tr.cpu - base_x) / rate_tr[r] * 1e6;
     lost_rate_us[r] = (1 - tr.rate / base.rate) * tr.cpu / n * 1e6;
     whole_us[r] = samp_us[r] + lost_us[r];
-    ratio[r] = bare_us[r] > 0 ? whole_us[r] / bare_us[r] : 0;
+    /* A round whose bare floor read <= 0 (noise as large as the floor)
+       has no ratio: left out, not counted as 0. */
+    if (bare_us[r] > 0)
+      ratio[n_ratio++] = whole_us[r] / bare_us[r];
   }
   double wmin = whole_us[0], wmax = whole_us[0];
   for (int r = 1; r < g_floor_rounds; r++) {
@@ -331,18 +335,23 @@ static void part_floor(void) {
   printf("  trace: %.0f samples/s of CPU; sampler thread while it ran %.2f "
          "%% of a core = %.1f us/sample (%.1f with its start and stop); the "
          "thread loses %.1f us/sample (by its work rate: "
-         "%.1f); whole %.1f us/sample (min %.1f, max %.1f); ratio to the "
-         "bare timer %.2fx\n",
+         "%.1f); whole %.1f us/sample (min %.1f, max %.1f); median ratio to "
+         "the bare timer %.2fx over the %d rounds whose floor read > 0\n",
          median(rate_tr, g_floor_rounds), median(samp_pct, g_floor_rounds),
          median(samp_us, g_floor_rounds), median(samp_all_us, g_floor_rounds),
          median(lost_us, g_floor_rounds), median(lost_rate_us, g_floor_rounds),
          median(whole_us, g_floor_rounds), wmin, wmax,
-         median(ratio, g_floor_rounds));
+         n_ratio ? median(ratio, n_ratio) : 0.0, n_ratio);
   /* Each round's bare figure is a few us read through the box's noise:
      the medians' ratio is the steadier one. */
   double mb = median(bare_us, g_floor_rounds);
-  printf("  ratio of the medians (whole / bare): %.2fx\n",
-         mb > 0 ? median(whole_us, g_floor_rounds) / mb : 0.0);
+  if (mb > 0)
+    printf("  ratio of the medians (whole / bare): %.2fx\n",
+           median(whole_us, g_floor_rounds) / mb);
+  else
+    printf("  ratio of the medians: none (the bare floor's median read "
+           "%.1f us: the box's noise is larger than the floor)\n",
+           mb);
   /* Idle: the main thread asleep; a CPU-time timer never fires. */
   if (snap_trace_start(&c) != SNAP_OK)
     return;
