@@ -4,6 +4,8 @@
  * gets the number back for a file of its own, must find its file intact
  * (not read, not closed by us), and our next read must still be right.
  *
+ * A forked child does not keep its parent thread's files open.
+ *
  * The same for the trace's thread lister, which keeps /proc/self/task
  * open: its lists equal a fresh listing's (a thread started or ended
  * between two lists shows), the app's file at its number is left intact,
@@ -105,6 +107,14 @@ static void lister(void) {
         "a new thread is not listed (%d then %d)", n, m);
   pthread_mutex_unlock(&g_park);
   pthread_join(t, NULL);
+  /* join returns once the kernel cleared the thread's tid word, a moment
+     before /proc stops listing it: wait for a fresh listing to agree. */
+  for (int i = 0; i < 2000; i++) {
+    m = snap__plat_thread_list(b, 64);
+    if (!listed(b, m, g_parked_tid))
+      break;
+    usleep(1000);
+  }
   m = snap__plat_thread_list_kept(&l, a, 64);
   CHECK(m == n && !listed(a, m, g_parked_tid), "an ended thread is listed");
 
@@ -145,6 +155,16 @@ int main(void) {
   CHECK(kept >= 0, "the stat file is kept open");
   if (kept < 0)
     return check_result("test_kept_files");
+
+  /* A forked child does not keep its parent thread's files. */
+  pid_t pid = fork();
+  if (pid == 0)
+    _exit(fd_ending_in(suffix) < 0 ? 0 : 1);
+  int st = -1;
+  CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+            WEXITSTATUS(st) == 0,
+        "a forked child kept its parent thread's stat file open");
+  CHECK(fd_ending_in(suffix) == kept, "the parent's kept file went");
 
   /* The app closes it and gets the number back for its own file. */
   int app = take_number(kept);

@@ -105,6 +105,10 @@ ssize_t snap__linux_kept_read(const snap__linux_kept_t *k, char *buf,
    with pread (a read costs a fifth of an open). [setup] */
 ssize_t snap__linux_read_task(int tid, const char *leaf, char *buf,
                               size_t size);
+/* In a forked child: the kept files are the parent's thread's, and the
+   parent thread that may have held them busy does not exist here. Closed
+   (those still ours) and the cache freed. [async-signal-safe] */
+void snap__linux_task_files_forget(void);
 
 /* ---- The sampling handler's stack (sample.c) -------------------------- */
 

@@ -160,6 +160,13 @@ static int g_task_tid;
 static snap__linux_kept_t g_task[LEAVES] = {
     {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
 
+void snap__linux_task_files_forget(void) {
+  for (size_t i = 0; i < LEAVES; i++)
+    snap__linux_kept_close(&g_task[i]);
+  g_task_tid = 0;
+  atomic_flag_clear_explicit(&g_task_busy, memory_order_release);
+}
+
 ssize_t snap__linux_read_task(int tid, const char *leaf, char *buf,
                               size_t size) {
   char path[64];

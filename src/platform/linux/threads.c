@@ -173,8 +173,12 @@ static void record_main(void) {
   g_main_hi = hi;
 }
 
-/* A forked child's only thread is its new main thread. */
-static void after_fork_child(void) { g_main_tid = getpid(); }
+/* A forked child's only thread is its new main thread; the thread files
+   kept open (proc_files.c) were a parent thread's. */
+static void after_fork_child(void) {
+  g_main_tid = getpid();
+  snap__linux_task_files_forget();
+}
 
 __attribute__((constructor)) static void threads_init(void) {
   record_main();
