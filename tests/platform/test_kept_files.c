@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +61,11 @@ static bool listed(const snap_thread_t *tids, int n, int tid) {
 }
 
 static pthread_mutex_t g_park = PTHREAD_MUTEX_INITIALIZER;
-static volatile int g_parked_tid;
+static _Atomic int g_parked_tid;
 
 static void *parked(void *arg) {
   (void)arg;
-  g_parked_tid = (int)syscall(SYS_gettid);
+  atomic_store(&g_parked_tid, (int)syscall(SYS_gettid));
   pthread_mutex_lock(&g_park); /* until the test lets it end */
   pthread_mutex_unlock(&g_park);
   return NULL;
@@ -100,10 +101,14 @@ static void lister(void) {
   pthread_mutex_lock(&g_park);
   pthread_t t;
   pthread_create(&t, NULL, parked, NULL);
-  while (!g_parked_tid)
+  int parked_tid;
+  while (!(parked_tid = atomic_load(&g_parked_tid)))
     usleep(1000);
+  /* Threads are told by id, not counted: a sanitizer's runtime or
+     qemu-user may run threads of its own (TSan starts one at the first
+     pthread_create). */
   int m = snap__plat_thread_list_kept(&l, a, 64);
-  CHECK(m == n + 1 && listed(a, m, g_parked_tid),
+  CHECK(listed(a, m, parked_tid) && listed(a, m, self),
         "a new thread is not listed (%d then %d)", n, m);
   pthread_mutex_unlock(&g_park);
   pthread_join(t, NULL);
@@ -111,31 +116,33 @@ static void lister(void) {
      before /proc stops listing it: wait for a fresh listing to agree. */
   for (int i = 0; i < 2000; i++) {
     m = snap__plat_thread_list(b, 64);
-    if (!listed(b, m, g_parked_tid))
+    if (!listed(b, m, parked_tid))
       break;
     usleep(1000);
   }
   m = snap__plat_thread_list_kept(&l, a, 64);
-  CHECK(m == n && !listed(a, m, g_parked_tid), "an ended thread is listed");
+  CHECK(listed(a, m, self) && !listed(a, m, parked_tid),
+        "an ended thread is listed");
 
-  /* A forked child lists itself, its only thread. */
+  /* A forked child lists itself, not its parent (whose main thread is
+     this one: it does not exist in the child). */
   pid_t pid = fork();
   if (pid == 0) {
     int c = snap__plat_thread_list_kept(&l, a, 64);
     snap__plat_thread_lister_close(&l);
-    _exit(c == 1 && a[0] == (snap_thread_t)getpid() ? 0 : 1);
+    _exit(listed(a, c, (int)getpid()) && !listed(a, c, self) ? 0 : 1);
   }
   int st = -1;
   CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
             WEXITSTATUS(st) == 0,
         "the child listed its parent's threads, or not itself");
-  CHECK(snap__plat_thread_list_kept(&l, a, 64) == n && listed(a, n, self),
-        "the parent's list after the child's");
+  m = snap__plat_thread_list_kept(&l, a, 64);
+  CHECK(listed(a, m, self), "the parent's list after the child's");
 
   /* The app takes the number: its file is left alone, our list right. */
   int app = take_number(l.fd);
   m = snap__plat_thread_list_kept(&l, a, 64);
-  CHECK(m == n && listed(a, m, self), "the list after the app took it");
+  CHECK(listed(a, m, self), "the list after the app took it");
   CHECK(l.fd != app, "the lister reads the app's descriptor");
   CHECK(fcntl(app, F_GETFD) >= 0, "the app's descriptor was closed");
   CHECK(lseek(app, 0, SEEK_CUR) == 8, "the app's file offset moved");
