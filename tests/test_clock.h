@@ -17,7 +17,9 @@
  *   compute_ns  until this thread has used ns of CPU time (a known amount
  *               of work, however long a loaded box takes to give it).
  * And the run-queue clock: runq_wait_ns, how long a thread has waited for
- * a CPU (Linux's schedstat), the witness of what load took from a test.
+ * a CPU (Linux's schedstat), the witness of what load took from a test;
+ * and the CPUs' steal (cpu_steal_ns), what the hypervisor took from the
+ * whole guest, which no thread's schedstat counts.
  * POSIX only (Linux and macOS run the tests that include it).
  */
 #ifndef SNAP_TEST_CLOCK_H
@@ -26,7 +28,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline int64_t clock_ns(clockid_t clk) {
   struct timespec t;
@@ -99,6 +103,43 @@ static inline int64_t runq_wait_ns(int tid) {
   if (f)
     fclose(f);
   return n == 2 ? (int64_t)waited : -1;
+}
+
+/* Each CPU's steal time so far (ns): the time the hypervisor ran
+   something else while the guest wanted that CPU (/proc/stat: the
+   eighth number of a "cpuN" line, in USER_HZ ticks). Into out[max]; returns how
+   many CPUs were read, 0 where unknown. A thread on a stolen CPU neither
+   runs nor waits on a run queue: its schedstat does not show the stall
+   (seen in CI: a watchdog asleep 96 ms past its wake with 9 ms of
+   run-queue wait, while cpu0 lost 100 ms). */
+static inline int cpu_steal_ns(int64_t *out, int max) {
+  FILE *f = fopen("/proc/stat", "r");
+  char line[512];
+  int n = 0;
+  long hz = sysconf(_SC_CLK_TCK);
+  while (f && n < max && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9')
+      continue;
+    long long v[8];
+    if (sscanf(line, "%*s %lld %lld %lld %lld %lld %lld %lld %lld", &v[0],
+               &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 8)
+      break;
+    out[n++] = hz > 0 ? (int64_t)(v[7] * (1000000000 / hz)) : 0;
+  }
+  if (f)
+    fclose(f);
+  return n;
+}
+
+/* The most any one CPU lost to the hypervisor between two readings of
+   cpu_steal_ns (n CPUs each). */
+static inline int64_t cpu_steal_max(const int64_t *before, int nb,
+                                    const int64_t *after, int na) {
+  int64_t most = 0;
+  for (int i = 0; i < nb && i < na; i++)
+    if (after[i] - before[i] > most)
+      most = after[i] - before[i];
+  return most;
 }
 
 #endif
