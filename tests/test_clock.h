@@ -110,8 +110,8 @@ static inline int64_t runq_wait_ns(int tid) {
    eighth number of a "cpuN" line, in USER_HZ ticks). Into out[max]; returns how
    many CPUs were read, 0 where unknown. A thread on a stolen CPU neither
    runs nor waits on a run queue: its schedstat does not show the stall
-   (seen in CI: a watchdog asleep 96 ms past its wake with 9 ms of
-   run-queue wait, while cpu0 lost 100 ms). */
+   (seen beside a CI run: a watchdog asleep 96 ms past its wake with 9 ms
+   of run-queue wait, while cpu0 lost 100 ms). */
 static inline int cpu_steal_ns(int64_t *out, int max) {
   FILE *f = fopen("/proc/stat", "r");
   char line[512];

@@ -80,10 +80,10 @@ static witness_t witness(void) {
 }
 
 /* Whether the watchdog was starved since `before`: it waited 50 ms or
-   more for a CPU, or a CPU was taken from the guest that long (CI: a
-   seen-late stall with 9 ms of run-queue wait, while cpu0 lost 100 ms);
-   either may leave it no point sample in a 120 ms stall. Unknown counts
-   as starved. */
+   more for a CPU, or a CPU was taken from the guest that long (seen
+   beside a CI run: a stall the watchdog never sampled, with 9 ms of
+   run-queue wait, while cpu0 lost 100 ms); either may leave it no point
+   sample in a 120 ms stall. Unknown counts as starved. */
 static bool starved_since(const witness_t *before) {
   witness_t after = witness();
   return before->runq < 0 || after.runq < 0 ||
