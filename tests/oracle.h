@@ -1,12 +1,14 @@
 /*
  * oracle.h — outside witnesses for the tests: glibc's backtrace() looked up
  * in libc.so.6 itself (linking libunwind would silently replace the symbol),
- * a printer for pcs with their image and offset, and whether the kernel's
- * syscall file speaks of this process's code (not under qemu-user).
+ * a printer for pcs with their image and offset, whether the kernel's
+ * syscall file speaks of this process's code (not under qemu-user), and
+ * which descriptor the kernel says is open on a file (/proc/self/fd).
  */
 #ifndef SNAP_TEST_ORACLE_H
 #define SNAP_TEST_ORACLE_H
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,6 +78,27 @@ static inline bool oracle_kernel_pc_is_ours(int tid) {
     usleep(1000);
   }
   return false;
+}
+
+/* The descriptor whose /proc/self/fd link ends in `suffix`, or -1. */
+static inline int oracle_fd_ending_in(const char *suffix) {
+  DIR *d = opendir("/proc/self/fd");
+  int found = -1;
+  struct dirent *e;
+  while (d && (e = readdir(d)) && found < 0) {
+    char path[300], target[300];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0)
+      continue;
+    target[n] = '\0';
+    size_t tl = strlen(target), sl = strlen(suffix);
+    if (tl >= sl && strcmp(target + tl - sl, suffix) == 0)
+      found = atoi(e->d_name);
+  }
+  if (d)
+    closedir(d);
+  return found;
 }
 
 #endif

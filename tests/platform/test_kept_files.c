@@ -28,29 +28,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "oracle.h"
 #include "platform/linux/linux.h"
 #include "platform/platform.h"
-
-/* The descriptor whose /proc/self/fd link ends in `suffix`, or -1. */
-static int fd_ending_in(const char *suffix) {
-  DIR *d = opendir("/proc/self/fd");
-  int found = -1;
-  struct dirent *e;
-  while (d && (e = readdir(d)) && found < 0) {
-    char path[300], target[300];
-    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n <= 0)
-      continue;
-    target[n] = '\0';
-    size_t tl = strlen(target), sl = strlen(suffix);
-    if (tl >= sl && strcmp(target + tl - sl, suffix) == 0)
-      found = atoi(e->d_name);
-  }
-  if (d)
-    closedir(d);
-  return found;
-}
 
 /* Whether tid is among the n listed. */
 static bool listed(const snap_thread_t *tids, int n, int tid) {
@@ -94,7 +74,7 @@ static void lister(void) {
   int n = snap__plat_thread_list_kept(&l, a, 64);
   CHECK(n == snap__plat_thread_list(b, 64), "kept list %d long", n);
   CHECK(n >= 1 && listed(a, n, self), "this thread is not in the list");
-  int kept = fd_ending_in("/task");
+  int kept = oracle_fd_ending_in("/task");
   CHECK(kept >= 0 && kept == l.fd, "the task directory is kept open");
 
   /* Read again from its start: a thread started since shows, and goes. */
@@ -149,7 +129,7 @@ static void lister(void) {
   snap__plat_thread_lister_close(&l);
   CHECK(fcntl(app, F_GETFD) >= 0, "the app's descriptor was closed");
   close(app);
-  CHECK(fd_ending_in("/task") < 0, "the lister left its directory open");
+  CHECK(oracle_fd_ending_in("/task") < 0, "the lister left its directory open");
 }
 
 int main(void) {
@@ -158,7 +138,7 @@ int main(void) {
   char buf[1024], suffix[64];
   CHECK(snap__linux_read_task(tid, "stat", buf, sizeof buf) > 0, "stat");
   snprintf(suffix, sizeof suffix, "/task/%d/stat", tid);
-  int kept = fd_ending_in(suffix);
+  int kept = oracle_fd_ending_in(suffix);
   CHECK(kept >= 0, "the stat file is kept open");
   if (kept < 0)
     return check_result("test_kept_files");
@@ -166,12 +146,12 @@ int main(void) {
   /* A forked child does not keep its parent thread's files. */
   pid_t pid = fork();
   if (pid == 0)
-    _exit(fd_ending_in(suffix) < 0 ? 0 : 1);
+    _exit(oracle_fd_ending_in(suffix) < 0 ? 0 : 1);
   int st = -1;
   CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
             WEXITSTATUS(st) == 0,
         "a forked child kept its parent thread's stat file open");
-  CHECK(fd_ending_in(suffix) == kept, "the parent's kept file went");
+  CHECK(oracle_fd_ending_in(suffix) == kept, "the parent's kept file went");
 
   /* The app closes it and gets the number back for its own file. */
   int app = take_number(kept);
