@@ -21,7 +21,11 @@
  *     of its loop took beyond the quickest, summed over rounds slowed by
  *     less than 100 us (a signal, not a preemption), less the base run's
  *     (spin_cost); its work per second of CPU time is printed beside it,
- *     but on a shared VM stolen time swung that by +-100 us a sample.
+ *     but on a shared VM stolen time swung that by +-100 us a sample. The
+ *     same runs are also read at the scheduler's tick (tick_gap_us): the
+ *     median interruption at the tick's phase with no timer, the bare
+ *     one and the trace's, so the tick's own cost (tens of us on a VM,
+ *     paid with or without sampling) is seen apart from the signal's.
  *
  * Usage: bench_trace [--write-seconds S]   (S: the trace's length, 30)
  *        bench_trace --floor [N]           (part 5 alone; N rounds, 9)
@@ -121,21 +125,40 @@ typedef struct spin_cost {
   double wall;   /* its wall time */
 } spin_cost_t;
 
+/* Where each slowed round began and what it lost (its time beyond the
+   quickest), for the reading at the scheduler's tick (tick_gap_us);
+   g_gaps NULL: not kept. */
+#define GAPS_MAX 8192
+#define FLOOR_ROUNDS_MAX 64 /* --floor N at most */
+typedef struct gap_log {
+  int n;
+  double at[GAPS_MAX];
+  float lost[GAPS_MAX];
+} gap_log_t;
+static gap_log_t *g_gaps;
+
 __attribute__((noinline)) static uint64_t leaf_timed(double until,
                                                      double *excess) {
   uint64_t n = 0, x = g_sink | 1;
   double quick = 1, sum = 0, prev = now_s(CLOCK_MONOTONIC);
+  if (g_gaps)
+    g_gaps->n = 0;
   for (;;) {
     for (int i = 0; i < 2000; i++)
       x = x * 6364136223846793005u + 1;
     n++;
     double t = now_s(CLOCK_MONOTONIC), dt = t - prev;
-    prev = t;
     if (dt < quick)
       quick = dt;
     else if (dt - quick >= SLOW_MIN && dt - quick < SLOW_MAX &&
-             n > 1000) /* the quickest known by then */
+             n > 1000) { /* the quickest known by then */
       sum += dt - quick;
+      if (g_gaps && g_gaps->n < GAPS_MAX) {
+        g_gaps->at[g_gaps->n] = prev;
+        g_gaps->lost[g_gaps->n++] = (float)(dt - quick);
+      }
+    }
+    prev = t;
     if (t >= until)
       break;
   }
@@ -252,9 +275,93 @@ static int64_t sampler_cpu_ns(void) {
   return cpu;
 }
 
+/* The reading at the scheduler's tick. A CPU-time timer fires only at a
+   tick (CONFIG_HZ), and on a VM the tick itself stops a spinning thread
+   for tens of us (its timer is the hypervisor's), with or without a
+   timer signal: the interruptions that begin at the tick's phase are the
+   tick, or the tick with a signal. The phase is found per run (the gaps'
+   start times modulo the period pile up there; other interruptions fall
+   anywhere), and the median of those gaps is what one tick cost the
+   thread. Returns us; -1 when fewer than 16 gaps were at the tick. */
+#define TICK_BIN_NS 20000u
+static float g_tick_lost[GAPS_MAX];
+static int cmp_f(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+static int tick_bin(double at, uint64_t period_ns, int nb) {
+  return (int)((uint64_t)(at * 1e9) % period_ns / TICK_BIN_NS) % nb;
+}
+static double tick_gap_us(const gap_log_t *g, uint64_t period_ns) {
+  int nb = (int)(period_ns / TICK_BIN_NS), hist[1024] = {0};
+  if (nb < 8 || nb > 1024)
+    return -1;
+  for (int i = 0; i < g->n; i++)
+    hist[tick_bin(g->at[i], period_ns, nb)]++;
+  int best = 0, most = -1;
+  for (int b = 0; b < nb; b++) {
+    int v = hist[b] + hist[(b + 1) % nb] + hist[(b + 2) % nb];
+    if (v > most)
+      most = v, best = b;
+  }
+  int k = 0;
+  for (int i = 0; i < g->n; i++) {
+    int d = (tick_bin(g->at[i], period_ns, nb) - best + nb) % nb;
+    if (d <= 3 || d == nb - 1) /* the peak, a bin either side */
+      g_tick_lost[k++] = g->lost[i];
+  }
+  if (k < 16)
+    return -1;
+  qsort(g_tick_lost, (size_t)k, sizeof *g_tick_lost, cmp_f);
+  return (double)g_tick_lost[k / 2] * 1e6;
+}
+
+/* The floor read at the tick (tick_gap_us), per round: the tick alone
+   (base), with the bare signal, with the trace's; the signal's own cost is
+   the difference, and the whole trace's adds its sampler thread. Printed
+   both ways: the marginal ratio (what sampling adds, the tick left out)
+   and the ratio all included (the tick counted in both, as a thread's
+   loss per sample read by its work rate counts it). */
+static void tick_report(double *base, double *bare, double *tr, int n,
+                        uint64_t period_ns, double sampler_us) {
+  if (n < 3) {
+    printf("  at the tick: not read (%d rounds with 16 gaps or more at the "
+           "tick's phase)\n",
+           n);
+    return;
+  }
+  double d_bare[FLOOR_ROUNDS_MAX], d_tr[FLOOR_ROUNDS_MAX];
+  for (int r = 0; r < n; r++) {
+    d_bare[r] = bare[r] - base[r];
+    d_tr[r] = tr[r] - base[r];
+  }
+  double lo = base[0], hi = base[0];
+  for (int r = 1; r < n; r++) {
+    lo = base[r] < lo ? base[r] : lo;
+    hi = base[r] > hi ? base[r] : hi;
+  }
+  double mb = median(base, n), mt = median(bare, n), mx = median(tr, n),
+         db = median(d_bare, n), dx = median(d_tr, n);
+  printf("  at the tick (every %.2f ms; medians over %d rounds): the tick "
+         "alone stops the thread %.1f us (rounds %.1f to %.1f), with the "
+         "bare signal %.1f, with the trace's %.1f; so the signal adds %.1f "
+         "us, the trace's %.1f, and its sampler thread %.1f\n",
+         (double)period_ns / 1e6, n, mb, lo, hi, mt, mx, db, dx, sampler_us);
+  if (db > 0)
+    printf("  ratio at the tick, marginal (trace + sampler) / bare signal: "
+           "%.2fx\n",
+           (dx + sampler_us) / db);
+  else
+    printf("  ratio at the tick, marginal: none (the bare signal's median "
+           "%.1f us is inside the tick's spread)\n",
+           db);
+  printf("  ratio at the tick, all included (tick + trace + sampler) / "
+         "(tick + bare signal): %.2fx\n",
+         (mx + sampler_us) / mt);
+}
+
 /* Alternations of 1 s each (base, bare timer, trace): a busy machine's
    drift hits all three alike, and the medians say what held. */
-#define FLOOR_ROUNDS_MAX 64
 static int g_floor_rounds = 9; /* --floor N: more, for a steadier median */
 static void part_floor(void) {
   printf("== 5. the whole cost per sample against the floor (a bare "
@@ -267,16 +374,21 @@ static void part_floor(void) {
       samp_pct[FLOOR_ROUNDS_MAX], ratio[FLOOR_ROUNDS_MAX],
       samp_all_us[FLOOR_ROUNDS_MAX], rate_bare[FLOOR_ROUNDS_MAX],
       rate_tr[FLOOR_ROUNDS_MAX], bare_rate_us[FLOOR_ROUNDS_MAX],
-      lost_rate_us[FLOOR_ROUNDS_MAX];
-  int n_ratio = 0;
+      lost_rate_us[FLOOR_ROUNDS_MAX], tick_base[FLOOR_ROUNDS_MAX],
+      tick_bare[FLOOR_ROUNDS_MAX], tick_tr[FLOOR_ROUNDS_MAX];
+  static gap_log_t gaps[3]; /* base, bare, trace: this round's */
+  int n_ratio = 0, n_tick = 0;
+  uint64_t period_ns = 0;
   double frames = 0;
   snap_trace_config_t c;
   snap_trace_config_default(&c);
   c.other_interval_us = 0;
   for (int r = 0; r < g_floor_rounds; r++) {
+    g_gaps = &gaps[0];
     spin_cost_t base = spin_cost(1.0);
     uint64_t t0 = g_bare_ticks, f0 = g_bare_frames;
     timer_t id = bare_start();
+    g_gaps = &gaps[1];
     spin_cost_t bare = spin_cost(1.0);
     timer_delete(id);
     double ticks = (double)(g_bare_ticks - t0);
@@ -297,7 +409,9 @@ static void part_floor(void) {
     snap_trace_stats(&st);
     uint64_t s0 = st.samples;
     int64_t c0 = sampler_cpu_ns();
+    g_gaps = &gaps[2];
     spin_cost_t tr = spin_cost(1.0);
+    g_gaps = NULL;
     snap_trace_stats(&st);
     int64_t c1 = sampler_cpu_ns();
     uint64_t s1 = st.samples;
@@ -321,6 +435,23 @@ static void part_floor(void) {
        has no ratio: left out, not counted as 0. */
     if (bare_us[r] > 0)
       ratio[n_ratio++] = whole_us[r] / bare_us[r];
+    /* The tick's period: the bare timer fires once a tick (HZ a second
+       of CPU time, its 1 ms being no longer than any tick), HZ being
+       one of Linux's CONFIG_HZ choices; the nearest is taken, as a tick
+       lost to a busy host would otherwise skew the period and smear the
+       phase over the run. */
+    static const int k_hz[] = {100, 250, 300, 1000};
+    for (int i = 0; !period_ns && rate_bare[r] > 50 && i < 4; i++)
+      if (i == 3 || rate_bare[r] < (k_hz[i] + k_hz[i + 1]) / 2.0)
+        period_ns = 1000000000u / (uint64_t)k_hz[i];
+    double tb = tick_gap_us(&gaps[0], period_ns),
+           tt = tick_gap_us(&gaps[1], period_ns),
+           tx = tick_gap_us(&gaps[2], period_ns);
+    if (period_ns && tb >= 0 && tt >= 0 && tx >= 0) {
+      tick_base[n_tick] = tb;
+      tick_bare[n_tick] = tt;
+      tick_tr[n_tick++] = tx;
+    }
   }
   double wmin = whole_us[0], wmax = whole_us[0];
   for (int r = 1; r < g_floor_rounds; r++) {
@@ -352,6 +483,8 @@ static void part_floor(void) {
     printf("  ratio of the medians: none (the bare floor's median read "
            "%.1f us: the box's noise is larger than the floor)\n",
            mb);
+  tick_report(tick_base, tick_bare, tick_tr, n_tick, period_ns,
+              median(samp_us, g_floor_rounds));
   /* Idle: the main thread asleep; a CPU-time timer never fires. */
   if (snap_trace_start(&c) != SNAP_OK)
     return;
