@@ -276,23 +276,26 @@ void snap__span_ring_remap(snap__span_ring_t *r, const snap__stack_table_t *t);
    thread samples itself: each period of its CPU time its timer's handler
    walks its own stack into its ring (snap__sring_tick, [signal-safe]), and
    the sampler thread drains the ring. Lock-free, one producer (the
-   thread), one consumer (the sampler). */
+   thread), one consumer (the sampler). An entry takes the bytes of the
+   pcs it holds, so a ring holds many shallow stacks or a few deep ones. */
 typedef struct snap__sring_entry {
-  uint64_t t_ns;  /* monotonic, at the tick */
-  int64_t cpu_ns; /* the thread's CPU time then (-1 unknown) */
-  int n;          /* pcs, or SNAP_ENOSTACK: the handler could not walk */
-  uintptr_t pcs[SNAP__TRACE_DEPTH_SELF];
+  uint64_t t_ns;   /* monotonic, at the tick */
+  int64_t cpu_ns;  /* the thread's CPU time then (-1 unknown) */
+  int32_t n;       /* pcs, or SNAP_ENOSTACK: the handler could not walk */
+  uint32_t bytes;  /* the entry's size in its ring, this head included */
+  uintptr_t pcs[]; /* n of them */
 } snap__sring_entry_t;
 typedef struct snap__sring snap__sring_t;
-/* The bytes a ring of cap entries takes, and making one there (mem aligned
-   for pointers). flags: the walk's SNAP_CAPTURE_*. */
+/* The bytes a ring of `cap` bytes of entries takes, and making one there
+   (mem aligned for pointers; cap holds two of the deepest entries at
+   least). flags: the walk's SNAP_CAPTURE_*. */
 size_t snap__sring_bytes(uint32_t cap);
 snap__sring_t *snap__sring_init(void *mem, uint32_t cap, unsigned flags);
 /* The main thread's ring also keeps the sampler's waker informed
    (schedule.c): each tick pushes its alarm to alarm_ns later
    (when less than half of that was left: a system call every few ticks),
-   so the sampler wakes when the ticks stop; a tick that finds the ring
-   half full posts it. Before the timer is armed. */
+   so the sampler wakes when the ticks stop; a tick that fills the ring
+   past half posts it. Before the timer is armed. */
 void snap__sring_watch(snap__sring_t *r, snap__waker_t *w, uint64_t alarm_ns);
 /* The timer's function (snap__cpu_tick_fn; ctx: the ring). */
 void snap__sring_tick(const snap__regs_t *regs, void *ctx);
@@ -306,11 +309,17 @@ void snap__sring_pop(snap__sring_t *r);
 const snap__sring_entry_t *snap__sring_newest(snap__sring_t *r);
 uint64_t snap__sring_lost(const snap__sring_t *r);
 
-#define SNAP__SRING_MAIN 64 /* entries of the main thread's ring */
+/* The rings' sizes in bytes: the main thread's holds 64 of the deepest
+   entries (SNAP__TRACE_DEPTH frames), 300-odd of 45 frames, so its
+   half-full post wakes the sampler seldom; another thread's, drained at
+   each look, 8 of the deepest. */
+#define SNAP__SRING_ENTRY_MAX                                                  \
+  (sizeof(snap__sring_entry_t) + SNAP__TRACE_DEPTH_SELF * sizeof(uintptr_t))
+#define SNAP__SRING_MAIN ((uint32_t)(64 * SNAP__SRING_ENTRY_MAX))
 /* The main thread's ring's alarm: the sampler wakes 5-10 ms after its
    last tick (snap__sring_watch). */
 #define SNAP__TRACE_ALARM_NS (10 * 1000000u)
-#define SNAP__SRING_OTHER 8 /* of another thread's */
+#define SNAP__SRING_OTHER ((uint32_t)(8 * SNAP__SRING_ENTRY_MAX))
 
 /* A thread the trace follows: its open span (identical samples not yet
    closed into the ring) and what its last sample saw. */

@@ -17,7 +17,12 @@
  * ended the sleep);
  *  - stopping a timer while its thread keeps running returns with no
  *    handler inside, and no sample lands in the ring after it;
- *  - a nudge of a running thread whose period is 100 s gives a tick.
+ *  - a nudge of a running thread whose period is 100 s gives a tick;
+ *  - entries take what their pcs need: a thread spinning at depths from 1
+ *    to past the trace's 256 frames, in a ring of three of the deepest
+ *    entries drained concurrently, wraps the ring many times, and every
+ *    entry read is whole (its frames in the recursion, times in order);
+ *    the newest entry is the last one drained.
  * Skipped (77) where the platform has no such timer.
  */
 #include <pthread.h>
@@ -77,9 +82,45 @@ static void *sleeper(void *arg) {
   return NULL;
 }
 
+static snap__sring_t *make_ring_of(void **mem, uint32_t cap) {
+  *mem = aligned_alloc(16, snap__sring_bytes(cap));
+  return snap__sring_init(*mem, cap, 0);
+}
+
 static snap__sring_t *make_ring(void **mem) {
-  *mem = aligned_alloc(16, snap__sring_bytes(SNAP__SRING_MAIN));
-  return snap__sring_init(*mem, SNAP__SRING_MAIN, 0);
+  return make_ring_of(mem, SNAP__SRING_MAIN);
+}
+
+/* Spins about 2 ms of CPU time at each depth from 1 to 300, round and
+   round, until told to stop. */
+__attribute__((noinline)) static void deep_spin(int depth) {
+  if (depth > 1) {
+    deep_spin(depth - 1);
+  } else {
+    uint64_t end = ns(CLOCK_THREAD_CPUTIME_ID) + 2000000u;
+    uint64_t x = g_sink | 1;
+    while (ns(CLOCK_THREAD_CPUTIME_ID) < end)
+      for (int i = 0; i < 1000; i++)
+        x = x * 6364136223846793005u + 1;
+    g_sink = x;
+  }
+  __asm__ volatile("" ::: "memory"); /* no tail call: the frames stay */
+}
+
+static void *deep_spinner(void *arg) {
+  (void)arg;
+  uintptr_t pcs[8];
+  (void)snap_capture_self(pcs, 8, 0, 0);
+  atomic_store(&g_tid, (int64_t)snap_thread_self());
+  for (int d = 1; !atomic_load(&g_stop); d = d % 300 + 1) {
+    deep_spin(d);
+  }
+  return NULL;
+}
+
+/* Whether pc is a return address inside deep_spin (its body is short). */
+static bool in_deep_spin(uintptr_t pc) {
+  return pc > (uintptr_t)deep_spin && pc < (uintptr_t)deep_spin + 256;
 }
 
 int main(void) {
@@ -128,9 +169,16 @@ int main(void) {
     nanosleep(&ms, NULL);
   }
   snap__plat_cpu_timer_stop(&t);
+  /* The newest entry, read as the lag monitor reads it, is the last one
+     the drain finds. */
+  const snap__sring_entry_t *newest = snap__sring_newest(r), *e;
+  uint64_t newest_t = newest ? newest->t_ns : 0, last_drained = 0;
   uint64_t head_after = 0;
-  while (snap__sring_peek(r))
-    snap__sring_pop(r), head_after++;
+  while ((e = snap__sring_peek(r)))
+    last_drained = e->t_ns, snap__sring_pop(r), head_after++;
+  CHECK(!newest || newest_t == last_drained,
+        "the newest entry (t %llu) is not the last drained (t %llu)",
+        (unsigned long long)newest_t, (unsigned long long)last_drained);
   /* Nothing after the stop: the spinner runs on for 50 ms more. */
   struct timespec d50 = {0, 50000000};
   nanosleep(&d50, NULL);
@@ -209,6 +257,63 @@ int main(void) {
   printf("nudged spinner: %s after %.1f ms\n", ticked ? "a tick" : "no tick",
          (double)waited / 1e6);
   CHECK(ticked, "%s", "a nudge gave no tick in 5 s");
+  free(mem);
+
+  /* 4. Entries of every size through a small ring, drained as they come. */
+  uint32_t small = (uint32_t)(3 * SNAP__SRING_ENTRY_MAX + 200);
+  r = make_ring_of(&mem, small);
+  atomic_store(&g_tid, 0);
+  atomic_store(&g_stop, false);
+  pthread_create(&th, NULL, deep_spinner, NULL);
+  while (!atomic_load(&g_tid))
+    ;
+  rc = snap__plat_cpu_timer_start(&t, (snap_thread_t)atomic_load(&g_tid),
+                                  1000000u, snap__sring_tick, r);
+  CHECK_EQ(rc, SNAP_OK);
+  int entries = 0, torn = 0, min_n = SNAP__TRACE_DEPTH_SELF + 1, max_n = 0;
+  uint64_t bytes = 0;
+  last_t = 0;
+  /* Until entries of shallow and of the deepest stacks came and the ring
+     went round itself several times (the spinner's CPU time, not the
+     clock's, says when: a busy machine only makes it slower), or 20 s. */
+  until = ns(CLOCK_MONOTONIC) + 20000000000u;
+  while ((min_n > 20 || max_n < SNAP__TRACE_DEPTH_SELF ||
+          bytes < 8 * (uint64_t)small) &&
+         ns(CLOCK_MONOTONIC) < until) {
+    while ((e = snap__sring_peek(r))) {
+      entries++;
+      bytes += e->bytes;
+      CHECK(e->t_ns >= last_t, "sample times go back");
+      last_t = e->t_ns;
+      if (e->n > 0) {
+        min_n = e->n < min_n ? e->n : min_n;
+        max_n = e->n > max_n ? e->n : max_n;
+        /* Frame 1.. below the leaf: deep_spin's own return addresses,
+           one a level, until the thread's outer frames. */
+        int in = 0;
+        for (int i = 1; i < e->n; i++)
+          in += in_deep_spin(e->pcs[i]);
+        torn += e->n > SNAP__TRACE_DEPTH_SELF ||
+                e->bytes != sizeof *e + (size_t)e->n * sizeof(uintptr_t) ||
+                (e->n >= 8 && in < e->n - 8);
+      }
+      snap__sring_pop(r);
+    }
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  snap__plat_cpu_timer_stop(&t);
+  atomic_store(&g_stop, true);
+  pthread_join(th, NULL);
+  printf("deep spinner: %d entries, %llu bytes through a ring of %u, "
+         "depths %d to %d, %llu dropped, %d torn\n",
+         entries, (unsigned long long)bytes, small, min_n, max_n,
+         (unsigned long long)snap__sring_lost(r), torn);
+  CHECK_EQ(torn, 0);
+  CHECK(bytes >= 8 * (uint64_t)small, "the ring went round only %.1f times",
+        (double)bytes / small);
+  CHECK(max_n == SNAP__TRACE_DEPTH_SELF && min_n <= 20,
+        "depths %d to %d: not the whole range", min_n, max_n);
   free(mem);
   return check_result("test_trace_self_ring");
 }
