@@ -151,12 +151,13 @@ typedef struct snap__costliest {
 } snap__costliest_t;
 void snap__ring_costliest(const snap__ring_t *r, uint32_t seq,
                           uint64_t since_ns, snap__costliest_t *out);
-/* The newest point of busy stretch seq taken in [since_ns, before_ns)
-   whose main-thread CPU time reads below cpu_ns: its time (the thread ran
-   after it), or 0 when there is none. */
-uint64_t snap__ring_ran_after(const snap__ring_t *r, uint32_t seq,
-                              uint64_t since_ns, uint64_t before_ns,
-                              int64_t cpu_ns);
+/* The oldest point of busy stretch seq taken in [since_ns, before_ns)
+   whose main-thread CPU time already reads cpu_ns (the CPU time at a
+   later reading): its time (the thread did not run after it), or 0 when
+   there is none. */
+uint64_t snap__ring_still_since(const snap__ring_t *r, uint32_t seq,
+                                uint64_t since_ns, uint64_t before_ns,
+                                int64_t cpu_ns);
 
 /* ---- Annealing (annealing.c) --------------------------------------------- */
 
@@ -557,8 +558,9 @@ void snap__main_point(snap_thread_t main, snap__ring_t *ring,
 /* Instants at or before which the waits of a dump began, for judging
    their owners (snap__wait_judge_owner; 0: unknown). */
 typedef struct snap__wait_since {
-  uint64_t main_ns;   /* the main thread's: when it last ran before its
-                         sample (report.c), else the stall's start */
+  uint64_t main_ns;   /* the main thread's: the first reading after which
+                         it did not run before its sample, else the sample
+                         (report.c); 0: unknown */
   uint64_t others_ns; /* the stall's start (no bound on the others' waits) */
 } snap__wait_since_t;
 

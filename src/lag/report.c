@@ -245,23 +245,26 @@ uint64_t snap__lag_reports_retry(snap__lag_reports_t *reps,
 }
 
 /* When the waits of the stretch's thread dump began, at the latest
-   (snap__wait_since_t): the stall's start for every thread, and for the
-   main thread the last moment the watchdog read its CPU time lower than
-   just before its sample (the stretch's first look, then each point of
-   the stretch): it ran after that, so the wait its sample found began
-   after it. */
+   (snap__wait_since_t): for the main thread, its sample (the wait was
+   under way then), or earlier, the first reading of the stretch (its
+   first look, then each point) after which its CPU time did not move
+   before the sample: it did not run from then on, so it was already in
+   the wait its sample found. A bound from the other side (the last
+   reading before it ran) would not do: a thread begun between that
+   reading and the wait, the lock's true holder, would be refused as
+   begun after the wait (a three-thread deadlock begun inside the stall
+   lost its owner so, in CI). */
 static snap__wait_since_t stretch_waits(const snap__report_src_t *src) {
   const snap__stretch_t *st = src->stretch;
   const snap__main_sample_t *m = src->main;
-  snap__wait_since_t since = {st->since_ns, st->since_ns};
+  snap__wait_since_t since = {m->t_ns, st->since_ns};
   if (m->cpu_ns < 0 || m->t_ns < st->since_ns)
     return since;
-  if (st->seen_cpu >= 0 && st->seen_cpu < m->cpu_ns && st->seen_ns < m->t_ns &&
-      st->seen_ns > since.main_ns)
+  if (st->seen_cpu >= m->cpu_ns && st->seen_ns < since.main_ns)
     since.main_ns = st->seen_ns;
-  uint64_t p = snap__ring_ran_after(src->ring, st->seq, st->since_ns, m->t_ns,
-                                    m->cpu_ns);
-  if (p > since.main_ns)
+  uint64_t p = snap__ring_still_since(src->ring, st->seq, st->since_ns, m->t_ns,
+                                      m->cpu_ns);
+  if (p && p < since.main_ns)
     since.main_ns = p;
   return since;
 }

@@ -111,15 +111,16 @@ out:
   free(pts);
 }
 
-uint64_t snap__ring_ran_after(const snap__ring_t *r, uint32_t seq,
-                              uint64_t since_ns, uint64_t before_ns,
-                              int64_t cpu_ns) {
+uint64_t snap__ring_still_since(const snap__ring_t *r, uint32_t seq,
+                                uint64_t since_ns, uint64_t before_ns,
+                                int64_t cpu_ns) {
+  uint64_t first = 0;
   unsigned held = r->written < r->size ? (unsigned)r->written : r->size;
-  for (unsigned i = 1; i <= held; i++) { /* newest first */
+  for (unsigned i = 1; i <= held; i++) {
     const snap__point_t *p = &r->slots[(r->written - i) % r->size];
     if (p->seq == seq && p->t_ns >= since_ns && p->t_ns < before_ns &&
-        p->cpu_ns >= 0 && p->cpu_ns < cpu_ns)
-      return p->t_ns;
+        p->cpu_ns >= cpu_ns && (!first || p->t_ns < first))
+      first = p->t_ns;
   }
-  return 0;
+  return first;
 }

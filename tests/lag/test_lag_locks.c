@@ -14,6 +14,10 @@
  * worker that exited holding a (non-robust) mutex, a mutex whose __owner
  * was overwritten with garbage or with the waiter's own id, a robust
  * mutex whose lock word and __owner are garbage: no crash, "unknown".
+ * And an owner begun inside the stall, 60 ms after its start (after the
+ * watchdog's first look, with no point samples after it): named, as one
+ * begun before the wait (a three-thread deadlock begun inside a stall in
+ * CI lost its owner to a bound taken from the wrong side of the wait).
  * And the dump's order: with max_threads 2 and four threads listed before
  * the owner, the report still holds the owner, sampled, right after main.
  * And an owner that lets go and exits after main's sample but before the
@@ -102,6 +106,7 @@ typedef enum {
   C_GARBAGE_WORD, /* a robust g_mu: its lock word and __owner are garbage */
   C_LEFT,         /* main waits with pthread_mutex_timedlock; the worker
                      lets go and exits before the dump */
+  C_LATE,         /* main locks g_mu, held by a worker begun in the stall */
 } case_kind_t;
 
 typedef struct lock_case {
@@ -133,6 +138,7 @@ static void *worker_main(void *arg) {
   pthread_setname_np(pthread_self(), "lock-owner");
   switch (c->kind) {
   case C_MUTEX:
+  case C_LATE:
   case C_TIMED:
   case C_LEFT:
   case C_EXITED:
@@ -175,6 +181,7 @@ static void *worker_main(void *arg) {
     CHECK_EQ(pthread_mutex_unlock(&g_mu), 0);
     break;
   case C_MUTEX:
+  case C_LATE:
   case C_TIMED: CHECK_EQ(pthread_mutex_unlock(&g_mu), 0); break;
   case C_RW_READ:
   case C_RW_WRITE: CHECK_EQ(pthread_rwlock_unlock(&g_rw), 0); break;
@@ -198,6 +205,7 @@ static void *worker_main(void *arg) {
 static void main_wait(const lock_case_t *c) {
   switch (c->kind) {
   case C_MUTEX:
+  case C_LATE:
   case C_EXITED:
   case C_GARBAGE:
   case C_SELF_OWNER:
@@ -425,6 +433,12 @@ static void run_case(const lock_case_t *c) {
   cfg.cpu_percent = 0;
   if (c->decoys)
     cfg.max_threads = 2;
+  if (c->kind == C_LATE) {
+    /* The stretch's first look is then the only reading before main's
+       sample: one taken before the owner began. */
+    cfg.threshold_ms = 400;
+    cfg.sample_interval_ms = 0;
+  }
   cfg.on_report = on_report;
   atomic_store(&g_armed, c->kind == C_LEFT);
   CHECK_EQ(snap_lag_start(&cfg), SNAP_OK);
@@ -434,7 +448,7 @@ static void run_case(const lock_case_t *c) {
   atomic_store(&g_decoys_stop, false);
   for (int i = 0; i < c->decoys && i < 8; i++)
     CHECK_EQ(pthread_create(&decoy[i], NULL, decoy_main, NULL), 0);
-  if (c->kind != C_SLEEP) {
+  if (c->kind != C_SLEEP && c->kind != C_LATE) {
     CHECK_EQ(pthread_create(&t, NULL, worker_main, NULL), 0);
     while (sem_wait(&g_ready) != 0 && errno == EINTR)
       ;
@@ -456,6 +470,14 @@ static void run_case(const lock_case_t *c) {
 #endif
   {
     snap_lag_loop_busy();
+    if (c->kind == C_LATE) {
+      /* Begun 60 ms into the stall: six clock ticks of a thread's start
+         time after the watchdog's first look, however it is read. */
+      sleep_ms(60);
+      CHECK_EQ(pthread_create(&t, NULL, worker_main, NULL), 0);
+      while (sem_wait(&g_ready) != 0 && errno == EINTR)
+        ;
+    }
     main_wait(c);
     snap_lag_loop_idle();
   }
@@ -612,6 +634,8 @@ int main(void) {
       {"mutex normal, timedlock", C_TIMED, PTHREAD_MUTEX_NORMAL, N, false,
        "mutex", "known", false, 0},
       {"timedlock, owner gone by the dump", C_LEFT, PTHREAD_MUTEX_NORMAL, N,
+       false, "mutex", "known", false, 0},
+      {"mutex, owner begun in the stall", C_LATE, PTHREAD_MUTEX_NORMAL, N,
        false, "mutex", "known", false, 0},
       {"owner exited", C_EXITED, PTHREAD_MUTEX_NORMAL, N, false, "mutex",
        "unknown", false, 0},
