@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../busy_child.h"
 #include "../test_clock.h"
 #include "stacksnap.h"
 
@@ -129,20 +130,6 @@ static void lag(const char *name, void (*fn)(void)) {
   take(&b);
   print(name, &a, &b);
   sleep_ns(400 * 1000000LL); /* the lag's end is seen, its file final */
-}
-
-static pid_t busy_child(int cpu) {
-  pid_t p = fork();
-  if (p == 0) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    sched_setaffinity(0, sizeof one, &one);
-    volatile uint64_t x = 1;
-    for (;;)
-      x = x * 6364136223846793005u + 1;
-  }
-  return p;
 }
 
 int main(int argc, char **argv) {

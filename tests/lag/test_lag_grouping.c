@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "busy_child.h"
 #include "check.h"
 #include "stacksnap.h"
 #include "test_clock.h"
@@ -291,12 +292,7 @@ static void loaded_dir(char *dir, size_t size) {
 static void loaded_case(void) {
   pid_t kids[3];
   for (int i = 0; i < 3; i++) {
-    kids[i] = fork();
-    if (kids[i] == 0) {
-      volatile uint64_t x = 1;
-      for (;;)
-        x = x * 6364136223846793005u + 1;
-    }
+    kids[i] = busy_child(-1);
   }
   char dir[64];
   loaded_dir(dir, sizeof dir);

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "busy_child.h"
 #include "check.h"
 #include "stacksnap.h"
 
@@ -185,11 +186,7 @@ int main(int argc, char **argv) {
   if (busy > 8)
     busy = 8;
   for (int i = 0; i < busy; i++) {
-    kids[i] = fork();
-    if (kids[i] == 0) {
-      for (volatile uint64_t x = 0;; x++)
-        ;
-    }
+    kids[i] = busy_child(-1);
   }
   char reports[4096];
   snprintf(reports, sizeof reports, "%s/reports", argv[1]);
