@@ -23,9 +23,8 @@
  * library bounds the wait's start by the first of the watchdog's readings
  * (a point every 50 ms) after which main did not run, a bound it began
  * before; the impostor must begin after that reading, on a busy machine
- * too. The
- * oracles: the dead owner's TID and the impostor's, as each thread's
- * gettid() gave them, and the mutex's address.
+ * too. The oracles: the dead owner's TID and the impostor's, as each
+ * thread's gettid() gave them, and the mutex's address.
  */
 #include <dirent.h>
 #include <errno.h>
