@@ -133,7 +133,7 @@ typedef struct spin_cost {
 typedef struct gap_log {
   int n;
   double at[GAPS_MAX];
-  float lost[GAPS_MAX];
+  double lost[GAPS_MAX];
 } gap_log_t;
 static gap_log_t *g_gaps;
 
@@ -155,7 +155,7 @@ __attribute__((noinline)) static uint64_t leaf_timed(double until,
       sum += dt - quick;
       if (g_gaps && g_gaps->n < GAPS_MAX) {
         g_gaps->at[g_gaps->n] = prev;
-        g_gaps->lost[g_gaps->n++] = (float)(dt - quick);
+        g_gaps->lost[g_gaps->n++] = dt - quick;
       }
     }
     prev = t;
@@ -284,11 +284,7 @@ static int64_t sampler_cpu_ns(void) {
    anywhere), and the median of those gaps is what one tick cost the
    thread. Returns us; -1 when fewer than 16 gaps were at the tick. */
 #define TICK_BIN_NS 20000u
-static float g_tick_lost[GAPS_MAX];
-static int cmp_f(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return x < y ? -1 : x > y;
-}
+static double g_tick_lost[GAPS_MAX];
 static int tick_bin(double at, uint64_t period_ns, int nb) {
   return (int)((uint64_t)(at * 1e9) % period_ns / TICK_BIN_NS) % nb;
 }
@@ -312,8 +308,7 @@ static double tick_gap_us(const gap_log_t *g, uint64_t period_ns) {
   }
   if (k < 16)
     return -1;
-  qsort(g_tick_lost, (size_t)k, sizeof *g_tick_lost, cmp_f);
-  return (double)g_tick_lost[k / 2] * 1e6;
+  return median(g_tick_lost, k) * 1e6;
 }
 
 /* The floor read at the tick (tick_gap_us), per round: the tick alone
