@@ -9,20 +9,21 @@
  * names live once for all stacks (intern.c); a symbol_addr more than 4 GiB
  * below its pc (no real function) makes the block keep full addresses
  * (wide); source lines, when asked for, add a file id and line per frame.
- * A stack the cache will not keep carries its own copies of the names at
- * the end of the block instead (own_strings: ids are then offsets in the
- * block), which takes neither the shared strings' lock nor their hash.
  * A stack packed for the cache ends with room for the cache's entry of
  * it (snap__stack_link). One allocation, so the cache can charge its exact
  * size against the cap.
  *
+ * A stack the cache will not keep (own_strings) is laid out flat instead:
+ * header, its frames view, then copies of its names (pack_own). It takes
+ * neither the shared strings' lock nor their hash, and is read only
+ * through the view.
+ *
  * The views: snap_frame_t per frame, built on the first snap_stack_frame
- * call (a stack with its own strings has it built at once, in its block),
- * and the formatted lines (their layout: stack_line.c), on the first
- * snap_stack_line call; each published once with a compare-and-swap (a
- * racing builder frees its own copy), freed with the stack. Its size is
- * told to the cache (snap__stack_on_view), which counts views against its
- * cap.
+ * call (a flat stack is its view already), and the formatted lines (their
+ * layout: stack_line.c), on the first snap_stack_line call; each published
+ * once with a compare-and-swap (a racing builder frees its own copy),
+ * freed with the stack. Its size is told to the cache
+ * (snap__stack_on_view), which counts views against its cap.
  *
  * Must not: be called from the stopped window (allocates, locks).
  */
@@ -132,11 +133,79 @@ void *snap__stack_link(const snap_stack_t *s) {
   return (char *)s + link_at(l.end);
 }
 
+/* The header every block starts with; the view slots empty. */
+static void init_header(snap_stack_t *s, int n, size_t bytes,
+                        const snap__stack_key_t *key, bool own_strings) {
+  memset(s, 0, sizeof *s);
+  atomic_init(&s->refs, 1);
+  s->count = n;
+  s->bytes = bytes;
+  s->own_strings = own_strings;
+  s->key = *key;
+  atomic_init(&s->checked_generation, key->generation);
+  atomic_init(&s->view, NULL);
+  atomic_init(&s->lines_view, NULL);
+}
+
+/* A stack nobody keeps (stack.h, own_strings): the frames as users read
+   them, then copies of their names, in one block. It has no compact
+   records and no copy of its key: those serve the cache, and only the
+   view is ever read (snap_stack_frame, snap_stack_line, the release).
+   Building the compact form and then a view from it was two thirds of
+   packing, and a sixth of a cold lookup of one pc. */
+static snap_stack_t *pack_own(const snap_frame_t *frames, int n,
+                              const snap__stack_key_t *key) {
+  size_t view_at = sizeof(snap_stack_t);
+  size_t end =
+      view_at + sizeof(snap__stack_view_t) + (size_t)n * sizeof(snap_frame_t);
+  for (int i = 0; i < n; i++) {
+    if (frames[i].symbol)
+      end += strlen(frames[i].symbol) + 1;
+    if (frames[i].source_file)
+      end += strlen(frames[i].source_file) + 1;
+  }
+  char *block = malloc(end);
+  if (!block)
+    return NULL;
+  snap_stack_t *s = (snap_stack_t *)(void *)block;
+  /* The key's hash, flags and generation only: its pcs and images stay
+     with the caller, and nothing reads them from a stack no cache keeps. */
+  snap__stack_key_t k = {
+      .hash = key->hash, .flags = key->flags, .generation = key->generation};
+  init_header(s, n, end, &k, true);
+  snap__stack_view_t *v = (snap__stack_view_t *)(void *)(block + view_at);
+  v->bytes = 0; /* inside the block: no view of its own to count */
+  v->frames = (snap_frame_t *)(void *)(v + 1);
+  v->lines = NULL;
+  char *at = (char *)(v->frames + n);
+  for (int i = 0; i < n; i++) {
+    snap_frame_t f = frames[i];
+    if (f.symbol) {
+      size_t len = strlen(f.symbol) + 1;
+      f.symbol = memcpy(at, f.symbol, len);
+      at += len;
+    } else {
+      f.symbol_addr = 0;
+    }
+    if (f.source_file) {
+      size_t len = strlen(f.source_file) + 1;
+      f.source_file = memcpy(at, f.source_file, len);
+      at += len;
+    } else {
+      f.source_line = 0;
+    }
+    v->frames[i] = f;
+  }
+  atomic_init(&s->view, v);
+  return s;
+}
+
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key, bool own_strings) {
-  /* Scratch, one block (on the stack for up to ~30 frames: a cold lookup
-     of one pc then makes one allocation here, the stack itself): names
-     and strs (pointers) first, then ids and pair (4 and 2 bytes a cell). */
+  if (own_strings)
+    return pack_own(frames, n, key);
+  /* Scratch, one block (on the stack for up to ~30 frames): names and
+     strs (pointers) first, then ids and pair (4 and 2 bytes a cell). */
   size_t cells = n ? (size_t)n : 1;
   size_t bytes = cells * (sizeof(name_pair_t) + 2 * sizeof(char *) +
                           2 * sizeof(uint32_t) + sizeof(uint16_t));
@@ -170,61 +239,19 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
     strs[n + i] = f->source_file;
   }
   layout_t l = layout_of(key->n, key->n_images, n_names, n, wide, lines);
-  /* Own strings go after the rest; a record holds its string's offset in
-     the block (never 0: the header comes first) instead of an id. */
-  size_t end = l.end;
-  for (int k = 0; own_strings && k < 2 * n; k++) {
-    /* ids hold each length until the copy below (too long for 32 bits
-       makes end too big, and the names are interned instead). */
-    size_t len = strs[k] ? strlen(strs[k]) + 1 : 0;
-    ids[k] = (uint32_t)len;
-    end += len;
-  }
-  if (end > UINT32_MAX) /* offsets would not fit: intern after all */
-    own_strings = false, end = l.end;
-  /* A stack with its own strings is nobody's to keep (the cache is off):
-     it is named to be read now, so its frames view goes in the same
-     block, built here, rather than in a second allocation on the first
-     snap_stack_frame (a malloc, a free and the cache's view count: a
-     sixth of a cold lookup). */
-  size_t view_at = 0;
-  if (own_strings) {
-    view_at = link_at(end);
-    end = view_at + sizeof(snap__stack_view_t) + cells * sizeof(snap_frame_t);
-  } else {
-    end = link_at(end) + SNAP__STACK_LINK_BYTES;
-  }
+  size_t end = link_at(l.end) + SNAP__STACK_LINK_BYTES;
   char *block = malloc(end);
-  if (block && own_strings) {
-    size_t at = l.end;
-    for (int k = 0; k < 2 * n; k++) {
-      size_t len = ids[k];
-      ids[k] = 0;
-      if (strs[k]) {
-        memcpy(block + at, strs[k], len);
-        ids[k] = (uint32_t)at;
-        at += len;
-      }
-    }
-  } else if (block && snap__intern_acquire(strs, 2 * n, ids) != SNAP_OK) {
+  if (block && snap__intern_acquire(strs, 2 * n, ids) != SNAP_OK) {
     free(block);
     block = NULL;
   }
   if (!block)
     goto out;
   s = (snap_stack_t *)(void *)block;
-  memset(s, 0, sizeof *s);
-  atomic_init(&s->refs, 1);
-  s->count = n;
-  s->bytes = end;
-  s->own_strings = own_strings;
-  s->key = *key;
+  init_header(s, n, end, key, false);
   s->n_names = (uint16_t)n_names;
   s->wide = wide;
   s->lines = lines;
-  atomic_init(&s->checked_generation, key->generation);
-  atomic_init(&s->view, NULL);
-  atomic_init(&s->lines_view, NULL);
   parts_t p = parts(s);
   if (key->n)
     memcpy(p.pcs, key->pcs, (size_t)key->n * sizeof *p.pcs);
@@ -252,27 +279,10 @@ snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
       p.lines[i] = (line_rec_t){ids[n + i], f->source_line};
     j++;
   }
-  if (view_at) {
-    snap__stack_view_t *v = (snap__stack_view_t *)(void *)(block + view_at);
-    v->bytes = 0; /* inside the block: no view of its own to count */
-    v->frames = (snap_frame_t *)(void *)(v + 1);
-    v->lines = NULL;
-    for (int i = 0; i < n; i++)
-      v->frames[i] = frame_of(s, &p, i);
-    atomic_init(&s->view, v);
-  }
 out:
   if (scratch != local)
     free(scratch);
   return s;
-}
-
-/* A symbol or file name of s: an id of the shared strings, or with own
-   strings an offset in s's block; 0: none. */
-static const char *string_of(const snap_stack_t *s, uint32_t ref) {
-  if (s->own_strings)
-    return ref ? (const char *)s + ref : NULL;
-  return snap__intern_get(ref);
 }
 
 /* Frame i of s as users see it. */
@@ -286,12 +296,12 @@ static snap_frame_t frame_of(const snap_stack_t *s, const parts_t *p, int i) {
   f.image_path = np->path;
   f.build_id = np->build_id;
   f.image_size = np->size;
-  f.symbol = string_of(s, r->symbol);
+  f.symbol = snap__intern_get(r->symbol);
   if (f.symbol)
     f.symbol_addr = s->wide ? p->wide_addrs[i] : f.pc - r->delta;
   f.in_app = (r->image & IN_APP) != 0;
   if (s->lines) {
-    f.source_file = string_of(s, p->lines[i].file);
+    f.source_file = snap__intern_get(p->lines[i].file);
     f.source_line = f.source_file ? p->lines[i].line : 0;
   }
   return f;
@@ -388,13 +398,14 @@ static bool in_block(const snap_stack_t *s, const snap__stack_view_t *v) {
          (const char *)v < (const char *)s + s->bytes;
 }
 
-static void stack_free(snap_stack_t *s) {
-  /* The names' references, dropped in batches (one lock each): a small
-     buffer, since any thread may release, whatever its stack. */
+/* Drops the shared names' references of a compact stack, in batches (one
+   lock each): a small buffer, since any thread may release, whatever its
+   stack. */
+static void release_names(const snap_stack_t *s) {
   parts_t p = parts(s);
   uint32_t ids[64];
   int k = 0;
-  for (int i = 0; !s->own_strings && i < s->count; i++) {
+  for (int i = 0; i < s->count; i++) {
     ids[k++] = p.recs[i].symbol;
     if (s->lines)
       ids[k++] = p.lines[i].file;
@@ -405,6 +416,11 @@ static void stack_free(snap_stack_t *s) {
   }
   if (k)
     snap__intern_release(ids, k);
+}
+
+static void stack_free(snap_stack_t *s) {
+  if (!s->own_strings)
+    release_names(s);
   snap__stack_view_t *v[2] = {
       atomic_load_explicit(&s->view, memory_order_acquire),
       atomic_load_explicit(&s->lines_view, memory_order_acquire)};

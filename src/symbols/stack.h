@@ -49,7 +49,8 @@ struct snap_stack {
   atomic_int refs;
   int count;
   size_t bytes;          /* the compact block: what the cache charges for it */
-  snap__stack_key_t key; /* pcs and images point into this block */
+  snap__stack_key_t key; /* pcs and images point into this block (none
+                            in a stack with its own strings: stack.c) */
   /* The newest image table generation the names were found still right
      under; a hint the cache moves forward, never a part of the answer. */
   _Atomic uint64_t checked_generation;
@@ -58,7 +59,7 @@ struct snap_stack {
   uint16_t n_names; /* distinct (image name, base) pairs */
   bool wide;  /* a symbol_addr too far below its pc: full addresses kept */
   bool lines; /* source file and line per frame kept */
-  bool own_strings; /* names copied into the block, not interned */
+  bool own_strings; /* laid out flat, names copied into the block */
 };
 
 /* Packs n frames (symbol and file names interned) and the key it answers
@@ -67,10 +68,12 @@ struct snap_stack {
    order (app-only naming drops some). own_strings: the names are copied
    into the block instead, for a stack the cache will not keep (a cap of
    0, snap__symbolicate_uncached, the first sighting of a stack:
-   cache_admit.c): interning is worth its lock and hash
-   only for names that many cached stacks share, and an uncached stack's
-   were interned and dropped again at once (two lock round trips and an
-   allocation per cold lookup: a third of one in a 60 k-function library). */
+   cache_admit.c), laid out as the frames users read (its key's hash,
+   flags and generation kept, not its pcs or images): interning is worth
+   its lock and hash only for names that many cached stacks share, and an
+   uncached stack's were interned and dropped again at once (two lock
+   round trips and an allocation per cold lookup: a third of one in a 60
+   k-function library). */
 snap_stack_t *snap__stack_pack(const snap_frame_t *frames, int n,
                                const snap__stack_key_t *key, bool own_strings);
 /* Room at the end of the block of a stack packed for the cache (not
