@@ -430,7 +430,10 @@ typedef struct snap__plat_sym_query {
                              a function names that function) */
   uintptr_t image_base;   /* load address of the image holding addr, 0 if
                              none */
-  const char *image_path; /* that image's full path, NULL if none */
+  const char *image_path; /* that image's full path, NULL if none;
+                             interned (images.c): it lives as long as the
+                             process and no other path has its address, so
+                             a provider may know a path by its pointer */
   uintptr_t func_index;   /* that image's function index (Apple: its
                              __unwind_info; snap__plat_range_t), 0 if none:
                              a name is kept only if it starts inside the

@@ -36,7 +36,11 @@ typedef struct mapping {
 } mapping_t;
 
 typedef struct image {
-  char *path;     /* NULL: free slot */
+  char *path; /* NULL: free slot */
+  /* The caller's pointer for path when last asked: paths come interned
+     (platform.h, snap__plat_sym_query_t), so the same pointer is the same
+     path, and a run of frames compares pointers, not 40-byte strings. */
+  const char *asked;
   uint64_t used;  /* LRU clock */
   bool ok;        /* file parsed */
   bool has_dbg;   /* separate debug file parsed */

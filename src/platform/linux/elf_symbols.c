@@ -172,16 +172,26 @@ static void index_image(image_t *img) {
    call used is checked before the walk over every entry. */
 static int g_last;
 
+/* Whether img is path's (asked: by this pointer before). */
+static bool is_for(image_t *img, const char *path) {
+  if (!img->path)
+    return false;
+  if (img->asked != path && strcmp(img->path, path) != 0)
+    return false;
+  img->asked = path;
+  return true;
+}
+
 static image_t *image_for(const char *path) {
   image_t *img = &g_images[g_last];
-  if (img->path && strcmp(img->path, path) == 0) {
+  if (is_for(img, path)) {
     img->used = ++g_clock;
     return img;
   }
   image_t *victim = &g_images[0];
   for (int i = 0; i < MAX_IMAGES; i++) {
     img = &g_images[i];
-    if (img->path && strcmp(img->path, path) == 0) {
+    if (is_for(img, path)) {
       img->used = ++g_clock;
       g_last = i;
       return img;
@@ -195,6 +205,7 @@ static image_t *image_for(const char *path) {
   victim->path = strdup(path);
   if (!victim->path)
     return NULL;
+  victim->asked = path;
   victim->used = ++g_clock;
   g_last = (int)(victim - g_images);
   load(victim);
@@ -309,7 +320,7 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
     if (!q[i].image_path || !q[i].image_path[0])
       continue;
     /* Frames of one image come in runs: skip the cache walk for them. */
-    if (!last || strcmp(last->path, q[i].image_path) != 0) {
+    if (!last || !is_for(last, q[i].image_path)) {
       last = image_for(q[i].image_path);
       /* Scanning answers the first few pcs of an image (a first lookup
          in a 60 k-function library: ~0.5 M instructions, not the ~20 M
@@ -317,7 +328,8 @@ int snap__plat_symbolize(const snap__plat_sym_query_t *q, int n,
          sorts it. */
       int run = 1;
       while (i + run < n && q[i + run].image_path &&
-             strcmp(q[i + run].image_path, q[i].image_path) == 0)
+             (q[i + run].image_path == q[i].image_path ||
+              strcmp(q[i + run].image_path, q[i].image_path) == 0))
         run++;
       if (last && last->scans + (unsigned)run > SCAN_PCS)
         index_image(last);
