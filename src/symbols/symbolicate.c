@@ -125,21 +125,22 @@ static int note_image(snap__stack_image_t *rec, int nrec, uintptr_t addr,
   return nrec + 1;
 }
 
-/* The stack block of name_stack: a stack of up to ~20 frames. */
+/* The stack block of name_stack: a stack of up to 16 frames. */
 #define LOCAL_BLOCK 3072
 
 /* Names pcs[0..n) into a new stack that also carries its key; cached:
    the cache will be offered it (else it keeps its own strings: stack.h). */
 static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                                 uint64_t hash, bool cached) {
-  /* One zeroed block for the five arrays (a cold lookup is a few hundred
-     ns: five allocations were a good part of it), on the stack for a stack
+  /* One zeroed block for the six arrays (a cold lookup is a few hundred
+     ns: six allocations were a good part of it), on the stack for a stack
      of a few frames (then none); pointer-aligned parts first, the bools
      last. */
   size_t cells = n ? (size_t)n : 1;
   size_t bytes =
       cells * (sizeof(snap_frame_t) + sizeof(snap__plat_sym_query_t) +
-               2 * sizeof(char *) + sizeof(snap__stack_image_t) + sizeof(bool));
+               2 * sizeof(char *) + sizeof(snap__stack_image_t) +
+               sizeof(snap__image_t *) + sizeof(bool));
   _Alignas(max_align_t) char local[LOCAL_BLOCK];
   char *block = bytes <= sizeof local ? local : malloc(bytes);
   snap_stack_t *s = NULL;
@@ -151,7 +152,8 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
       (snap__plat_sym_query_t *)(void *)(frames + cells);
   char **owned = (char **)(void *)(q + cells);
   snap__stack_image_t *rec = (snap__stack_image_t *)(void *)(owned + 2 * cells);
-  bool *sigret = (bool *)(void *)(rec + cells);
+  const snap__image_t **imgs = (const snap__image_t **)(void *)(rec + cells);
+  bool *sigret = (bool *)(void *)(imgs + cells);
 
   const snap__images_t *t = snap__images_acquire();
   snap__stack_key_t key = {.hash = hash,
@@ -160,18 +162,26 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
                            .pcs = pcs,
                            .images = rec,
                            .generation = snap__images_generation(t)};
+  /* Each pc's image, looked up once: for its trampoline mark and (nearly
+     always: see below) for its name. */
+  for (int i = 0; i < n; i++)
+    imgs[i] = snap__images_find(t, pcs[i]);
   /* A pc's trampoline mark only decides whether it and the pc after it
      are exact. One pc that is exact already (the way a single address is
      named: snap_symbolicate(&addr, 1, SNAP_SYMBOLICATE_EXACT_PC0)) has no
      use for it: skip the trampoline table's lock (sigret stays false). */
   if (n > 1 || (n == 1 && pcs[0] && !(flags & SNAP_SYMBOLICATE_EXACT_PC0)))
-    snap__trampolines_mark(t, pcs, n, sigret);
+    snap__trampolines_mark(t, pcs, imgs, n, sigret);
   for (int i = 0; i < n; i++) {
     uintptr_t pc = pcs[i];
     bool exact = pc == 0 || sigret[i] || (i > 0 && sigret[i - 1]) ||
                  (i == 0 && (flags & SNAP_SYMBOLICATE_EXACT_PC0));
     uintptr_t addr = exact ? pc : pc - 1;
-    const snap__image_t *img = snap__images_find(t, addr);
+    /* pc - 1 is in pc's range unless pc begins it (or is in none: then
+       pc - 1 may end one). */
+    const snap__image_t *img = imgs[i];
+    if (addr != pc && (!img || addr < img->start))
+      img = snap__images_find(t, addr);
     key.n_images = note_image(rec, key.n_images, addr, img);
     snap_frame_t *f = &frames[i];
     f->pc = pc;

@@ -145,22 +145,32 @@ static bool listed(const uintptr_t *at, int n, uintptr_t pc) {
   return false;
 }
 
-/* One pc in img (NULL: in no image). */
-static bool is_trampoline(const snap__image_t *img, uintptr_t pc) {
+/* One pc in img (NULL: in no image). *last: the entry found for the pc
+   before, of last_img: frames come in runs of one image, and entry_for's
+   search was a third of marking a stack (an entry added moves the others,
+   so only the one just found is kept). */
+static bool is_trampoline(const snap__image_t *img, uintptr_t pc,
+                          const snap__image_t **last_img,
+                          const tramp_entry_t **last) {
   if (!img || img->read_safely || g_restorer_count < 0)
     return snap__plat_is_sigreturn(pc);
   if (listed(g_restorers, g_restorer_count, pc))
     return true;
   if (img->end - img->start > SCAN_MAX)
     return false;
-  const tramp_entry_t *e = entry_for(img);
+  if (img != *last_img) {
+    *last_img = img;
+    *last = entry_for(img);
+  }
+  const tramp_entry_t *e = *last;
   if (!e || e->n < 0)
     return snap__plat_is_sigreturn(pc);
   return listed(e->at, e->n, pc);
 }
 
 void snap__trampolines_mark(const snap__images_t *t, const uintptr_t *pcs,
-                            int n, bool *out) {
+                            const snap__image_t *const *imgs, int n,
+                            bool *out) {
   snap__plat_lazy_lock(&g_lock);
   uint64_t gen = snap__images_generation(t);
   if (!g_pruned || gen != g_generation) {
@@ -170,7 +180,9 @@ void snap__trampolines_mark(const snap__images_t *t, const uintptr_t *pcs,
   } else if (snap__plat_coarse_ns() - g_restorers_ns >= RESTORERS_NS) {
     refresh_restorers();
   }
+  const snap__image_t *last_img = NULL;
+  const tramp_entry_t *last = NULL;
   for (int i = 0; i < n; i++)
-    out[i] = pcs[i] && is_trampoline(snap__images_find(t, pcs[i]), pcs[i]);
+    out[i] = pcs[i] && is_trampoline(imgs[i], pcs[i], &last_img, &last);
   snap__plat_lazy_unlock(&g_lock);
 }

@@ -14,8 +14,10 @@
    signal-return trampoline: pcs in an image of t by what is known of that
    image (its code searched once, on the first pc named in it), other pcs
    (anonymous code, a JIT's) by the platform's per-pc check. A zero pc is
-   none. [setup] */
+   none. imgs[i]: the image of t holding pcs[i] (snap__images_find), NULL
+   for none; the caller has looked them up to name the pcs anyway.
+   [setup] */
 void snap__trampolines_mark(const snap__images_t *t, const uintptr_t *pcs,
-                            int n, bool *out);
+                            const snap__image_t *const *imgs, int n, bool *out);
 
 #endif /* SNAP_SYMBOLS_TRAMPOLINES_H */
