@@ -20,7 +20,9 @@
  *     is reported on its own), beside one set reused every pass and fresh
  *     sets with the cache on. Against dladdr, elfutils' libdwfl
  *     (dwfl_addrmodule + dwfl_module_addrname) and absl::Symbolize ("n/a"
- *     when built without them). Goals: flat across sizes, >= 100x faster
+ *     when built without them). The methods take turns, a pass each, and
+ *     every pass starts from caches evicted: a cold lookup is cold for each
+ *     method alike. Goals: flat across sizes, >= 100x faster
  *     than dladdr at 100 k functions, and at 60 k a cold lookup <= 430 ns
  *     (libbacktrace's backtrace_syminfo, measured apart) and a first use
  *     <= 2 ms. Names are checked too: a third of the functions are local
@@ -839,26 +841,6 @@ static double dwfl_pass(const addr_set_t *a, int *correct) {
 
 typedef double (*pass_fn)(const addr_set_t *, int *);
 
-/* Median over passes; slow methods get fewer passes (one pass of dladdr
-   over 100 k functions takes a good part of a second), and fresh passes
-   stop where the pool runs out of unseen addresses (the 1 k image has
-   about 4 000). */
-static double timed_passes(pass_fn pass, const addr_pool_t *p, bool fresh,
-                           int *correct, int *passes) {
-  double v[MAX_PASSES];
-  int n = 0, slices = (p->n - 1) / ADDRS;
-  uint64_t t0 = now_ns();
-  do {
-    int k = fresh ? n : 0;
-    addr_set_t a = {p->addr + k * ADDRS, p->want + k * ADDRS,
-                    p->func + k * ADDRS};
-    v[n++] = pass(&a, correct);
-  } while (n < MAX_PASSES && (!fresh || n < slices) &&
-           now_ns() - t0 < 300000000u);
-  *passes = n;
-  return median(v, n);
-}
-
 /* The first lookup in an image nothing has looked into yet: what a method
    pays once per image (stacksnap, libbacktrace, libdwfl and abseil read
    its symbol table). */
@@ -893,9 +875,94 @@ static double first_use_us(int method, uintptr_t addr) {
    below: against a library without it the snap_admit column is n/a. */
 __attribute__((weak)) void snap__cache_set_admit_all(bool on);
 
-static void run_lookup(lookup_result_t *out, int l, pass_fn pass,
-                       const addr_pool_t *p, bool fresh) {
-  out->ns[l] = timed_passes(pass, p, fresh, &out->correct[l], &out->passes[l]);
+/* The settings a method's passes run under, set before each of them:
+   methods take turns, so each needs its own again. */
+static void cache_off(void) {
+  snap_set_symbol_cache_limit(0);
+  g_snap_flags = 0;
+}
+
+static void cache_off_mangled(void) {
+  snap_set_symbol_cache_limit(0);
+  g_snap_flags = SNAP_SYMBOLICATE_MANGLED; /* names as syminfo gives them */
+}
+
+/* Fresh to the cache: the slice the cache-off methods saw with nothing
+   probed, so each is a miss that also probes (a first sighting). */
+static void cache_on(void) {
+  snap_set_symbol_cache_limit(SNAP_SYMBOL_CACHE_DEFAULT_BYTES);
+  g_snap_flags = 0;
+}
+
+static void cache_admit_all(void) {
+  snap_set_symbol_cache_limit(0); /* empty: no false "seen" kept */
+  snap_set_symbol_cache_limit(SNAP_SYMBOL_CACHE_DEFAULT_BYTES);
+  g_snap_flags = 0;
+  snap__cache_set_admit_all(true);
+}
+
+static void admit_off(void) { snap__cache_set_admit_all(false); }
+
+typedef struct lookup_method {
+  int l; /* its column */
+  pass_fn pass;
+  bool fresh;                           /* a new slice each pass */
+  void (*before)(void), (*after)(void); /* around each pass; NULL: none */
+  /* while it runs */
+  double v[MAX_PASSES];
+  int n;
+  uint64_t spent_ns;
+} lookup_method_t;
+
+/* Writes a buffer twice the last-level cache (32 MiB here) a line at a
+   time, so the next pass finds none of the tables in the CPU's caches:
+   methods that share a table (the snap columns) would otherwise find the
+   lines the one before them in a round brought in. */
+static void evict_caches(void) {
+  enum { EVICT_BYTES = 64 << 20 };
+  static volatile char *buf;
+  if (!buf && !(buf = malloc(EVICT_BYTES)))
+    return;
+  for (size_t i = 0; i < EVICT_BYTES; i += 64)
+    buf[i] = (char)i;
+}
+
+/* Runs the methods' passes in turns, pass k of each before pass k + 1 of
+   any, each from evicted caches, and keeps each one's median: this VM's
+   speed drifts by tens of percent over seconds, and a method timed whole
+   before the next one measured that drift. Slow methods get fewer passes (one
+   pass of dladdr over 100 k functions takes a good part of a second: 300 ms of
+   passes each), and fresh passes stop where the pool runs out of unseen
+   addresses (the 1 k image has about 4 000). */
+static void run_lookups(lookup_result_t *out, lookup_method_t *m, int count,
+                        const addr_pool_t *p) {
+  int slices = (p->n - 1) / ADDRS;
+  for (bool more = true; more;) {
+    more = false;
+    for (int i = 0; i < count; i++) {
+      lookup_method_t *x = &m[i];
+      if (x->n >= MAX_PASSES || (x->fresh && x->n >= slices) ||
+          x->spent_ns >= 300000000u)
+        continue;
+      int k = x->fresh ? x->n : 0;
+      addr_set_t a = {p->addr + k * ADDRS, p->want + k * ADDRS,
+                      p->func + k * ADDRS};
+      if (x->before)
+        x->before();
+      evict_caches();
+      uint64_t t0 = now_ns();
+      x->v[x->n++] = x->pass(&a, &out->correct[x->l]);
+      x->spent_ns += now_ns() - t0;
+      if (x->after)
+        x->after();
+      more = true;
+    }
+  }
+  for (int i = 0; i < count; i++) {
+    out->ns[m[i].l] = median(m[i].v, m[i].n);
+    out->passes[m[i].l] = m[i].n;
+  }
+  cache_off();
 }
 
 static bool lookup_image(const image_spec_t *img, lookup_result_t *out,
@@ -931,52 +998,48 @@ static bool lookup_image(const image_spec_t *img, lookup_result_t *out,
   }
   uintptr_t first = p.addr[p.n - 1]; /* in no pass's slice */
 
-  /* Every call names afresh: no cache entry is kept. */
-  snap_set_symbol_cache_limit(0);
+  /* First uses, each in a table nothing has read yet; then the passes. */
+  lookup_method_t m[L_COUNT];
+  int count = 0;
+#define METHOD(col, fn, fr, b, a)                                              \
+  m[count++] = (lookup_method_t){                                              \
+      .l = (col), .pass = (fn), .fresh = (fr), .before = (b), .after = (a)}
+  cache_off(); /* every call names afresh: no cache entry is kept */
   out->first_us[L_SNAP] = first_use_us(L_SNAP, first);
   out->first_us[L_DLADDR] = first_use_us(L_DLADDR, first);
-  run_lookup(out, L_SNAP, snap_pass, &p, true);
-  run_lookup(out, L_SNAP_REUSED, snap_pass, &p, false);
-  g_snap_flags = SNAP_SYMBOLICATE_MANGLED; /* names as syminfo gives them */
-  run_lookup(out, L_SNAP_MANGLED, snap_pass, &p, true);
-  g_snap_flags = 0;
-  snap_set_symbol_cache_limit(SNAP_SYMBOL_CACHE_DEFAULT_BYTES);
-  /* Fresh to the cache: the fresh slices again, but the cache was off for
-     them, so each is a miss that also probes and fills the cache. */
-  run_lookup(out, L_SNAP_CACHED, snap_pass, &p, true);
-  if (snap__cache_set_admit_all) {
-    snap_set_symbol_cache_limit(0); /* empty: no false "seen" kept */
-    snap_set_symbol_cache_limit(SNAP_SYMBOL_CACHE_DEFAULT_BYTES);
-    snap__cache_set_admit_all(true);
-    run_lookup(out, L_SNAP_ADMIT, snap_pass, &p, true);
-    snap__cache_set_admit_all(false);
-  }
-  snap_set_symbol_cache_limit(0);
-  run_lookup(out, L_DLADDR, dladdr_pass, &p, true);
+  METHOD(L_SNAP, snap_pass, true, cache_off, NULL);
+  METHOD(L_SNAP_REUSED, snap_pass, false, cache_off, NULL);
+  METHOD(L_SNAP_MANGLED, snap_pass, true, cache_off_mangled, NULL);
+  METHOD(L_SNAP_CACHED, snap_pass, true, cache_on, NULL);
+  if (snap__cache_set_admit_all)
+    METHOD(L_SNAP_ADMIT, snap_pass, true, cache_admit_all, admit_off);
+  METHOD(L_DLADDR, dladdr_pass, true, cache_off, NULL);
 #ifdef SNAP_BENCH_HAVE_LIBBACKTRACE
   g_bt = backtrace_create_state(NULL, 0, bt_error, NULL);
   if (g_bt) {
     out->first_us[L_BT] = first_use_us(L_BT, first);
-    run_lookup(out, L_BT, bt_pass, &p, true);
-    run_lookup(out, L_BT_COPY, bt_copy_pass, &p, true);
+    METHOD(L_BT, bt_pass, true, NULL, NULL);
+    METHOD(L_BT_COPY, bt_copy_pass, true, NULL, NULL);
     g_cxa_demangle = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
     if (g_cxa_demangle)
-      run_lookup(out, L_BT_DEMANGLE, bt_demangle_pass, &p, true);
+      METHOD(L_BT_DEMANGLE, bt_demangle_pass, true, NULL, NULL);
   }
 #endif
 #ifdef SNAP_BENCH_HAVE_ABSL
   g_absl_img = img;
   out->first_us[L_ABSL] = first_use_us(L_ABSL, first);
-  run_lookup(out, L_ABSL, absl_pass, &p, true);
+  METHOD(L_ABSL, absl_pass, true, NULL, NULL);
 #endif
 #ifdef SNAP_BENCH_HAVE_LIBDW
   if (have_dwfl && dwfl_open(h, img->path)) {
     out->first_us[L_DWFL] = first_use_us(L_DWFL, first);
-    run_lookup(out, L_DWFL, dwfl_pass, &p, true);
+    METHOD(L_DWFL, dwfl_pass, true, NULL, NULL);
   }
 #else
   (void)have_dwfl;
 #endif
+#undef METHOD
+  run_lookups(out, m, count, &p);
   pool_free(&p);
   /* Kept loaded: a dlclose would make the next image land at the same
      address, and the comparison is about lookups, not unloads. */
@@ -1028,8 +1091,9 @@ static bool part2_cold_lookup(void) {
          "libbacktrace's never reads it). bt_demangle:\n   "
          "libbacktrace, then __cxa_demangle of C++ names (as <stacktrace> "
          "does; stacksnap demangles every\n   name it gives unless asked not "
-         "to). Median of up to %d passes, ns per address\n"
-         "   (the thread's CPU time)\n",
+         "to). Median of up to %d passes, the methods taking\n   turns, each "
+         "pass from caches evicted (64 MiB written), ns per address (the\n"
+         "   thread's CPU time)\n",
          ADDRS, BENCH_FUNCS_BIG_PAD, MAX_PASSES);
   printf("  %-9s", "funcs");
   for (int l = 0; l < L_COUNT; l++)
