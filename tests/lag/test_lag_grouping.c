@@ -84,13 +84,22 @@ static witness_t witness(void) {
    more for a CPU, or a CPU was taken from the guest that long (seen
    beside a CI run: a stall the watchdog never sampled, with 9 ms of
    run-queue wait, while cpu0 lost 100 ms); either may leave it no point
-   sample in a 120 ms stall. Unknown counts as starved. */
-static bool starved_since(const witness_t *before) {
+   sample in a 120 ms stall. Unknown counts as starved. A starved stall is
+   printed (label, index) with what starved it, so that a failure of the
+   counts says which stalls the machine took from the watchdog. */
+static bool starved_since(const witness_t *before, const char *label,
+                          int index) {
   witness_t after = witness();
-  return before->runq < 0 || after.runq < 0 ||
-         after.runq - before->runq >= 50 * MS ||
-         cpu_steal_max(before->steal, before->cpus, after.steal, after.cpus) >=
-             50 * MS;
+  int64_t runq =
+      before->runq < 0 || after.runq < 0 ? -1 : after.runq - before->runq;
+  int64_t steal =
+      cpu_steal_max(before->steal, before->cpus, after.steal, after.cpus);
+  bool starved = runq < 0 || runq >= 50 * MS || steal >= 50 * MS;
+  if (starved)
+    printf("  %s stall %d starved: run-queue wait %lld ms, a CPU's steal "
+           "%lld ms\n",
+           label, index, (long long)(runq / MS), (long long)(steal / MS));
+  return starved;
 }
 
 static pid_t find_dog_once(void) {
@@ -260,7 +269,7 @@ static void seen_late_case(void) {
     sleep_ns(150 * MS);
     witness_t w0 = witness();
     grouping_stall(LATE_STALL);
-    starved += starved_since(&w0);
+    starved += starved_since(&w0, "seen-late case", 3 + i);
   }
   finish(dir);
   printf("seen late:\n");
@@ -303,7 +312,7 @@ static void loaded_case(void) {
   for (int i = 0; i < 30; i++) {
     witness_t w0 = witness();
     grouping_stall(120 * MS);
-    starved += starved_since(&w0);
+    starved += starved_since(&w0, "loaded case", i + 1);
     sleep_ns(100 * MS);
   }
   finish(dir);
