@@ -147,6 +147,14 @@ static void init_header(snap_stack_t *s, int n, size_t bytes,
   atomic_init(&s->lines_view, NULL);
 }
 
+/* Copies s, NUL and all, to *at and moves *at past it; returns the copy. */
+static const char *copy_in(char **at, const char *s) {
+  size_t len = strlen(s) + 1;
+  const char *copy = memcpy(*at, s, len);
+  *at += len;
+  return copy;
+}
+
 /* A stack nobody keeps (stack.h, own_strings): the frames as users read
    them, then copies of their names, in one block. It has no compact
    records and no copy of its key: those serve the cache, and only the
@@ -180,20 +188,14 @@ static snap_stack_t *pack_own(const snap_frame_t *frames, int n,
   char *at = (char *)(v->frames + n);
   for (int i = 0; i < n; i++) {
     snap_frame_t f = frames[i];
-    if (f.symbol) {
-      size_t len = strlen(f.symbol) + 1;
-      f.symbol = memcpy(at, f.symbol, len);
-      at += len;
-    } else {
+    if (f.symbol)
+      f.symbol = copy_in(&at, f.symbol);
+    else
       f.symbol_addr = 0;
-    }
-    if (f.source_file) {
-      size_t len = strlen(f.source_file) + 1;
-      f.source_file = memcpy(at, f.source_file, len);
-      at += len;
-    } else {
+    if (f.source_file)
+      f.source_file = copy_in(&at, f.source_file);
+    else
       f.source_line = 0;
-    }
     v->frames[i] = f;
   }
   atomic_init(&s->view, v);

@@ -172,7 +172,8 @@ static void index_image(image_t *img) {
    call used is checked before the walk over every entry. */
 static int g_last;
 
-/* Whether img is path's (asked: by this pointer before). */
+/* Whether img is path's: the same pointer as last asked, else the same
+   string; a match remembers path's pointer for the next frame. */
 static bool is_for(image_t *img, const char *path) {
   if (!img->path)
     return false;
