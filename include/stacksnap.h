@@ -412,6 +412,42 @@ SNAP_EXPORT int snap_symbolicate_ex(const uintptr_t *pcs, int n, unsigned flags,
 SNAP_EXPORT int snap_callstack_symbols_ex(int max, unsigned flags,
                                           const snap_stack_t **out);
 
+/* Since 1.3. One address named into the caller's buffer, the job of
+   dladdr or libbacktrace's backtrace_syminfo with this library's names
+   (.symtab and debug files, PLT entries, Objective-C methods, demangled):
+   for a hook that wants only who called it, or a tool naming addresses one
+   by one. No stack object is made and nothing is cached, so a name costs
+   half to three quarters of snap_symbolicate's cold path. The struct is sized
+   like snap_image_info_t: set `size = sizeof(snap_symbol_info_t)`. */
+typedef struct snap_symbol_info {
+  uint32_t size;          /* set by the caller: sizeof(snap_symbol_info_t) */
+  uintptr_t symbol_addr;  /* the function's first byte; 0 if unnamed */
+  size_t symbol_len;      /* the whole name's length, which may be more than
+                             the buffer held; 0 if unnamed */
+  uintptr_t image_base;   /* load address of the image holding addr */
+  const char *image;      /* that image's base name, and */
+  const char *image_path; /* its full path: both valid for the life of
+                             the process */
+  bool in_app;
+} snap_symbol_info_t;
+
+/* Names addr, taken as it is (as dladdr takes it: to name the call
+   before a return address, pass the return address minus one). Writes the
+   function's name into name, NUL-terminated and cut to name_size - 1
+   bytes (out->symbol_len says how long it is whole: with name NULL and
+   name_size 0, only the length is asked); "" when the image has no name
+   for addr. flags: 0 or SNAP_SYMBOLICATE_MANGLED. Refreshes the image
+   table first, so an unloaded image is never named. Returns SNAP_OK, or
+   SNAP_EINVAL (out NULL or of a size this library does not know, name NULL
+   with name_size > 0, unknown flags, addr in no executable image: then
+   nothing is written). A name memory ran out for is "", as an unknown one.
+   [thread-safe] [allocates: the demangled name; reading an image's symbol
+   file the first time one of its addresses is named] [locks: the symbol
+   provider's] [blocks: the loader's lock briefly] Not async-signal-safe. */
+SNAP_EXPORT int snap_symbol_lookup(uintptr_t addr, unsigned flags,
+                                   snap_symbol_info_t *out, char *name,
+                                   size_t name_size);
+
 /* 0 for NULL. [async-signal-safe] [thread-safe] */
 SNAP_EXPORT int snap_stack_count(const snap_stack_t *s);
 /* NULL when s is NULL or i is out of range (or out of memory: a stack's

@@ -51,6 +51,16 @@ typedef struct snap__cache_stats_v1 {
   uint64_t hits, misses, evictions, entries, bytes;
 } snap__cache_stats_v1_t;
 
+/* snap_symbol_info_t as API 1.3 declared it. */
+typedef struct snap__symbol_info_v1 {
+  uint32_t size;
+  uintptr_t symbol_addr;
+  size_t symbol_len;
+  uintptr_t image_base;
+  const char *image, *image_path;
+  bool in_app;
+} snap__symbol_info_v1_t;
+
 #define SNAP__SAME_FIELD(pub, v1, f)                                           \
   _Static_assert(offsetof(pub, f) == offsetof(v1, f) &&                        \
                      sizeof(((pub *)0)->f) == sizeof(((v1 *)0)->f),            \
@@ -85,11 +95,23 @@ SNAP__SAME_FIELD(snap_symbol_cache_stats_t, snap__cache_stats_v1_t, evictions);
 SNAP__SAME_FIELD(snap_symbol_cache_stats_t, snap__cache_stats_v1_t, entries);
 SNAP__SAME_FIELD(snap_symbol_cache_stats_t, snap__cache_stats_v1_t, bytes);
 
+_Static_assert(offsetof(snap_symbol_info_t, size) == 0,
+               "size is the first field");
+_Static_assert(sizeof(snap_symbol_info_t) >= sizeof(snap__symbol_info_v1_t),
+               "later versions only append");
+SNAP__SAME_FIELD(snap_symbol_info_t, snap__symbol_info_v1_t, symbol_addr);
+SNAP__SAME_FIELD(snap_symbol_info_t, snap__symbol_info_v1_t, symbol_len);
+SNAP__SAME_FIELD(snap_symbol_info_t, snap__symbol_info_v1_t, image_base);
+SNAP__SAME_FIELD(snap_symbol_info_t, snap__symbol_info_v1_t, image);
+SNAP__SAME_FIELD(snap_symbol_info_t, snap__symbol_info_v1_t, image_path);
+SNAP__SAME_FIELD(snap_symbol_info_t, snap__symbol_info_v1_t, in_app);
+
 /* The sizes each struct accepts: one per released version, oldest first
    (add the next version's sizeof at the end of the list). */
 #define SNAP__IMAGE_INFO_SIZES                                                 \
   sizeof(snap__image_info_v1_t), sizeof(snap__image_info_v2_t)
 #define SNAP__CACHE_STATS_SIZES sizeof(snap__cache_stats_v1_t)
+#define SNAP__SYMBOL_INFO_SIZES sizeof(snap__symbol_info_v1_t)
 
 /* True when size is one of the listed sizes. [async-signal-safe] */
 #define snap__abi_size_known(size, ...)                                        \

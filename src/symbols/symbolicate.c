@@ -1,5 +1,6 @@
 /*
- * symbolicate.c — naming pcs: snap_symbolicate and snap_symbolicate_ex.
+ * symbolicate.c — naming pcs: snap_symbolicate and snap_symbolicate_ex,
+ * and one address into the caller's buffer: snap_symbol_lookup.
  * (Capturing the caller's stack and naming it is src/callstack.c's job:
  * nothing here captures.)
  *
@@ -17,6 +18,12 @@
  * its pcs only: the first is packed with its own strings and handed out
  * uncached, as with the cache off (cache_admit.c says why).
  *
+ * snap_symbol_lookup is the miss path for one exact address without the
+ * stack object: the image table, then the provider, the name demangled
+ * straight into the caller's buffer. A stack's block, its pool of name
+ * copies, its pack and its allocation were a third of a cold lookup of
+ * one address (bench_symbols part 2: snap_addr against snap).
+ *
  * Why a hit still asks the platform's load/unload stamp, which on Linux
  * takes the loader's lock: a hit must not serve names of an image that was
  * unloaded, nor of whatever was loaded at its place, and no lock-free
@@ -33,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "images/images.h"
 #include "platform/platform.h"
 #include "symbols/cache.h"
@@ -125,6 +133,18 @@ static int note_image(snap__stack_image_t *rec, int nrec, uintptr_t addr,
   return nrec + 1;
 }
 
+/* The provider's question for addr, found in img (NULL: in no image) of
+   the table of that generation. */
+static void ask(snap__plat_sym_query_t *q, uintptr_t addr,
+                const snap__image_t *img, uint64_t generation) {
+  q->addr = addr;
+  q->image_base = img ? img->base : 0;
+  q->image_path = img ? img->path : NULL;    /* interned: outlives the table */
+  q->func_index = img ? img->func_index : 0; /* read through safe reads */
+  q->func_index_size = img ? img->func_index_size : 0;
+  q->images_generation = generation;
+}
+
 /* The stack block of name_stack: a stack of up to 16 frames. */
 #define LOCAL_BLOCK 3072
 
@@ -191,12 +211,7 @@ static snap_stack_t *name_stack(const uintptr_t *pcs, int n, unsigned flags,
     f->build_id = img ? img->build_id : NULL;
     f->image_size = img ? img->size : 0;
     f->in_app = img && img->in_app;
-    q[i].addr = addr;
-    q[i].image_base = f->image_base;
-    q[i].image_path = img ? img->path : NULL;    /* interned: outlives t */
-    q[i].func_index = img ? img->func_index : 0; /* read through safe reads */
-    q[i].func_index_size = img ? img->func_index_size : 0;
-    q[i].images_generation = key.generation;
+    ask(&q[i], addr, img, key.generation);
   }
   snap__images_release(t);
 
@@ -304,4 +319,62 @@ const snap_stack_t *snap_symbolicate(const uintptr_t *pcs, int n,
   const snap_stack_t *s;
   (void)snap__symbolicate(pcs, n, flags, false, &s);
   return s;
+}
+
+/* ---- One address, into the caller's buffer ------------------------------ */
+
+typedef struct one_name {
+  snap_symbol_info_t *info;
+  char *buf;
+  size_t size;
+  bool mangled;
+} one_name_t;
+
+static void on_one(int i, const char *name, uintptr_t addr, void *ctx) {
+  (void)i;
+  one_name_t *o = ctx;
+  char *dm = o->mangled ? NULL : snap__plat_demangle(name);
+  const char *s = dm ? dm : name;
+  size_t len = strlen(s);
+  if (o->size) {
+    size_t k = len < o->size ? len : o->size - 1;
+    memcpy(o->buf, s, k);
+    o->buf[k] = '\0';
+  }
+  o->info->symbol_len = len;
+  o->info->symbol_addr = addr;
+  free(dm);
+}
+
+/* The cold path of name_stack for one exact address, without what a stack
+   object needs (its block, the pool of copies, the pack, the allocation):
+   the image table's answer and the provider's, nothing else. */
+int snap_symbol_lookup(uintptr_t addr, unsigned flags, snap_symbol_info_t *out,
+                       char *name, size_t name_size) {
+  if (!out || !snap__abi_size_known(out->size, SNAP__SYMBOL_INFO_SIZES) ||
+      (!name && name_size) || (flags & ~SNAP_SYMBOLICATE_MANGLED))
+    return SNAP_EINVAL;
+  /* As a miss of snap_symbolicate: names for the images loaded now. */
+  (void)snap__images_refresh_if_stale();
+  const snap__images_t *t = snap__images_acquire();
+  const snap__image_t *img = snap__images_find(t, addr);
+  snap_symbol_info_t all = {0};
+  snap__plat_sym_query_t q;
+  if (img) {
+    all.image_base = img->base;
+    all.image = img->name; /* interned, as the path: outlive the table */
+    all.image_path = img->path;
+    all.in_app = img->in_app;
+    ask(&q, addr, img, snap__images_generation(t));
+  }
+  snap__images_release(t);
+  if (!img)
+    return SNAP_EINVAL;
+  if (name_size)
+    name[0] = '\0';
+  one_name_t o = {&all, name, name_size,
+                  (flags & SNAP_SYMBOLICATE_MANGLED) != 0};
+  (void)snap__plat_symbolize(&q, 1, on_one, &o);
+  snap__abi_copy_out(out, &all, out->size);
+  return SNAP_OK;
 }

@@ -51,11 +51,28 @@ final class StackSnapTests: XCTestCase {
       XCTAssertTrue(
         names[i].contains(".\(function)("), "frame \(i) is \(names[i]), expected \(function)")
     }
+    // One address at a time (the call before each return address): the
+    // same names, and the symbol table's with SNAP_SYMBOLICATE_MANGLED.
+    var looked: [String] = []
+    var mangled: [String] = []
+    for i in 0..<3 {
+      for (flags, into) in [(UInt32(0), 0), (UInt32(SNAP_SYMBOLICATE_MANGLED), 1)] {
+        var info = snap_symbol_info_t()
+        info.size = UInt32(MemoryLayout<snap_symbol_info_t>.size)
+        var buf = [CChar](repeating: 0, count: 512)
+        XCTAssertEqual(Int(snap_symbol_lookup(pcs[i] - 1, flags, &info, &buf, buf.count)), Int(SNAP_OK))
+        let name = String(cString: buf)
+        XCTAssertEqual(info.symbol_len, name.utf8.count, "frame \(i): the whole name fits")
+        if into == 0 { looked.append(name) } else { mangled.append(name) }
+      }
+    }
+    XCTAssertEqual(looked, names)
     #if os(Linux)
     let oracle = try SymbolOracle(inImage: #dsohandle)
     for i in 0..<3 {
       let sym = oracle.lookup(pcs[i] - 1)
       XCTAssertEqual(names[i], sym.flatMap { runtimeDemangle($0.mangled) }, "frame \(i)")
+      XCTAssertEqual(mangled[i], sym?.mangled, "frame \(i), mangled")
     }
     #endif
   }

@@ -191,3 +191,13 @@ add_dependencies(test_elf_scan snap_elf_big snap_elf_small)
 target_compile_definitions(test_elf_scan PRIVATE
   ELF_BIG_LIB="$<TARGET_FILE:snap_elf_big>"
   ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")
+
+# ---- test_symbol_lookup: one address into the caller's buffer -------------
+# Against nm of the 50 k library and the other public answers; buffers,
+# refusals, an unloaded library.
+snap_test(test_symbol_lookup symbols/test_symbol_lookup.c)
+add_dependencies(test_symbol_lookup snap_elf_big snap_elf_small)
+target_compile_definitions(test_symbol_lookup PRIVATE
+  ELF_BIG_LIB="$<TARGET_FILE:snap_elf_big>"
+  ELF_BIG_NM="${elf_big_nm}"
+  ELF_SMALL_LIB="$<TARGET_FILE:snap_elf_small>")

@@ -16,7 +16,8 @@
  * Then the same names through snap_symbolicate, with and without
  * SNAP_SYMBOLICATE_MANGLED, each three times in turn (the third is the
  * cache's hit): the flag gives the name dladdr gives (the symbol table's),
- * no flag c++filt's answer, and neither answer is served for the other.
+ * no flag c++filt's answer, and neither answer is served for the other;
+ * and through snap_symbol_lookup, with and without the flag.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -73,6 +74,14 @@ static void check_named(const case_t *c, unsigned flags, const char *want) {
         "%s named%s: \"%s\", want \"%s\"", c->mangled, flags ? " mangled" : "",
         f && f->symbol ? f->symbol : "(null)", want);
   snap_stack_release(st);
+  /* The same through the one-address call, into a buffer. */
+  snap_symbol_info_t info = {.size = sizeof info};
+  char name[512];
+  CHECK_EQ(snap_symbol_lookup(pc, flags, &info, name, sizeof name), SNAP_OK);
+  CHECK(strcmp(name, want) == 0 && info.symbol_len == strlen(want) &&
+            info.symbol_addr == pc,
+        "%s looked up%s: \"%s\" (%zu), want \"%s\"", c->mangled,
+        flags ? " mangled" : "", name, info.symbol_len, want);
 }
 
 /* Several threads make the first (lazy) lookup at once. The one that
