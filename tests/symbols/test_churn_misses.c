@@ -12,7 +12,9 @@
  * a repeated one now and then (a hit) — and, when the library stayed
  * loaded from before the naming to after it, count each frame named as in
  * no image or with no symbol (a miss) and each frame given another name (a
- * wrong name). Both must be 0. Bounded: SNAP_CHURN_SECONDS (default 3).
+ * wrong name). Both must be 0. Each round also names one of the four pcs
+ * alone (snap_symbol_lookup), with the same two counts, both 0. Bounded:
+ * SNAP_CHURN_SECONDS (default 3).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -41,6 +43,7 @@ static atomic_int g_which = -1;
 static _Atomic uintptr_t g_fn[NFN];
 static atomic_bool g_stop;
 static atomic_ulong g_checked, g_frames, g_misses, g_wrong;
+static atomic_ulong g_lookups, g_lookup_misses, g_lookup_wrong;
 
 static void *churn(void *arg) {
   (void)arg;
@@ -90,7 +93,25 @@ static void *namer(void *arg) {
     pcs[NFN] = round % 8 ? (uintptr_t)&namer + 1 + round % 4093
                          : (uintptr_t)&namer + 1;
     const snap_stack_t *s = snap_symbolicate(pcs, NFN + 1, 0);
+    /* And one of its pcs alone, through the one-address call. */
+    int one = (int)(round % NFN);
+    snap_symbol_info_t info = {.size = sizeof info};
+    char name[64];
+    int one_rc = snap_symbol_lookup(pcs[one], 0, &info, name, sizeof name);
     if (atomic_load(&g_seq) == s1) { /* the library stayed loaded */
+      char want_one[32];
+      snprintf(want_one, sizeof want_one, "churn_%c_f%d", g_tags[lib], one);
+      atomic_fetch_add(&g_lookups, 1);
+      if (one_rc != SNAP_OK || !name[0]) {
+        if (atomic_fetch_add(&g_lookup_misses, 1) < 5)
+          fprintf(stderr, "lookup miss: pc %#lx (%s): rc %d, \"%s\"\n",
+                  (unsigned long)pcs[one], want_one, one_rc,
+                  one_rc == SNAP_OK ? name : "");
+      } else if (strcmp(name, want_one) != 0) {
+        if (atomic_fetch_add(&g_lookup_wrong, 1) < 5)
+          fprintf(stderr, "lookup wrong: pc %#lx named %s, want %s\n",
+                  (unsigned long)pcs[one], name, want_one);
+      }
       atomic_fetch_add(&g_checked, 1);
       for (int i = 0; i < NFN; i++) {
         const snap_frame_t *f = snap_stack_frame(s, i);
@@ -134,7 +155,13 @@ int main(void) {
          atomic_load(&g_misses), atomic_load(&g_wrong));
   CHECK(atomic_load(&g_checked) > 0,
         "no naming happened while a library stayed loaded");
+  printf("%lu addresses looked up alone: %lu misses, %lu wrong names\n",
+         atomic_load(&g_lookups), atomic_load(&g_lookup_misses),
+         atomic_load(&g_lookup_wrong));
   CHECK_EQ(atomic_load(&g_misses), 0ul);
   CHECK_EQ(atomic_load(&g_wrong), 0ul);
+  CHECK(atomic_load(&g_lookups) > 0, "no lookup while a library stayed loaded");
+  CHECK_EQ(atomic_load(&g_lookup_misses), 0ul);
+  CHECK_EQ(atomic_load(&g_lookup_wrong), 0ul);
   return check_result("test_churn_misses");
 }
