@@ -417,7 +417,7 @@ SNAP_EXPORT int snap_callstack_symbols_ex(int max, unsigned flags,
    (.symtab and debug files, PLT entries, Objective-C methods, demangled):
    for a hook that wants only who called it, or a tool naming addresses one
    by one. No stack object is made and nothing is cached, so a name costs
-   half to three quarters of snap_symbolicate's cold path. The struct is sized
+   less than a cold snap_symbolicate of one pc. The struct is sized
    like snap_image_info_t: set `size = sizeof(snap_symbol_info_t)`. */
 typedef struct snap_symbol_info {
   uint32_t size;          /* set by the caller: sizeof(snap_symbol_info_t) */
