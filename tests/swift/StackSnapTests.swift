@@ -56,14 +56,14 @@ final class StackSnapTests: XCTestCase {
     var looked: [String] = []
     var mangled: [String] = []
     for i in 0..<3 {
-      for (flags, into) in [(UInt32(0), 0), (UInt32(SNAP_SYMBOLICATE_MANGLED), 1)] {
+      for flags in [UInt32(0), UInt32(SNAP_SYMBOLICATE_MANGLED)] {
         var info = snap_symbol_info_t()
         info.size = UInt32(MemoryLayout<snap_symbol_info_t>.size)
         var buf = [CChar](repeating: 0, count: 512)
         XCTAssertEqual(Int(snap_symbol_lookup(pcs[i] - 1, flags, &info, &buf, buf.count)), Int(SNAP_OK))
         let name = String(cString: buf)
         XCTAssertEqual(info.symbol_len, name.utf8.count, "frame \(i): the whole name fits")
-        if into == 0 { looked.append(name) } else { mangled.append(name) }
+        if flags == 0 { looked.append(name) } else { mangled.append(name) }
       }
     }
     XCTAssertEqual(looked, names)
